@@ -1,0 +1,32 @@
+"""Apply migrations to every account database (run on each deploy after `migrate`)."""
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from conversations.models import WeComAccount
+from qiwei_site.tenancy import ensure_account_database
+
+
+class Command(BaseCommand):
+    help = "迁移所有账号数据库 (migrate every account database)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--account", help="只迁移这个账号 (only this account)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        accounts = WeComAccount.objects.order_by("id")
+        if options["account"]:
+            accounts = accounts.filter(pk=options["account"])
+            if not accounts.exists():
+                raise CommandError(f"账号 {options['account']} 不存在 (no such account).")
+        failed = []
+        for account in accounts:
+            try:
+                ensure_account_database(account.id, force_migrate=True)
+                self.stdout.write(f"{account.id}: 已迁移")
+            except Exception as exc:  # keep going; report every failure at the end
+                failed.append(account.id)
+                self.stderr.write(f"{account.id}: 迁移失败 {exc.__class__.__name__}: {exc}")
+        if failed:
+            raise CommandError(f"{len(failed)} 个账号迁移失败: {', '.join(failed)}")

@@ -1,0 +1,5 @@
+"""API paths outside any account (the upstream status)."""
+
+from django.urls import path  # noqa: F401
+
+urlpatterns: list = []

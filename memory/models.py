@@ -1,0 +1,155 @@
+"""Typed customer memory (spec §3), immutable core snapshots and the durable capture queue."""
+
+from __future__ import annotations
+
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
+
+from conversations.models import Customer, Message, account_history
+from qiwei_site.models import TimeStampedModel
+
+
+class MemoryType(models.TextChoices):
+    FACT = "fact", _("事实")
+    PREFERENCE = "preference", _("偏好")
+    CONSTRAINT = "constraint", _("约束")
+    EVENT = "event", _("事件")
+    HYPOTHESIS = "hypothesis", _("推断（待确认）")
+
+
+class MemoryStatus(models.TextChoices):
+    ACTIVE = "active", _("有效")
+    REJECTED = "rejected", _("已拒绝")
+    SUPERSEDED = "superseded", _("已失效")
+
+
+class MemoryDirection(models.TextChoices):
+    INBOUND = "inbound", _("客户原话")
+    OUTBOUND = "outbound", _("客服/模型")
+    INTERNAL = "internal", _("内部人工")
+
+
+class MemoryCreatedBy(models.TextChoices):
+    AUTO = "auto", _("自动")
+    HUMAN = "human", _("人工")
+
+
+class MemoryItem(TimeStampedModel):
+    customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="memory_items")
+    type = models.CharField(_("类型"), max_length=16, choices=MemoryType.choices)
+    key = models.CharField(_("稳定键"), max_length=200)
+    content = models.TextField(_("内容"))
+    source_message_ids = models.JSONField(_("来源消息"), default=list, blank=True)
+    confidence = models.FloatField(
+        _("置信度"), default=0.8, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
+    )
+    importance = models.PositiveSmallIntegerField(
+        _("重要性"), default=3, validators=[MinValueValidator(1), MaxValueValidator(5)]
+    )
+    status = models.CharField(
+        _("状态"), max_length=16, choices=MemoryStatus.choices, default=MemoryStatus.ACTIVE, db_index=True
+    )
+    direction = models.CharField(
+        _("证据方向"), max_length=16, choices=MemoryDirection.choices, default=MemoryDirection.INBOUND
+    )
+    created_by = models.CharField(
+        _("创建方式"), max_length=16, choices=MemoryCreatedBy.choices, default=MemoryCreatedBy.AUTO
+    )
+    expires_at = models.DateTimeField(_("过期时间"), null=True, blank=True, db_index=True)
+    superseded_by = models.ForeignKey(
+        "self",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="supersedes",
+        verbose_name=_("被替代为"),
+    )
+    history = account_history()
+
+    class Meta:
+        verbose_name = _("记忆条目")
+        verbose_name_plural = _("记忆条目")
+        ordering = ["-importance", "-confidence", "-updated_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["customer", "key"], condition=Q(status="active"), name="uniq_active_memory_key"
+            ),
+            models.CheckConstraint(
+                condition=Q(confidence__gte=0) & Q(confidence__lte=1), name="memory_confidence_range"
+            ),
+            models.CheckConstraint(
+                condition=Q(importance__gte=1) & Q(importance__lte=5), name="memory_importance_range"
+            ),
+        ]
+        indexes = [models.Index(fields=["customer", "status"], name="memory_customer_status")]
+
+    def __str__(self) -> str:
+        return f"[{self.get_type_display()}] {self.content[:40]}"
+
+
+class MemorySnapshot(models.Model):
+    """An immutable, versioned rendering of a customer's active memory within the core limit."""
+
+    customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="memory_snapshots")
+    version = models.PositiveIntegerField(_("版本"))
+    content = models.TextField(_("快照内容"), blank=True)
+    sha256 = models.CharField(_("内容哈希"), max_length=64)
+    char_count = models.PositiveIntegerField(_("字符数"))
+    item_ids = models.JSONField(_("包含条目"), default=list)
+    left_out_ids = models.JSONField(_("超限未收录条目"), default=list)
+    reason = models.CharField(_("原因"), max_length=200, blank=True)
+    created_at = models.DateTimeField(_("创建时间"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("核心记忆快照")
+        verbose_name_plural = _("核心记忆快照")
+        ordering = ["customer", "-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["customer", "version"], name="uniq_snapshot_version"),
+        ]
+
+    def __str__(self) -> str:
+        return f"快照 v{self.version}"
+
+
+class CaptureJobStatus(models.TextChoices):
+    PENDING = "pending", _("待处理")
+    RUNNING = "running", _("处理中")
+    DONE = "done", _("完成")
+    FAILED = "failed", _("失败")
+
+
+class CaptureJob(TimeStampedModel):
+    """A durable extraction request: the row, not the broker message, is the source of truth."""
+
+    customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="capture_jobs")
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, null=True, blank=True, related_name="capture_jobs")
+    # Grounded profile updates from a draft are captured through the same queue.
+    payload = models.JSONField(_("附加数据"), default=dict, blank=True)
+    status = models.CharField(
+        _("状态"),
+        max_length=16,
+        choices=CaptureJobStatus.choices,
+        default=CaptureJobStatus.PENDING,
+        db_index=True,
+    )
+    attempts = models.PositiveIntegerField(_("尝试次数"), default=0)
+    last_error = models.TextField(_("最近错误"), blank=True)
+    next_attempt_at = models.DateTimeField(_("下次尝试"), null=True, blank=True, db_index=True)
+    started_at = models.DateTimeField(_("开始时间"), null=True, blank=True)
+    finished_at = models.DateTimeField(_("完成时间"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("记忆提取任务")
+        verbose_name_plural = _("记忆提取任务")
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["message"], condition=Q(message__isnull=False), name="uniq_capture_job_message"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"提取任务 #{self.pk} {self.status}"

@@ -1,0 +1,69 @@
+"""The admin site: Chinese UI with an account switcher; customer data shows only for the chosen account."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.http import HttpRequest, HttpResponseRedirect
+from django.urls import path, reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
+
+from conversations.selectors import accounts_for_user, user_can_access_account
+from qiwei_site.middleware import SESSION_KEY
+from qiwei_site.tenancy import current_account
+
+
+class QiweiAdminSite(admin.AdminSite):
+    site_header = "企微客服记忆后台"
+    site_title = "企微记忆后台"
+    index_title = "记忆治理"
+
+    def each_context(self, request: HttpRequest) -> dict[str, Any]:
+        context = super().each_context(request)
+        if getattr(request, "user", None) is not None and request.user.is_authenticated:
+            context["qiwei_accounts"] = list(accounts_for_user(request.user))
+            context["qiwei_current_account"] = current_account()
+        return context
+
+    def get_urls(self) -> list[Any]:
+        return [
+            path("account/switch/", self.admin_view(require_POST(self.switch_account)), name="switch_account"),
+            *super().get_urls(),
+        ]
+
+    def switch_account(self, request: HttpRequest) -> HttpResponseRedirect:
+        account_id = request.POST.get("account_id", "")
+        target = request.POST.get("next") or reverse("admin:index")
+        if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+            target = reverse("admin:index")
+        if account_id == "":
+            request.session.pop(SESSION_KEY, None)
+        elif user_can_access_account(request.user, account_id):
+            request.session[SESSION_KEY] = account_id
+            messages.success(request, f"已切换到账号 {account_id}")
+            # The page we came from belongs to the old account: go to the index.
+            target = reverse("admin:index")
+        else:
+            messages.error(request, "无权访问该账号")
+        return HttpResponseRedirect(target)
+
+
+class AccountScopedAdminMixin:
+    """Customer-data admins are visible only once an account is chosen."""
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return current_account() is not None and super().has_module_permission(request)  # type: ignore[misc]
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return current_account() is not None and super().has_view_permission(request, obj)  # type: ignore[misc]
+
+    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
+        return current_account() is not None and super().has_add_permission(request, *args)  # type: ignore[misc]
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return current_account() is not None and super().has_change_permission(request, obj)  # type: ignore[misc]
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return current_account() is not None and super().has_delete_permission(request, obj)  # type: ignore[misc]

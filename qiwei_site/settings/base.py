@@ -1,0 +1,199 @@
+"""Settings shared by every environment; everything configurable comes from the environment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import environ
+
+from qiwei_site.conf import env_bool, env_choice, env_float, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+SECRET_KEY = env_str("DJANGO_SECRET_KEY", "insecure-local-development-key-change-me")
+DEBUG = env_bool("DJANGO_DEBUG", False)
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", "http://127.0.0.1:4320,http://localhost:4320")
+
+# --- Paths -------------------------------------------------------------------
+QIWEI_DATA_DIR = Path(env_str("QIWEI_DATA_DIR", str(BASE_DIR / "var"))).resolve()
+# Migrated SQLite account templates are cached here (new accounts copy them instead of migrating).
+QIWEI_ACCOUNT_TEMPLATE_DIR = Path(env_str("QIWEI_ACCOUNT_TEMPLATE_DIR", str(QIWEI_DATA_DIR / "templates"))).resolve()
+QIWEI_KNOWLEDGE_DIR = Path(env_str("QIWEI_KNOWLEDGE_DIR", str(BASE_DIR / "knowledge_base"))).resolve()
+
+# --- Agent memory and context (spec §2, §4) -----------------------------------------
+QIWEI_AGENT_CONTEXT_FILES = env_list("QIWEI_AGENT_CONTEXT_FILES", "personality.md,context.md,rules.md")
+QIWEI_AGENT_CONTEXT_CHAR_LIMIT = env_int("QIWEI_AGENT_CONTEXT_CHAR_LIMIT", 6000, 500, 50000)
+QIWEI_AGENT_MEMORY_CORE_CHAR_LIMIT = env_int("QIWEI_AGENT_MEMORY_CORE_CHAR_LIMIT", 4000, 500, 8000)
+QIWEI_AGENT_MEMORY_RECALL_LIMIT = env_int("QIWEI_AGENT_MEMORY_RECALL_LIMIT", 6, 0, 50)
+QIWEI_AGENT_MEMORY_RECENT_MESSAGES = env_int("QIWEI_AGENT_MEMORY_RECENT_MESSAGES", 12, 1, 200)
+QIWEI_AGENT_MEMORY_HISTORY_SCAN_LIMIT = env_int("QIWEI_AGENT_MEMORY_HISTORY_SCAN_LIMIT", 240, 0, 5000)
+QIWEI_AGENT_STATE_CHAR_LIMIT = env_int("QIWEI_AGENT_STATE_CHAR_LIMIT", 3000, 200, 20000)
+QIWEI_AGENT_CONVERSATION_CHAR_LIMIT = env_int("QIWEI_AGENT_CONVERSATION_CHAR_LIMIT", 8000, 500, 50000)
+QIWEI_AGENT_PROMPT_CHAR_LIMIT = env_int("QIWEI_AGENT_PROMPT_CHAR_LIMIT", 24000, 2000, 200000)
+
+# --- Capture jobs (DESIGN §6) -----------------------------------------------------------
+QIWEI_CAPTURE_MAX_ATTEMPTS = env_int("QIWEI_CAPTURE_MAX_ATTEMPTS", 5, 1, 50)
+QIWEI_CAPTURE_RETRY_BASE_SECONDS = env_int("QIWEI_CAPTURE_RETRY_BASE_SECONDS", 10, 0, 3600)
+QIWEI_CAPTURE_STUCK_SECONDS = env_int("QIWEI_CAPTURE_STUCK_SECONDS", 300, 5, 86400)
+
+# --- Model sessions (spec §5) -----------------------------------------------------------
+CLAUDE_CODE_SESSION_MAX_TURNS = env_int("CLAUDE_CODE_SESSION_MAX_TURNS", 12, 1, 1000)
+CLAUDE_CODE_SESSION_MAX_AGE_MS = env_int("CLAUDE_CODE_SESSION_MAX_AGE_MS", 86_400_000, 60_000, 30 * 86_400_000)
+QIWEI_MODEL_CLIENT = env_choice("QIWEI_MODEL_CLIENT", "offline", ("offline", "claude_code", "openai"))
+CLAUDE_CODE_BIN = env_str("CLAUDE_CODE_BIN", "claude")
+CLAUDE_CODE_TIMEOUT_SECONDS = env_int("CLAUDE_CODE_TIMEOUT_SECONDS", 120, 5, 3600)
+CLAUDE_CODE_MAX_BUDGET_USD = env_float("CLAUDE_CODE_MAX_BUDGET_USD", 0.5, 0.01, 100.0)
+QIWEI_OPENAI_BASE_URL = env_str("QIWEI_OPENAI_BASE_URL", "http://127.0.0.1:8000/v1")
+QIWEI_OPENAI_MODEL = env_str("QIWEI_OPENAI_MODEL", "qwen2.5-7b-instruct")
+QIWEI_OPENAI_API_KEY = env_str("QIWEI_OPENAI_API_KEY", "")
+QIWEI_OPENAI_TIMEOUT_SECONDS = env_int("QIWEI_OPENAI_TIMEOUT_SECONDS", 60, 1, 3600)
+QIWEI_AUTO_SEND_CONFIDENCE = env_float("QIWEI_AUTO_SEND_CONFIDENCE", 0.85, 0.0, 1.0)
+
+# --- Upstream WeCom gateway (spec §9) ---------------------------------------------------
+QIWEI_UPSTREAM_URL = env_str("QIWEI_UPSTREAM_URL", "")
+QIWEI_UPSTREAM_PROBE_TIMEOUT_SECONDS = env_float("QIWEI_UPSTREAM_PROBE_TIMEOUT_SECONDS", 2.5, 0.1, 2.5)
+
+# --- Applications ----------------------------------------------------------------------
+INSTALLED_APPS = [
+    "qiwei_site.admin_config.QiweiAdminConfig",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "simple_history",
+    "qiwei_site",
+    "conversations",
+    "knowledge",
+    "memory",
+    "sessions_epoch",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "simple_history.middleware.HistoryRequestMiddleware",
+    "qiwei_site.middleware.AdminAccountMiddleware",
+]
+
+ROOT_URLCONF = "qiwei_site.urls"
+WSGI_APPLICATION = "qiwei_site.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Databases: `default` holds staff, the account registry and the knowledge index;
+# each WeCom account gets its own database, registered lazily by qiwei_site.tenancy.
+DATABASES = {
+    "default": env.db_url("DATABASE_URL", default=f"sqlite:///{QIWEI_DATA_DIR / 'default.sqlite3'}"),
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"transaction_mode": "IMMEDIATE", "timeout": 20, "init_command": "PRAGMA journal_mode=WAL;"}
+    )
+# A template such as postgres://user@host:5432/qiwei_acct_{account}; empty = SQLite files.
+QIWEI_ACCOUNT_DATABASE_URL = env_str("QIWEI_ACCOUNT_DATABASE_URL", "")
+DATABASE_ROUTERS = ["qiwei_site.tenancy.AccountRouter"]
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "zh-hans"
+LANGUAGES = [("zh-hans", "简体中文"), ("en", "English")]
+TIME_ZONE = "Asia/Shanghai"
+USE_I18N = True
+USE_TZ = True
+LOCALE_PATHS = [BASE_DIR / "locale"]
+
+STATIC_URL = "/static/"
+STATIC_ROOT = QIWEI_DATA_DIR / "static"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+
+LOGIN_URL = "/admin/login/"
+
+# --- DRF -------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 50,
+    "EXCEPTION_HANDLER": "qiwei_site.api.exception_handler",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "qiwei-memory API",
+    "DESCRIPTION": "企微客服长期记忆与上下文后台（Workbench API）",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# --- Celery ----------------------------------------------------------------------------
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
+CELERY_BROKER_TRANSPORT_OPTIONS: dict = {}
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    _broker_dir = QIWEI_DATA_DIR / "broker"
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_broker_dir / "queue"),
+        "data_folder_out": str(_broker_dir / "queue"),
+        "processed_folder": str(_broker_dir / "processed"),
+        "store_processed": False,
+    }
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_ALWAYS_EAGER = False
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TIMEZONE = TIME_ZONE
+CELERY_BEAT_SCHEDULE_FILENAME = str(QIWEI_DATA_DIR / "celerybeat-schedule")
+CELERY_BEAT_SCHEDULE: dict = {}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("DJANGO_LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}

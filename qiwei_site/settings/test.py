@@ -1,0 +1,27 @@
+"""Test settings: eager Celery, fast password hashing, a throw-away data dir per run."""
+
+import os
+import tempfile
+from pathlib import Path
+
+os.environ.setdefault("QIWEI_DATA_DIR", tempfile.mkdtemp(prefix="qiwei-test-"))
+
+from .base import *  # noqa: F403
+from .base import QIWEI_DATA_DIR
+
+QIWEI_DATA_DIR.mkdir(parents=True, exist_ok=True)
+(QIWEI_DATA_DIR / "static").mkdir(exist_ok=True)
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+CELERY_TASK_ALWAYS_EAGER = os.environ.get("QIWEI_TEST_CELERY_EAGER", "1") == "1"
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "memory://")
+CELERY_BROKER_TRANSPORT_OPTIONS = {}  # type: ignore[var-annotated]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+QIWEI_TEST_ROOT = Path(QIWEI_DATA_DIR)
+
+# A file (not shared-cache memory) so threads and worker processes can share the test database.
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+    DATABASES["default"]["TEST"] = {"NAME": str(QIWEI_DATA_DIR / "test-default.sqlite3")}  # noqa: F405

@@ -1,0 +1,98 @@
+"""Shared fixtures: every test gets its own account databases in a fresh data dir."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from django.db import connections
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from conversations.models import WeComAccount
+from conversations.services import account_create, membership_grant
+from qiwei_site import tenancy
+from tests.factories import StaffUserFactory, UserFactory
+
+
+def pytest_configure(config) -> None:
+    """Account databases are registered at run time; Django's test case only knows the static
+    aliases and would forbid them. They are isolated per test by their own data dir instead."""
+    from django.db.backends.base.base import BaseDatabaseWrapper
+    from django.test.testcases import SimpleTestCase
+
+    original = SimpleTestCase.ensure_connection_patch_method.__func__
+
+    def ensure_connection_patch_method(cls):
+        real_ensure_connection = BaseDatabaseWrapper.ensure_connection  # unblocked at set-up time
+        guarded = original(cls)
+
+        def patched(self, *args, **kwargs):
+            if self.alias.startswith("acct_"):
+                return real_ensure_connection(self, *args, **kwargs)
+            return guarded(self, *args, **kwargs)
+
+        return patched
+
+    SimpleTestCase.ensure_connection_patch_method = classmethod(ensure_connection_patch_method)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_account_databases(tmp_path, settings) -> Iterator[None]:
+    settings.QIWEI_DATA_DIR = tmp_path / "data"
+    yield
+    for alias in [alias for alias in connections.settings if alias.startswith("acct_")]:
+        account_id = tenancy.account_for_alias(alias)
+        if account_id and not alias.endswith("__template"):
+            tenancy.unregister_account_database(account_id)
+        tenancy._migrated.discard(alias)
+
+
+def make_account(account_id: str, name: str) -> WeComAccount:
+    return account_create(account_id=account_id, name=name)
+
+
+@pytest.fixture
+def account(db) -> Iterator[WeComAccount]:
+    """An account named `acme`, selected for the whole test."""
+    acct = make_account("acme", "安居客服一部")
+    with tenancy.use_account(acct.id):
+        yield acct
+
+
+@pytest.fixture
+def other_account(db) -> WeComAccount:
+    """A second account (`globex`), not selected."""
+    return make_account("globex", "优居客服二部")
+
+
+@pytest.fixture
+def staff_user(db, account):
+    user = StaffUserFactory()
+    membership_grant(user=user, account=account)
+    return user
+
+
+@pytest.fixture
+def agent_user(db, account):
+    """A customer-service agent: a member of the account, not staff."""
+    user = UserFactory()
+    membership_grant(user=user, account=account)
+    return user
+
+
+def client_for(user) -> APIClient:
+    token, _ = Token.objects.get_or_create(user=user)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+@pytest.fixture
+def staff_client(staff_user) -> APIClient:
+    return client_for(staff_user)
+
+
+@pytest.fixture
+def agent_client(agent_user) -> APIClient:
+    return client_for(agent_user)
