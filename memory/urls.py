@@ -1,3 +1,9 @@
-from django.urls import path  # noqa: F401
+"""Memory API paths, split by sub-domain so each module owns its own routes."""
 
-urlpatterns: list = []
+from django.urls import include, path
+
+urlpatterns = [
+    path("", include("memory.urls_capture")),
+    path("", include("memory.urls_governance")),
+    path("", include("memory.urls_context")),
+]

@@ -185,7 +185,11 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULE_FILENAME = str(QIWEI_DATA_DIR / "celerybeat-schedule")
-CELERY_BEAT_SCHEDULE: dict = {}
+CELERY_BEAT_SCHEDULE: dict = {
+    "capture-sweep": {"task": "memory.tasks.capture_sweep_all", "schedule": 30.0},
+    "memory-expire": {"task": "memory.tasks.memory_expire_all", "schedule": 60.0},
+    "upstream-status": {"task": "conversations.tasks.upstream_status_refresh", "schedule": 30.0},
+}
 
 LOGGING = {
     "version": 1,
