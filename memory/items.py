@@ -1,0 +1,214 @@
+"""The one write path for a memory item's value: create, add evidence, or supersede (spec §3).
+
+Capture, profile edits and human additions all go through `memory_item_put`, so the rule
+"one active item per (customer, key); a new value supersedes the old one, which is kept and
+linked" lives in one place. Audit payloads carry ids and types, never the content, so a
+later `forget` leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.core.exceptions import ValidationError
+
+from conversations.models import Customer
+from conversations.services import audit_record
+from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem, MemoryStatus, MemoryType
+from memory.snapshots import snapshot_refresh
+from qiwei_site.errors import ValidationFailed
+from qiwei_site.history import stamp_history
+from qiwei_site.tenancy import account_atomic
+
+CREATED = "created"
+EVIDENCE_ADDED = "evidence_added"
+SUPERSEDED = "superseded"
+UNCHANGED = "unchanged"
+
+
+@dataclass(frozen=True)
+class PutResult:
+    item: MemoryItem
+    outcome: str  # created | evidence_added | superseded | unchanged
+    superseded_ids: tuple[int, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        return self.outcome != UNCHANGED
+
+
+def normalize_content(content: str) -> str:
+    return " ".join((content or "").split())
+
+
+def _validate(*, type: str, key: str, content: str, confidence: float, importance: int) -> None:
+    if type not in MemoryType.values:
+        raise ValidationFailed(f"未知的记忆类型 {type!r} (unknown memory type).", code="invalid_type")
+    if not key or len(key) > 200:
+        raise ValidationFailed("记忆键必须是 1–200 个字符 (key must be 1–200 chars).", code="invalid_key")
+    if not content:
+        raise ValidationFailed("记忆内容不能为空 (content must not be empty).", code="empty_content")
+    if not 0.0 <= float(confidence) <= 1.0:
+        raise ValidationFailed("置信度必须在 0 到 1 之间 (confidence must be within 0–1).", code="invalid_confidence")
+    if not 1 <= int(importance) <= 5:
+        raise ValidationFailed("重要性必须在 1 到 5 之间 (importance must be within 1–5).", code="invalid_importance")
+
+
+def _save(item: MemoryItem, *, actor: Any, reason: str, update_fields: list[str] | None = None) -> None:
+    try:
+        item.full_clean(exclude=["customer", "superseded_by"])
+    except ValidationError as exc:
+        raise ValidationFailed("; ".join(exc.messages), code="invalid_memory_item") from None
+    stamp_history(item, actor=actor, reason=reason)
+    if update_fields is not None:
+        item.save(update_fields=[*update_fields, "updated_at"])
+    else:
+        item.save()
+
+
+def memory_item_put(
+    *,
+    customer: Customer,
+    type: str,
+    key: str,
+    content: str,
+    actor: Any,
+    reason: str,
+    source_message_ids: Sequence[int] = (),
+    confidence: float = 0.8,
+    importance: int = 3,
+    direction: str = MemoryDirection.INBOUND,
+    created_by: str = MemoryCreatedBy.AUTO,
+    expires_at: datetime | None = None,
+    supersedes_keys: Sequence[str] = (),
+    audit_action: str = "memory_item_captured",
+    refresh_snapshot: bool = True,
+) -> PutResult:
+    """Put a value under `key` for the customer.
+
+    - same content as the active item: its evidence list grows (or nothing changes);
+    - different content: the old item becomes `superseded`, linked to the new one;
+    - `supersedes_keys`: active items under these keys (e.g. the constraint a new
+      preference contradicts) are superseded by the new item too.
+    """
+    content = normalize_content(content)
+    _validate(type=type, key=key, content=content, confidence=confidence, importance=importance)
+    sources = [int(i) for i in source_message_ids]
+    with account_atomic():
+        active = (
+            MemoryItem.objects.select_for_update()
+            .filter(customer=customer, key=key, status=MemoryStatus.ACTIVE)
+            .first()
+        )
+        if active is not None and active.content == content and active.type == type:
+            new_sources = [i for i in sources if i not in active.source_message_ids]
+            fields: list[str] = []
+            if new_sources:
+                active.source_message_ids = [*active.source_message_ids, *new_sources]
+                fields.append("source_message_ids")
+            if confidence > active.confidence:
+                active.confidence = confidence
+                fields.append("confidence")
+            if expires_at != active.expires_at and created_by == MemoryCreatedBy.HUMAN:
+                active.expires_at = expires_at
+                fields.append("expires_at")
+            contradicted = _supersede_keys(customer, supersedes_keys, active, actor=actor, reason=reason)
+            if not fields and not contradicted:
+                return PutResult(item=active, outcome=UNCHANGED)
+            if fields:
+                _save(active, actor=actor, reason=reason, update_fields=fields)
+            audit_record(
+                action=audit_action,
+                conversation_id=customer.conversation_id,
+                actor=actor,
+                reason=reason,
+                payload={
+                    "item_id": active.pk,
+                    "type": type,
+                    "outcome": EVIDENCE_ADDED,
+                    "source_message_ids": new_sources,
+                    "superseded_ids": contradicted,
+                },
+            )
+            if refresh_snapshot:
+                snapshot_refresh(customer=customer, reason=reason)
+            return PutResult(item=active, outcome=EVIDENCE_ADDED, superseded_ids=tuple(contradicted))
+
+        superseded: list[int] = []
+        if active is not None:
+            active.status = MemoryStatus.SUPERSEDED
+            _save(active, actor=actor, reason=reason, update_fields=["status"])
+            superseded.append(active.pk)
+        item = MemoryItem(
+            customer=customer,
+            type=type,
+            key=key,
+            content=content,
+            source_message_ids=sources,
+            confidence=confidence,
+            importance=importance,
+            direction=direction,
+            created_by=created_by,
+            expires_at=expires_at,
+        )
+        _save(item, actor=actor, reason=reason)
+        if active is not None:
+            active.superseded_by = item
+            _save(active, actor=actor, reason=reason, update_fields=["superseded_by"])
+        superseded += _supersede_keys(customer, supersedes_keys, item, actor=actor, reason=reason)
+        outcome = SUPERSEDED if superseded else CREATED
+        audit_record(
+            action=audit_action,
+            conversation_id=customer.conversation_id,
+            actor=actor,
+            reason=reason,
+            payload={
+                "item_id": item.pk,
+                "type": type,
+                "outcome": outcome,
+                "source_message_ids": sources,
+                "superseded_ids": superseded,
+            },
+        )
+        if refresh_snapshot:
+            snapshot_refresh(customer=customer, reason=reason)
+        return PutResult(item=item, outcome=outcome, superseded_ids=tuple(superseded))
+
+
+def _supersede_keys(
+    customer: Customer, keys: Sequence[str], replacement: MemoryItem, *, actor: Any, reason: str
+) -> list[int]:
+    done: list[int] = []
+    if not keys:
+        return done
+    for old in (
+        MemoryItem.objects.select_for_update()
+        .filter(customer=customer, key__in=list(keys), status=MemoryStatus.ACTIVE)
+        .exclude(pk=replacement.pk)
+    ):
+        old.status = MemoryStatus.SUPERSEDED
+        old.superseded_by = replacement
+        _save(old, actor=actor, reason=reason, update_fields=["status", "superseded_by"])
+        done.append(old.pk)
+    return done
+
+
+def memory_item_supersede(*, item: MemoryItem, actor: Any, reason: str, audit_action: str) -> MemoryItem:
+    """Retire an active item without a replacement (expiry, a cleared profile field)."""
+    if item.status != MemoryStatus.ACTIVE:
+        return item
+    with account_atomic():
+        item.status = MemoryStatus.SUPERSEDED
+        _save(item, actor=actor, reason=reason, update_fields=["status"])
+        audit_record(
+            action=audit_action,
+            conversation_id=item.customer.conversation_id,
+            actor=actor,
+            reason=reason,
+            payload={"item_id": item.pk, "type": item.type},
+        )
+        snapshot_refresh(customer=item.customer, reason=reason)
+    return item
