@@ -228,6 +228,7 @@ class Draft(TimeStampedModel):
     error = models.TextField(_("错误"), blank=True)
     context_trace = models.JSONField(_("上下文追踪"), default=dict, blank=True)
     reviewed_by_id = models.IntegerField(_("审核人"), null=True, blank=True)
+    reviewed_at = models.DateTimeField(_("审核时间"), null=True, blank=True)
     history = account_history()
 
     class Meta:
@@ -240,6 +241,9 @@ class Draft(TimeStampedModel):
 
 
 class DeliveryStatus(models.TextChoices):
+    # A row is claimed as `sending` before the upstream call, so a concurrent or repeated
+    # request finds it and never calls the upstream a second time.
+    SENDING = "sending", _("发送中")
     SENT = "sent", _("已发送")
     FAILED = "failed", _("失败")
 
@@ -248,9 +252,14 @@ class Delivery(TimeStampedModel):
     draft = models.OneToOneField(Draft, on_delete=models.CASCADE, related_name="delivery")
     idempotency_key = models.CharField(_("幂等键"), max_length=100, unique=True)
     upstream_id = models.CharField(_("上游消息 ID"), max_length=100, blank=True)
-    status = models.CharField(_("状态"), max_length=16, choices=DeliveryStatus.choices)
+    status = models.CharField(
+        _("状态"), max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.SENDING
+    )
     text = models.TextField(_("发送文本"))
     auto = models.BooleanField(_("自动发送"), default=False)
+    attempts = models.PositiveIntegerField(_("尝试次数"), default=0)
+    last_error = models.CharField(_("最近错误"), max_length=300, blank=True)
+    sent_at = models.DateTimeField(_("发送时间"), null=True, blank=True)
 
     class Meta:
         verbose_name = _("发送记录")
