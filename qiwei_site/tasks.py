@@ -1,0 +1,16 @@
+"""Operational tasks: a ping that proves a worker can reach an account's database."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from qiwei_site.tenancy import use_account
+
+
+@shared_task(name="qiwei_site.tasks.account_ping")
+def account_ping(account_id: str, marker: str = "") -> str:
+    from conversations.services import audit_record
+
+    with use_account(account_id):
+        audit_record(action="worker_ping", actor="celery", payload={"marker": marker})
+    return marker

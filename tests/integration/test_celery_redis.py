@@ -1,0 +1,35 @@
+"""A real Celery worker on the Redis broker runs account tasks inside the right account."""
+
+from __future__ import annotations
+
+import pytest
+
+from conversations.models import AuditEvent
+from conversations.services import account_create
+from qiwei_site.celery import app
+from qiwei_site.tasks import account_ping
+from qiwei_site.tenancy import use_account
+from tests.integration.conftest import wait_until
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.mark.django_db(transaction=True)
+def test_celery_worker_on_redis_runs_task_in_the_named_account(redis_broker_url, celery_worker_factory, non_eager):
+    # Given two accounts and a real worker on Redis
+    account_create(account_id="north", name="北区")
+    account_create(account_id="south", name="南区")
+    worker = celery_worker_factory(redis_broker_url)
+    # When a ping is queued for `south`
+    with app.connection_for_write(redis_broker_url) as conn:
+        account_ping.apply_async(args=["south", "巡检-1"], connection=conn)
+
+    def pinged(account_id: str) -> bool:
+        with use_account(account_id):
+            return AuditEvent.objects.filter(action="worker_ping").exists()
+
+    # Then the worker records it in south's database, and north sees nothing
+    assert wait_until(lambda: pinged("south"), timeout=90), worker.log.read_text()[-3000:]
+    with use_account("south"):
+        assert AuditEvent.objects.get(action="worker_ping").payload == {"marker": "巡检-1"}
+    assert not pinged("north")
