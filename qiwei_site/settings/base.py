@@ -57,6 +57,15 @@ QIWEI_AUTO_SEND_CONFIDENCE = env_float("QIWEI_AUTO_SEND_CONFIDENCE", 0.85, 0.0, 
 QIWEI_UPSTREAM_URL = env_str("QIWEI_UPSTREAM_URL", "")
 QIWEI_UPSTREAM_PROBE_TIMEOUT_SECONDS = env_float("QIWEI_UPSTREAM_PROBE_TIMEOUT_SECONDS", 2.5, 0.1, 2.5)
 
+# --- Caches: `shared` is seen by every web and worker process (the upstream status lives there).
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "shared": {
+        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+        "LOCATION": str(QIWEI_DATA_DIR / "cache"),
+    },
+}
+
 # --- Applications ----------------------------------------------------------------------
 INSTALLED_APPS = [
     "qiwei_site.admin_config.QiweiAdminConfig",
