@@ -1,1 +1,33 @@
-"""Governance tasks: expire memory items whose expires_at has passed (issue: governance)."""
+"""Governance tasks: expire memory items whose expires_at has passed (DESIGN §7)."""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+
+from conversations.models import WeComAccount
+from memory.governance import memory_items_expire_due
+from qiwei_site.tenancy import use_account
+
+__all__ = ["memory_expire_account", "memory_expire_all"]
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(name="memory.tasks.memory_expire_account")
+def memory_expire_account(account_id: str) -> int:
+    with use_account(account_id):
+        expired = memory_items_expire_due(actor="expiry")
+    if expired:
+        logger.info("memory expiry: %s items expired in account %s", expired, account_id)
+    return expired
+
+
+@shared_task(name="memory.tasks.memory_expire_all")
+def memory_expire_all() -> int:
+    """Fan out one task per active account, so one slow or broken account delays no other."""
+    account_ids = list(WeComAccount.objects.filter(is_active=True).values_list("id", flat=True))
+    for account_id in account_ids:
+        memory_expire_account.delay(account_id)
+    return len(account_ids)

@@ -1,0 +1,351 @@
+"""Governance API (DESIGN §12): read and curate a customer's memory, profile, snapshots, audit; erase.
+
+Views validate input, call one service or selector and serialize the result. Writes need a
+staff member of the account (`governance_methods`); reads need only a member.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from conversations.models import PROFILE_FIELDS, AuditEvent, CustomerProfile
+from conversations.selectors import customer_get
+from memory import selectors
+from memory.erasure import customer_erase
+from memory.governance import (
+    memory_item_add,
+    memory_item_confirm,
+    memory_item_edit,
+    memory_item_expire,
+    memory_item_forget,
+    memory_item_reject,
+)
+from memory.models import MemoryItem, MemorySnapshot, MemoryType
+from memory.profile import customer_profile_update
+from qiwei_site.api import AccountAPIView
+
+GOVERNANCE = ("POST", "PATCH", "DELETE")
+
+
+class StrictInput(serializers.Serializer):
+    """Input that refuses unknown fields, so a typo is a 400 rather than a silent no-op."""
+
+    reason = serializers.CharField(required=False, allow_blank=True, max_length=300, default="")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(getattr(self, "initial_data", {}) or {}) - set(self.fields))
+        if unknown:
+            raise serializers.ValidationError({field: "未知字段 (unknown field)." for field in unknown})
+        return attrs
+
+
+def _reason(data: dict[str, Any], default: str) -> str:
+    return (data.get("reason") or "").strip() or default
+
+
+class MemoryItemOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = MemoryItem
+        fields = [
+            "id",
+            "type",
+            "key",
+            "content",
+            "source_message_ids",
+            "confidence",
+            "importance",
+            "status",
+            "direction",
+            "created_by",
+            "expires_at",
+            "created_at",
+            "updated_at",
+        ]
+
+
+class MemoryItemHistoryOutputSerializer(serializers.Serializer):
+    history_id = serializers.IntegerField()
+    history_date = serializers.DateTimeField()
+    history_type = serializers.CharField(help_text="+ 创建, ~ 修改, - 删除")
+    history_user_id = serializers.IntegerField(allow_null=True)
+    history_change_reason = serializers.CharField(allow_null=True)
+    type = serializers.CharField()
+    content = serializers.CharField()
+    status = serializers.CharField()
+    confidence = serializers.FloatField()
+    importance = serializers.IntegerField()
+    created_by = serializers.CharField()
+    direction = serializers.CharField()
+    source_message_ids = serializers.JSONField()
+    expires_at = serializers.DateTimeField(allow_null=True)
+    superseded_by_id = serializers.IntegerField(allow_null=True)
+
+
+class SnapshotOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = MemorySnapshot
+        fields = ["version", "content", "char_count", "item_ids", "left_out_ids", "sha256", "reason", "created_at"]
+
+
+class SnapshotVersionOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = MemorySnapshot
+        fields = ["version", "char_count", "item_ids", "sha256", "reason", "created_at"]
+
+
+class AuditEventOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = AuditEvent
+        fields = ["id", "action", "conversation_id", "actor_id", "actor_name", "reason", "payload", "created_at"]
+
+
+class ProfileOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = CustomerProfile
+        fields = [name for name, _label in PROFILE_FIELDS] + ["updated_at"]
+
+
+def _paginated(request: Request, view: Any, queryset: Any, serializer: type[serializers.BaseSerializer]) -> Response:
+    paginator: LimitOffsetPagination = LimitOffsetPagination()
+    page: list[Any] | None = paginator.paginate_queryset(queryset, request, view=view)
+    return paginator.get_paginated_response(serializer(page, many=True).data)
+
+
+# --- memory items -------------------------------------------------------------------------------
+
+
+class MemoryItemListApi(AccountAPIView):
+    governance_methods = GOVERNANCE
+
+    class AddInput(StrictInput):
+        content = serializers.CharField(max_length=2000)
+        type = serializers.ChoiceField(choices=MemoryType.choices, default=MemoryType.FACT)
+        key = serializers.CharField(required=False, max_length=200)
+        importance = serializers.IntegerField(min_value=1, max_value=5, default=5)
+        source_message_ids = serializers.ListField(child=serializers.IntegerField(), required=False, default=list)
+        expires_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("type", OpenApiTypes.STR, enum=MemoryType.values),
+            OpenApiParameter("status", OpenApiTypes.STR, enum=["active", "rejected", "superseded"]),
+            OpenApiParameter("created_by", OpenApiTypes.STR, enum=["auto", "human"]),
+        ],
+        responses=MemoryItemOutputSerializer(many=True),
+    )
+    def get(self, request: Request, account_id: str, conversation_id: str) -> Response:
+        customer = customer_get(conversation_id)
+        items = selectors.memory_item_list(customer=customer, filters=request.query_params)
+        return _paginated(request, self, items, MemoryItemOutputSerializer)
+
+    @extend_schema(request=AddInput, responses={201: MemoryItemOutputSerializer})
+    def post(self, request: Request, account_id: str, conversation_id: str) -> Response:
+        customer = customer_get(conversation_id)
+        serializer = self.AddInput(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        item = memory_item_add(
+            customer=customer,
+            content=data["content"],
+            type=data["type"],
+            key=data.get("key"),
+            importance=data["importance"],
+            source_message_ids=data["source_message_ids"],
+            expires_at=data["expires_at"],
+            actor=request.user,
+            reason=_reason(data, "人工添加（API）"),
+        )
+        return Response(MemoryItemOutputSerializer(item).data, status=201)
+
+
+class MemoryItemDetailApi(AccountAPIView):
+    governance_methods = GOVERNANCE
+
+    class EditInput(StrictInput):
+        content = serializers.CharField(required=False, max_length=2000)
+        type = serializers.ChoiceField(choices=MemoryType.choices, required=False)
+        importance = serializers.IntegerField(min_value=1, max_value=5, required=False)
+        confidence = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
+        expires_at = serializers.DateTimeField(required=False, allow_null=True)
+
+    @extend_schema(responses=MemoryItemOutputSerializer)
+    def get(self, request: Request, account_id: str, conversation_id: str, item_id: str) -> Response:
+        item = selectors.memory_item_get(customer=customer_get(conversation_id), item_id=item_id)
+        return Response(MemoryItemOutputSerializer(item).data)
+
+    @extend_schema(request=EditInput, responses=MemoryItemOutputSerializer)
+    def patch(self, request: Request, account_id: str, conversation_id: str, item_id: str) -> Response:
+        item = selectors.memory_item_get(customer=customer_get(conversation_id), item_id=item_id)
+        serializer = self.EditInput(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        extra: dict[str, Any] = {"expires_at": data["expires_at"]} if "expires_at" in data else {}
+        item = memory_item_edit(
+            item=item,
+            content=data.get("content"),
+            type=data.get("type"),
+            importance=data.get("importance"),
+            confidence=data.get("confidence"),
+            actor=request.user,
+            reason=_reason(data, "人工编辑（API）"),
+            **extra,
+        )
+        return Response(MemoryItemOutputSerializer(item).data)
+
+    @extend_schema(
+        request=StrictInput,
+        responses=inline_serializer(
+            "MemoryItemForgetOutput",
+            {
+                "item_id": serializers.IntegerField(),
+                "snapshot_version": serializers.IntegerField(),
+                "snapshots_redacted": serializers.IntegerField(),
+            },
+        ),
+    )
+    def delete(self, request: Request, account_id: str, conversation_id: str, item_id: str) -> Response:
+        item = selectors.memory_item_get(customer=customer_get(conversation_id), item_id=item_id)
+        serializer = StrictInput(data=request.data or {})
+        serializer.is_valid(raise_exception=True)
+        result = memory_item_forget(
+            item=item, actor=request.user, reason=_reason(serializer.validated_data, "人工遗忘（API）")
+        )
+        return Response(result)
+
+
+class _MemoryItemActionApi(AccountAPIView):
+    """POST .../memory/{id}/<action>/ with an optional reason; answers with the item as it now is."""
+
+    governance_methods = GOVERNANCE
+    service: Any = None
+    default_reason = ""
+
+    @extend_schema(request=StrictInput, responses=MemoryItemOutputSerializer)
+    def post(self, request: Request, account_id: str, conversation_id: str, item_id: str) -> Response:
+        item = selectors.memory_item_get(customer=customer_get(conversation_id), item_id=item_id)
+        serializer = StrictInput(data=request.data or {})
+        serializer.is_valid(raise_exception=True)
+        service = type(self).service
+        item = service(item=item, actor=request.user, reason=_reason(serializer.validated_data, self.default_reason))
+        return Response(MemoryItemOutputSerializer(item).data)
+
+
+class MemoryItemConfirmApi(_MemoryItemActionApi):
+    service = staticmethod(memory_item_confirm)
+    default_reason = "人工确认（API）"
+
+
+class MemoryItemRejectApi(_MemoryItemActionApi):
+    service = staticmethod(memory_item_reject)
+    default_reason = "人工拒绝（API）"
+
+
+class MemoryItemExpireApi(_MemoryItemActionApi):
+    service = staticmethod(memory_item_expire)
+    default_reason = "人工设为过期（API）"
+
+
+class MemoryItemHistoryApi(AccountAPIView):
+    @extend_schema(responses=MemoryItemHistoryOutputSerializer(many=True))
+    def get(self, request: Request, account_id: str, conversation_id: str, item_id: str) -> Response:
+        item = selectors.memory_item_get(customer=customer_get(conversation_id), item_id=item_id)
+        return _paginated(request, self, selectors.memory_item_history(item=item), MemoryItemHistoryOutputSerializer)
+
+
+# --- snapshots, profile, audit, erasure ---------------------------------------------------------------
+
+
+class SnapshotApi(AccountAPIView):
+    @extend_schema(
+        parameters=[OpenApiParameter("version", OpenApiTypes.INT, description="指定版本；缺省为当前版本")],
+        responses=SnapshotOutputSerializer,
+    )
+    def get(self, request: Request, account_id: str, conversation_id: str) -> Response:
+        customer = customer_get(conversation_id)
+        raw = request.query_params.get("version")
+        version = None
+        if raw not in (None, ""):
+            field = serializers.IntegerField(min_value=1)
+            version = field.run_validation(raw)
+        return Response(SnapshotOutputSerializer(selectors.snapshot_get(customer=customer, version=version)).data)
+
+
+class SnapshotListApi(AccountAPIView):
+    @extend_schema(responses=SnapshotVersionOutputSerializer(many=True))
+    def get(self, request: Request, account_id: str, conversation_id: str) -> Response:
+        snapshots = selectors.snapshot_list(customer=customer_get(conversation_id))
+        return _paginated(request, self, snapshots, SnapshotVersionOutputSerializer)
+
+
+class ProfileApi(AccountAPIView):
+    governance_methods = GOVERNANCE
+
+    class UpdateInput(StrictInput):
+        preferred_name = serializers.CharField(required=False, allow_blank=True, allow_null=True, max_length=50)
+        city = serializers.CharField(required=False, allow_blank=True, allow_null=True, max_length=50)
+        budget = serializers.CharField(required=False, allow_blank=True, allow_null=True, max_length=50)
+        district = serializers.CharField(required=False, allow_blank=True, allow_null=True, max_length=100)
+        layout = serializers.CharField(required=False, allow_blank=True, allow_null=True, max_length=50)
+        move_in_date = serializers.CharField(required=False, allow_blank=True, allow_null=True, max_length=50)
+
+    @extend_schema(responses=ProfileOutputSerializer)
+    def get(self, request: Request, account_id: str, conversation_id: str) -> Response:
+        customer = customer_get(conversation_id)
+        profile = CustomerProfile.objects.filter(customer=customer).first() or CustomerProfile(customer=customer)
+        return Response(ProfileOutputSerializer(profile).data)
+
+    @extend_schema(request=UpdateInput, responses=ProfileOutputSerializer)
+    def patch(self, request: Request, account_id: str, conversation_id: str) -> Response:
+        customer = customer_get(conversation_id)
+        serializer = self.UpdateInput(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = dict(serializer.validated_data)
+        reason = _reason(data, "人工修改画像（API）")
+        changes = {field: value or "" for field, value in data.items() if field != "reason"}
+        profile = customer_profile_update(customer=customer, changes=changes, actor=request.user, reason=reason)
+        return Response(ProfileOutputSerializer(profile).data)
+
+
+class AuditListApi(AccountAPIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("conversation_id", OpenApiTypes.STR),
+            OpenApiParameter("action", OpenApiTypes.STR),
+            OpenApiParameter("since", OpenApiTypes.DATETIME, description="起始时间（含）ISO 8601"),
+            OpenApiParameter("until", OpenApiTypes.DATETIME, description="截止时间（不含）ISO 8601"),
+        ],
+        responses=AuditEventOutputSerializer(many=True),
+    )
+    def get(self, request: Request, account_id: str) -> Response:
+        events = selectors.audit_event_list(filters=request.query_params)
+        return _paginated(request, self, events, AuditEventOutputSerializer)
+
+
+class CustomerEraseApi(AccountAPIView):
+    governance_methods = GOVERNANCE
+
+    @extend_schema(
+        request=StrictInput,
+        responses=inline_serializer(
+            "CustomerEraseOutput",
+            {
+                "conversation_id": serializers.CharField(),
+                "counts": serializers.DictField(child=serializers.IntegerField()),
+            },
+        ),
+    )
+    def post(self, request: Request, account_id: str, conversation_id: str) -> Response:
+        customer = customer_get(conversation_id)
+        serializer = StrictInput(data=request.data or {})
+        serializer.is_valid(raise_exception=True)
+        counts = customer_erase(
+            customer=customer, actor=request.user, reason=_reason(serializer.validated_data, "客户要求删除数据（API）")
+        )
+        return Response({"conversation_id": conversation_id, "counts": counts})

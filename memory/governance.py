@@ -1,0 +1,395 @@
+"""Staff curation of customer memory (spec §3.1, DESIGN §7): add, edit, confirm, reject, expire, forget.
+
+Each service takes `actor` and `reason`, runs in one account transaction, stamps history,
+writes one audit row per item (ids and types, never the content) and refreshes the snapshot.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+from django.utils import timezone
+
+from conversations.models import PROFILE_FIELDS, AuditEvent, Customer, CustomerProfile, Message
+from conversations.services import audit_record
+from memory.items import _save, _validate, memory_item_put, normalize_content
+from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem, MemorySnapshot, MemoryStatus, MemoryType
+from memory.snapshots import SECTION_TITLES, snapshot_refresh
+from qiwei_site.errors import Conflict, ValidationFailed
+from qiwei_site.history import stamp_history
+from qiwei_site.tenancy import account_atomic
+
+FORGOTTEN_MARK = "［已遗忘内容已移除］"
+SNAPSHOT_HEADINGS = frozenset(f"## {title}" for _type, title in SECTION_TITLES)
+
+
+class _Unset(enum.Enum):
+    TOKEN = 0
+
+
+UNSET = _Unset.TOKEN
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def _locked(item: MemoryItem) -> MemoryItem:
+    """Re-read the item under a row lock, so two supervisors cannot act on a stale state."""
+    fresh = MemoryItem.objects.select_for_update().select_related("customer").filter(pk=item.pk).first()
+    if fresh is None:
+        raise Conflict(f"记忆条目 {item.pk} 已不存在 (memory item no longer exists).", code="memory_item_gone")
+    return fresh
+
+
+def _require_active(item: MemoryItem, operation: str) -> None:
+    if item.status != MemoryStatus.ACTIVE:
+        raise Conflict(
+            f"只能{operation}有效的记忆条目，该条目状态为「{item.get_status_display()}」"
+            f" (only active items can be changed; this one is {item.status}).",
+            code="memory_item_not_active",
+        )
+
+
+def _validate_expiry(expires_at: datetime | None) -> None:
+    if expires_at is None:
+        return
+    if timezone.is_naive(expires_at):
+        raise ValidationFailed("过期时间必须带时区 (expires_at must be timezone-aware).", code="invalid_expires_at")
+    if expires_at <= timezone.now():
+        raise ValidationFailed("过期时间必须晚于现在 (expires_at must be in the future).", code="invalid_expires_at")
+
+
+def _validate_sources(customer: Customer, source_message_ids: Sequence[int]) -> list[int]:
+    try:
+        ids = [int(i) for i in source_message_ids]
+    except (TypeError, ValueError):
+        raise ValidationFailed("来源消息 ID 必须是整数 (source message ids must be integers).") from None
+    if not ids:
+        return []
+    found = set(Message.objects.filter(customer=customer, pk__in=ids).values_list("pk", flat=True))
+    missing = [i for i in ids if i not in found]
+    if missing:
+        raise ValidationFailed(
+            f"来源消息 {missing} 不属于该客户 (source messages do not belong to this customer).",
+            code="invalid_source_message",
+        )
+    return list(dict.fromkeys(ids))
+
+
+def _audit(action: str, item: MemoryItem, *, actor: Any, reason: str, **extra: Any) -> AuditEvent:
+    # Ids and types only: a later `forget` must leave no content behind in the audit.
+    return audit_record(
+        action=action,
+        conversation_id=item.customer.conversation_id,
+        actor=actor,
+        reason=reason,
+        payload={"item_id": item.pk, "type": item.type, **extra},
+    )
+
+
+def derive_key(type: str, content: str) -> str:
+    digest = hashlib.sha256(normalize_content(content).encode("utf-8")).hexdigest()[:12]
+    return f"human:{type}:{digest}"
+
+
+# --- add / edit / confirm / reject ---------------------------------------------------------
+
+
+def memory_item_add(
+    *,
+    customer: Customer,
+    content: str,
+    type: str = MemoryType.FACT,
+    key: str | None = None,
+    importance: int = 5,
+    source_message_ids: Sequence[int] = (),
+    expires_at: datetime | None = None,
+    actor: Any,
+    reason: str,
+) -> MemoryItem:
+    """A human-confirmed item (confidence 1, created_by=human, direction=internal).
+
+    With an existing `key` the new value supersedes the active one, as capture does.
+    """
+    if type == MemoryType.HYPOTHESIS:
+        raise ValidationFailed(
+            "人工添加的记忆是已确认内容，不能是推断 (a human addition cannot be a hypothesis).", code="invalid_type"
+        )
+    content = normalize_content(content)
+    _validate(type=type, key=key or "human", content=content, confidence=1.0, importance=importance)
+    _validate_expiry(expires_at)
+    with account_atomic():
+        sources = _validate_sources(customer, source_message_ids)
+        result = memory_item_put(
+            customer=customer,
+            type=type,
+            key=key or derive_key(type, content),
+            content=content,
+            actor=actor,
+            reason=reason,
+            source_message_ids=sources,
+            confidence=1.0,
+            importance=importance,
+            direction=MemoryDirection.INTERNAL,
+            created_by=MemoryCreatedBy.HUMAN,
+            expires_at=expires_at,
+            audit_action="memory_item_added",
+        )
+    return result.item
+
+
+def memory_item_edit(
+    *,
+    item: MemoryItem,
+    content: str | None = None,
+    type: str | None = None,
+    importance: int | None = None,
+    confidence: float | None = None,
+    expires_at: datetime | Literal[_Unset.TOKEN] | None = UNSET,
+    actor: Any,
+    reason: str,
+) -> MemoryItem:
+    """Overwrite an active item in place and mark it `created_by=human` (its history keeps the old value)."""
+    with account_atomic():
+        item = _locked(item)
+        _require_active(item, "编辑")
+        changes: dict[str, Any] = {}
+        if content is not None and normalize_content(content) != item.content:
+            changes["content"] = normalize_content(content)
+        if type is not None and type != item.type:
+            if type == MemoryType.HYPOTHESIS:
+                raise ValidationFailed(
+                    "人工编辑不能把记忆改成推断 (a human edit cannot make a hypothesis).", code="invalid_type"
+                )
+            changes["type"] = type
+        if importance is not None and importance != item.importance:
+            changes["importance"] = importance
+        if confidence is not None and confidence != item.confidence:
+            changes["confidence"] = confidence
+        if expires_at is not UNSET and expires_at != item.expires_at:
+            _validate_expiry(expires_at)
+            changes["expires_at"] = expires_at
+        _validate(
+            type=changes.get("type", item.type),
+            key=item.key,
+            content=changes.get("content", item.content),
+            confidence=changes.get("confidence", item.confidence),
+            importance=changes.get("importance", item.importance),
+        )
+        if not changes:
+            return item
+        for field, value in changes.items():
+            setattr(item, field, value)
+        item.created_by = MemoryCreatedBy.HUMAN
+        _save(item, actor=actor, reason=reason, update_fields=[*changes, "created_by"])
+        _audit("memory_item_edited", item, actor=actor, reason=reason, fields=sorted(changes))
+        snapshot_refresh(customer=item.customer, reason=reason)
+    return item
+
+
+def memory_item_confirm(*, item: MemoryItem, actor: Any, reason: str) -> MemoryItem:
+    """A supervisor vouches for a model inference: hypothesis → fact, confidence 1, created_by=human."""
+    with account_atomic():
+        item = _locked(item)
+        _require_active(item, "确认")
+        if item.type != MemoryType.HYPOTHESIS:
+            raise Conflict(
+                f"只有「推断（待确认）」可以确认，该条目类型为「{item.get_type_display()}」"
+                f" (only hypotheses can be confirmed; this one is {item.type}).",
+                code="not_a_hypothesis",
+            )
+        item.type = MemoryType.FACT
+        item.confidence = 1.0
+        item.created_by = MemoryCreatedBy.HUMAN
+        _save(item, actor=actor, reason=reason, update_fields=["type", "confidence", "created_by"])
+        _audit("memory_item_confirmed", item, actor=actor, reason=reason, previous_type=MemoryType.HYPOTHESIS)
+        snapshot_refresh(customer=item.customer, reason=reason)
+    return item
+
+
+def memory_item_reject(*, item: MemoryItem, actor: Any, reason: str) -> MemoryItem:
+    """The item is wrong: it never enters a context again (kept, with its history, for the record)."""
+    with account_atomic():
+        item = _locked(item)
+        _require_active(item, "拒绝")
+        item.status = MemoryStatus.REJECTED
+        _save(item, actor=actor, reason=reason, update_fields=["status"])
+        _audit("memory_item_rejected", item, actor=actor, reason=reason)
+        snapshot_refresh(customer=item.customer, reason=reason)
+    return item
+
+
+# --- expiry ----------------------------------------------------------------------------------
+
+
+def _expire(item: MemoryItem, *, now: datetime, actor: Any, reason: str, automatic: bool) -> None:
+    item.status = MemoryStatus.SUPERSEDED
+    fields = ["status"]
+    if item.expires_at is None or item.expires_at > now:
+        item.expires_at = now
+        fields.append("expires_at")
+    _save(item, actor=actor, reason=reason, update_fields=fields)
+    _audit("memory_item_expired", item, actor=actor, reason=reason, automatic=automatic)
+
+
+def memory_item_expire(*, item: MemoryItem, actor: Any, reason: str) -> MemoryItem:
+    """Expire an item now (status `superseded`, expires_at = now)."""
+    with account_atomic():
+        item = _locked(item)
+        _require_active(item, "使过期")
+        _expire(item, now=timezone.now(), actor=actor, reason=reason, automatic=False)
+        snapshot_refresh(customer=item.customer, reason=reason)
+    return item
+
+
+def memory_items_expire_due(*, now: datetime | None = None, actor: Any = "expiry", reason: str = "到期自动失效") -> int:
+    """Turn every active item of the selected account whose expires_at has passed into `superseded`.
+
+    One audit row per item and one snapshot refresh per customer; returns how many expired.
+    """
+    now = now or timezone.now()
+    due = (
+        MemoryItem.objects.filter(status=MemoryStatus.ACTIVE, expires_at__lte=now)
+        .values_list("customer_id", flat=True)
+        .distinct()
+    )
+    expired = 0
+    for customer_id in list(due):
+        with account_atomic():
+            items = list(
+                MemoryItem.objects.select_for_update()
+                .select_related("customer")
+                .filter(customer_id=customer_id, status=MemoryStatus.ACTIVE, expires_at__lte=now)
+            )
+            for item in items:
+                _expire(item, now=now, actor=actor, reason=reason, automatic=True)
+            if items:
+                snapshot_refresh(customer=items[0].customer, reason=reason)
+            expired += len(items)
+    return expired
+
+
+# --- forget ----------------------------------------------------------------------------------
+
+
+def _remove_line(content: str, lines_to_remove: set[str]) -> str:
+    """Drop the first line that renders the forgotten item, then any heading left empty."""
+    lines = content.split("\n")
+    for index, line in enumerate(lines):
+        if line in lines_to_remove:
+            del lines[index]
+            break
+    kept: list[str] = []
+    for index, line in enumerate(lines):
+        if line in SNAPSHOT_HEADINGS and (index + 1 == len(lines) or lines[index + 1] in SNAPSHOT_HEADINGS):
+            continue
+        kept.append(line)
+    return "\n".join(kept)
+
+
+def _snapshots_redact(customer: Customer, item_id: int, contents: set[str], reason: str) -> int:
+    """Remove a forgotten item from every snapshot version that showed it.
+
+    Versions keep their numbers (epochs and draft traces refer to them); only the
+    forgotten line goes, so each version still shows everything else the model saw.
+    """
+    lines = {f"- {' '.join(c.split())}" for c in contents}
+    redacted = 0
+    for snapshot in MemorySnapshot.objects.filter(customer=customer).order_by("version"):
+        listed = item_id in snapshot.item_ids or item_id in snapshot.left_out_ids
+        if not listed:
+            continue
+        snapshot.content = _remove_line(snapshot.content, lines) if item_id in snapshot.item_ids else snapshot.content
+        snapshot.item_ids = [i for i in snapshot.item_ids if i != item_id]
+        snapshot.left_out_ids = [i for i in snapshot.left_out_ids if i != item_id]
+        snapshot.sha256 = hashlib.sha256(snapshot.content.encode("utf-8")).hexdigest()
+        snapshot.char_count = len(snapshot.content)
+        snapshot.reason = _scrub(snapshot.reason, contents)
+        snapshot.save(update_fields=["content", "item_ids", "left_out_ids", "sha256", "char_count", "reason"])
+        redacted += 1
+    return redacted
+
+
+def _scrub(text: str, contents: Iterable[str]) -> str:
+    for content in sorted(contents, key=len, reverse=True):
+        if len(content) >= 2 and content in text:
+            text = text.replace(content, FORGOTTEN_MARK)
+    return text
+
+
+def _scrub_reasons(customer: Customer, contents: set[str]) -> None:
+    """A supervisor may have quoted the item in a reason: replace the quote, keep the record."""
+    for content in (c for c in contents if len(c) >= 2):
+        for event in AuditEvent.objects.filter(conversation_id=customer.conversation_id, reason__contains=content):
+            event.reason = _scrub(event.reason, contents)
+            event.save(update_fields=["reason"])
+        for snapshot in MemorySnapshot.objects.filter(customer=customer, reason__contains=content):
+            snapshot.reason = _scrub(snapshot.reason, contents)
+            snapshot.save(update_fields=["reason"])
+        for row in MemoryItem.history.filter(customer_id=customer.pk, history_change_reason__contains=content):
+            row.history_change_reason = _scrub(row.history_change_reason or "", contents)
+            row.save(update_fields=["history_change_reason"])
+
+
+def _forget_profile_value(customer: Customer, key: str, contents: set[str], *, actor: Any, reason: str) -> bool:
+    """Forgetting `profile:<field>` also clears the field and its past values in the profile history,
+    or the profile would keep saying what memory forgot."""
+    field = key.removeprefix("profile:")
+    labels = dict(PROFILE_FIELDS)
+    if not key.startswith("profile:") or field not in labels:
+        return False
+    prefix = f"{labels[field]}："
+    values = {c.removeprefix(prefix) for c in contents if c.startswith(prefix)}
+    if not values:
+        return False
+    profile = CustomerProfile.objects.filter(customer=customer).first()
+    if profile is not None and getattr(profile, field) in values:
+        setattr(profile, field, "")
+        stamp_history(profile, actor=actor, reason=_scrub(reason, contents))
+        profile.save(update_fields=[field, "updated_at"])
+    CustomerProfile.history.filter(customer_id=customer.pk, **{f"{field}__in": values}).update(**{field: ""})
+    return True
+
+
+def memory_item_forget(*, item: MemoryItem, actor: Any, reason: str) -> dict[str, Any]:
+    """Physically delete an item, its history rows and its lines in every snapshot version.
+
+    The audit keeps that it happened and the item id, never what it said. The customer's
+    messages are kept (a separate policy; see `memory.erasure.customer_erase`).
+    """
+    with account_atomic():
+        item = _locked(item)
+        customer = item.customer
+        history = MemoryItem.history.filter(id=item.pk)
+        contents = {item.content, *(c for c in history.values_list("content", flat=True) if c)}
+        reason = _scrub(reason, contents)
+        for dependant in MemoryItem.objects.select_for_update().filter(superseded_by=item):
+            dependant.superseded_by = None
+            stamp_history(dependant, actor=actor, reason=reason)
+            dependant.save(update_fields=["superseded_by", "updated_at"])
+        item_id, item_type = item.pk, item.type
+        profile_cleared = _forget_profile_value(customer, item.key, contents, actor=actor, reason=reason)
+        item.delete()
+        # Deleting wrote one more history row (with the content): remove them all afterwards.
+        history_deleted, _ = MemoryItem.history.filter(id=item_id).delete()
+        redacted = _snapshots_redact(customer, item_id, contents, reason)
+        _scrub_reasons(customer, contents)
+        snapshot, _created = snapshot_refresh(customer=customer, reason=reason)
+        audit_record(
+            action="memory_item_forgotten",
+            conversation_id=customer.conversation_id,
+            actor=actor,
+            reason=reason,
+            payload={
+                "item_id": item_id,
+                "type": item_type,
+                "history_rows_deleted": history_deleted,
+                "snapshots_redacted": redacted,
+                "profile_field_cleared": profile_cleared,
+            },
+        )
+    return {"item_id": item_id, "snapshot_version": snapshot.version, "snapshots_redacted": redacted}
