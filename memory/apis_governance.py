@@ -34,7 +34,7 @@ from qiwei_site.api import AccountAPIView
 GOVERNANCE = ("POST", "PATCH", "DELETE")
 
 
-class StrictInput(serializers.Serializer):
+class GovernanceReasonInput(serializers.Serializer):
     """Input that refuses unknown fields, so a typo is a 400 rather than a silent no-op."""
 
     reason = serializers.CharField(required=False, allow_blank=True, max_length=300, default="")
@@ -124,7 +124,7 @@ def _paginated(request: Request, view: Any, queryset: Any, serializer: type[seri
 class MemoryItemListApi(AccountAPIView):
     governance_methods = GOVERNANCE
 
-    class AddInput(StrictInput):
+    class MemoryItemAddInput(GovernanceReasonInput):
         content = serializers.CharField(max_length=2000)
         type = serializers.ChoiceField(choices=MemoryType.choices, default=MemoryType.FACT)
         key = serializers.CharField(required=False, max_length=200)
@@ -145,10 +145,10 @@ class MemoryItemListApi(AccountAPIView):
         items = selectors.memory_item_list(customer=customer, filters=request.query_params)
         return _paginated(request, self, items, MemoryItemOutputSerializer)
 
-    @extend_schema(request=AddInput, responses={201: MemoryItemOutputSerializer})
+    @extend_schema(request=MemoryItemAddInput, responses={201: MemoryItemOutputSerializer})
     def post(self, request: Request, account_id: str, conversation_id: str) -> Response:
         customer = customer_get(conversation_id)
-        serializer = self.AddInput(data=request.data)
+        serializer = self.MemoryItemAddInput(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         item = memory_item_add(
@@ -168,7 +168,7 @@ class MemoryItemListApi(AccountAPIView):
 class MemoryItemDetailApi(AccountAPIView):
     governance_methods = GOVERNANCE
 
-    class EditInput(StrictInput):
+    class MemoryItemEditInput(GovernanceReasonInput):
         content = serializers.CharField(required=False, max_length=2000)
         type = serializers.ChoiceField(choices=MemoryType.choices, required=False)
         importance = serializers.IntegerField(min_value=1, max_value=5, required=False)
@@ -180,10 +180,10 @@ class MemoryItemDetailApi(AccountAPIView):
         item = selectors.memory_item_get(customer=customer_get(conversation_id), item_id=item_id)
         return Response(MemoryItemOutputSerializer(item).data)
 
-    @extend_schema(request=EditInput, responses=MemoryItemOutputSerializer)
+    @extend_schema(request=MemoryItemEditInput, responses=MemoryItemOutputSerializer)
     def patch(self, request: Request, account_id: str, conversation_id: str, item_id: str) -> Response:
         item = selectors.memory_item_get(customer=customer_get(conversation_id), item_id=item_id)
-        serializer = self.EditInput(data=request.data)
+        serializer = self.MemoryItemEditInput(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         extra: dict[str, Any] = {"expires_at": data["expires_at"]} if "expires_at" in data else {}
@@ -200,7 +200,7 @@ class MemoryItemDetailApi(AccountAPIView):
         return Response(MemoryItemOutputSerializer(item).data)
 
     @extend_schema(
-        request=StrictInput,
+        request=GovernanceReasonInput,
         responses=inline_serializer(
             "MemoryItemForgetOutput",
             {
@@ -212,7 +212,7 @@ class MemoryItemDetailApi(AccountAPIView):
     )
     def delete(self, request: Request, account_id: str, conversation_id: str, item_id: str) -> Response:
         item = selectors.memory_item_get(customer=customer_get(conversation_id), item_id=item_id)
-        serializer = StrictInput(data=request.data or {})
+        serializer = GovernanceReasonInput(data=request.data or {})
         serializer.is_valid(raise_exception=True)
         result = memory_item_forget(
             item=item, actor=request.user, reason=_reason(serializer.validated_data, "人工遗忘（API）")
@@ -227,10 +227,10 @@ class _MemoryItemActionApi(AccountAPIView):
     service: Any = None
     default_reason = ""
 
-    @extend_schema(request=StrictInput, responses=MemoryItemOutputSerializer)
+    @extend_schema(request=GovernanceReasonInput, responses=MemoryItemOutputSerializer)
     def post(self, request: Request, account_id: str, conversation_id: str, item_id: str) -> Response:
         item = selectors.memory_item_get(customer=customer_get(conversation_id), item_id=item_id)
-        serializer = StrictInput(data=request.data or {})
+        serializer = GovernanceReasonInput(data=request.data or {})
         serializer.is_valid(raise_exception=True)
         service = type(self).service
         item = service(item=item, actor=request.user, reason=_reason(serializer.validated_data, self.default_reason))
@@ -287,7 +287,7 @@ class SnapshotListApi(AccountAPIView):
 class ProfileApi(AccountAPIView):
     governance_methods = GOVERNANCE
 
-    class UpdateInput(StrictInput):
+    class ProfileUpdateInput(GovernanceReasonInput):
         preferred_name = serializers.CharField(required=False, allow_blank=True, allow_null=True, max_length=50)
         city = serializers.CharField(required=False, allow_blank=True, allow_null=True, max_length=50)
         budget = serializers.CharField(required=False, allow_blank=True, allow_null=True, max_length=50)
@@ -301,10 +301,10 @@ class ProfileApi(AccountAPIView):
         profile = CustomerProfile.objects.filter(customer=customer).first() or CustomerProfile(customer=customer)
         return Response(ProfileOutputSerializer(profile).data)
 
-    @extend_schema(request=UpdateInput, responses=ProfileOutputSerializer)
+    @extend_schema(request=ProfileUpdateInput, responses=ProfileOutputSerializer)
     def patch(self, request: Request, account_id: str, conversation_id: str) -> Response:
         customer = customer_get(conversation_id)
-        serializer = self.UpdateInput(data=request.data)
+        serializer = self.ProfileUpdateInput(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = dict(serializer.validated_data)
         reason = _reason(data, "人工修改画像（API）")
@@ -332,7 +332,7 @@ class CustomerEraseApi(AccountAPIView):
     governance_methods = GOVERNANCE
 
     @extend_schema(
-        request=StrictInput,
+        request=GovernanceReasonInput,
         responses=inline_serializer(
             "CustomerEraseOutput",
             {
@@ -343,7 +343,7 @@ class CustomerEraseApi(AccountAPIView):
     )
     def post(self, request: Request, account_id: str, conversation_id: str) -> Response:
         customer = customer_get(conversation_id)
-        serializer = StrictInput(data=request.data or {})
+        serializer = GovernanceReasonInput(data=request.data or {})
         serializer.is_valid(raise_exception=True)
         counts = customer_erase(
             customer=customer, actor=request.user, reason=_reason(serializer.validated_data, "客户要求删除数据（API）")

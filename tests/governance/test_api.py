@@ -1,0 +1,237 @@
+"""Governance API (DESIGN §12): curation needs staff, reads need a member, bad input is a 4xx with a reason."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from django.utils import timezone
+
+from conversations.models import AuditEvent, Customer
+from memory.governance import memory_item_add
+from memory.models import MemoryItem, MemoryStatus, MemoryType
+from memory.profile import customer_profile_update
+from tests.conftest import client_for
+from tests.factories import CustomerFactory, MessageFactory, StaffUserFactory
+
+BASE = "/api/accounts/acme/conversations/wm_wang_001"
+
+
+def test_memory_list_filters_and_paginates(agent_client, customer, preference, hypothesis):
+    # When a member lists the memory, filtered by type
+    response = agent_client.get(f"{BASE}/memory/", {"type": "hypothesis"})
+    # Then only the hypothesis comes back, in the documented shape
+    assert response.status_code == 200
+    body = response.json()
+    assert [item["id"] for item in body["results"]] == [hypothesis.pk]
+    assert set(body["results"][0]) == {
+        "id", "type", "key", "content", "source_message_ids", "confidence", "importance",
+        "status", "direction", "created_by", "expires_at", "created_at", "updated_at",
+    }  # fmt: skip
+    assert agent_client.get(f"{BASE}/memory/").json()["count"] == 2
+    assert agent_client.get(f"{BASE}/memory/", {"created_by": "human"}).json()["count"] == 0
+
+
+def test_memory_list_invalid_filter_is_400(agent_client, customer):
+    response = agent_client.get(f"{BASE}/memory/", {"status": "deleted"})
+    assert response.status_code == 400 and response.json()["code"] == "invalid_filter"
+
+
+def test_memory_add_by_staff(staff_client, staff_user, customer, messages):
+    # When a supervisor adds a fact citing the customer's message
+    response = staff_client.post(
+        f"{BASE}/memory/",
+        {"content": "预算4500左右", "source_message_ids": [messages[0].pk], "reason": "核对原话"},
+        format="json",
+    )
+    # Then the item comes back as it now is, written by the supervisor
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert (body["type"], body["confidence"], body["created_by"], body["importance"]) == ("fact", 1.0, "human", 5)
+    item = MemoryItem.objects.get(pk=body["id"])
+    assert item.history.first().history_user_id == staff_user.pk
+    assert AuditEvent.objects.get(action="memory_item_added").reason == "核对原话"
+
+
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        ({"content": "只看电梯房", "type": "opinion"}, "type"),
+        ({"content": "只看电梯房", "importance": 0}, "importance"),
+        ({"content": ""}, "content"),
+        ({"content": "只看电梯房", "confidence": 0.5}, "confidence"),  # unknown on add: humans confirm at 1
+        ({"content": "只看电梯房", "expires_at": "明天"}, "expires_at"),
+    ],
+)
+def test_memory_add_invalid_input_is_400_with_reason(staff_client, customer, payload, field):
+    response = staff_client.post(f"{BASE}/memory/", payload, format="json")
+    assert response.status_code == 400
+    body = response.json()
+    assert body["code"] == "invalid" and field in body["errors"] and body["detail"]
+    assert not MemoryItem.objects.exists()
+
+
+def test_memory_add_foreign_source_message_is_400(staff_client, customer):
+    foreign = MessageFactory(customer=CustomerFactory(), text="预算一万")
+    response = staff_client.post(
+        f"{BASE}/memory/", {"content": "预算一万", "source_message_ids": [foreign.pk]}, format="json"
+    )
+    assert response.status_code == 400 and response.json()["code"] == "invalid_source_message"
+
+
+def test_memory_edit_and_invalid_confidence(staff_client, customer, preference):
+    # When a supervisor edits the content and confidence
+    response = staff_client.patch(
+        f"{BASE}/memory/{preference.pk}/", {"content": "更喜欢2号线沿线", "confidence": 0.9}, format="json"
+    )
+    assert response.status_code == 200
+    assert (response.json()["content"], response.json()["created_by"]) == ("更喜欢2号线沿线", "human")
+    # And an out-of-range confidence is refused with a reason
+    response = staff_client.patch(f"{BASE}/memory/{preference.pk}/", {"confidence": 1.5}, format="json")
+    assert response.status_code == 400 and "confidence" in response.json()["errors"]
+
+
+def test_memory_edit_can_clear_expiry(staff_client, staff_user, customer):
+    item = memory_item_add(
+        customer=customer,
+        content="本周六看房",
+        type=MemoryType.EVENT,
+        expires_at=timezone.now() + dt.timedelta(days=1),
+        actor=staff_user,
+        reason="约看房",
+    )
+    response = staff_client.patch(f"{BASE}/memory/{item.pk}/", {"expires_at": None}, format="json")
+    assert response.status_code == 200 and response.json()["expires_at"] is None
+
+
+def test_memory_confirm_reject_expire_answer_with_item(staff_client, customer, hypothesis, preference):
+    response = staff_client.post(f"{BASE}/memory/{hypothesis.pk}/confirm/", {"reason": "客户确认"}, format="json")
+    assert response.status_code == 200 and (response.json()["type"], response.json()["confidence"]) == ("fact", 1.0)
+    # Confirming a fact is a conflict with a reason
+    response = staff_client.post(f"{BASE}/memory/{hypothesis.pk}/confirm/")
+    assert response.status_code == 409 and response.json()["code"] == "not_a_hypothesis"
+    response = staff_client.post(f"{BASE}/memory/{preference.pk}/reject/")
+    assert response.status_code == 200 and response.json()["status"] == "rejected"
+    response = staff_client.post(f"{BASE}/memory/{hypothesis.pk}/expire/")
+    assert response.status_code == 200 and response.json()["status"] == "superseded"
+
+
+def test_memory_forget_and_history(staff_client, agent_client, customer, preference):
+    # Given a history with the capture row
+    history = agent_client.get(f"{BASE}/memory/{preference.pk}/history/").json()["results"]
+    assert history[0]["history_change_reason"] == "客户原话" and history[0]["content"] == "更喜欢地铁附近"
+    # When it is forgotten
+    response = staff_client.delete(f"{BASE}/memory/{preference.pk}/", {"reason": "客户要求"}, format="json")
+    assert response.status_code == 200 and response.json()["item_id"] == preference.pk
+    # Then it and its history are gone
+    assert agent_client.get(f"{BASE}/memory/{preference.pk}/").status_code == 404
+    assert agent_client.get(f"{BASE}/memory/{preference.pk}/history/").status_code == 404
+
+
+def test_memory_item_of_another_customer_is_404(staff_client, customer):
+    other = CustomerFactory(conversation_id="wm_li_002")
+    item = MemoryItem.objects.create(customer=other, type=MemoryType.FACT, key="fact:x", content="预算8000")
+    for method, path in [
+        ("get", f"{BASE}/memory/{item.pk}/"),
+        ("patch", f"{BASE}/memory/{item.pk}/"),
+        ("delete", f"{BASE}/memory/{item.pk}/"),
+        ("post", f"{BASE}/memory/{item.pk}/confirm/"),
+        ("get", f"{BASE}/memory/abc/"),
+    ]:
+        response = getattr(staff_client, method)(path, {}, format="json")
+        assert response.status_code == 404, (method, path)
+        assert response.json()["code"] == "memory_item_not_found"
+    assert MemoryItem.objects.get(pk=item.pk).content == "预算8000"
+
+
+def test_snapshot_current_versions_and_404(agent_client, customer, preference, staff_user):
+    memory_item_add(customer=customer, content="预算4500", actor=staff_user, reason="电话")
+    body = agent_client.get(f"{BASE}/snapshot/").json()
+    assert body["version"] == 2 and "预算4500" in body["content"] and body["char_count"] == len(body["content"])
+    assert set(body["item_ids"]) == set(MemoryItem.objects.values_list("pk", flat=True))
+    assert agent_client.get(f"{BASE}/snapshot/", {"version": 1}).json()["version"] == 1
+    assert [s["version"] for s in agent_client.get(f"{BASE}/snapshots/").json()["results"]] == [2, 1]
+    assert agent_client.get(f"{BASE}/snapshot/", {"version": "x"}).status_code == 400
+    # A customer with no memory has no snapshot yet
+    CustomerFactory(conversation_id="wm_new")
+    response = agent_client.get("/api/accounts/acme/conversations/wm_new/snapshot/")
+    assert response.status_code == 404 and response.json()["code"] == "snapshot_not_found"
+
+
+def test_profile_patch_updates_and_clears(staff_client, customer):
+    response = staff_client.patch(f"{BASE}/profile/", {"budget": "4500", "district": "浦东"}, format="json")
+    assert response.status_code == 200 and response.json()["budget"] == "4500"
+    assert MemoryItem.objects.get(key="profile:budget", status=MemoryStatus.ACTIVE).content == "预算：4500"
+    response = staff_client.patch(f"{BASE}/profile/", {"budget": "", "reason": "预算待定"}, format="json")
+    assert response.status_code == 200 and response.json()["budget"] == ""
+    assert not MemoryItem.objects.filter(key="profile:budget", status=MemoryStatus.ACTIVE).exists()
+    response = staff_client.patch(f"{BASE}/profile/", {"salary": "3万"}, format="json")
+    assert response.status_code == 400 and "salary" in response.json()["errors"]
+
+
+def test_audit_list_filters(agent_client, customer, preference, staff_user):
+    customer_profile_update(customer=customer, changes={"city": "上海"}, actor=staff_user, reason="电话")
+    body = agent_client.get("/api/accounts/acme/audit/", {"conversation_id": "wm_wang_001"}).json()
+    assert {e["action"] for e in body["results"]} >= {"memory_item_captured", "customer_profile_updated"}
+    only = agent_client.get("/api/accounts/acme/audit/", {"action": "customer_profile_updated"}).json()
+    assert only["count"] == 1 and only["results"][0]["actor_id"] == staff_user.pk
+    future = (timezone.now() + dt.timedelta(hours=1)).isoformat()
+    assert agent_client.get("/api/accounts/acme/audit/", {"since": future}).json()["count"] == 0
+    assert agent_client.get("/api/accounts/acme/audit/", {"until": future}).json()["count"] >= 2
+    assert agent_client.get("/api/accounts/acme/audit/", {"since": "昨天"}).status_code == 400
+
+
+def test_erase_endpoint(staff_client, customer, messages, preference):
+    response = staff_client.post(f"{BASE}/erase/", {"reason": "客户要求删除全部数据"}, format="json")
+    assert response.status_code == 200 and response.json()["counts"]["conversations.Message"] == 4
+    assert not Customer.objects.filter(conversation_id="wm_wang_001").exists()
+    assert AuditEvent.objects.get(action="customer_erased").reason == "客户要求删除全部数据"
+
+
+def governance_requests(item_id: int) -> list[tuple[str, str, dict]]:
+    return [
+        ("post", f"{BASE}/memory/", {"content": "只看电梯房"}),
+        ("patch", f"{BASE}/memory/{item_id}/", {"content": "只看电梯房"}),
+        ("delete", f"{BASE}/memory/{item_id}/", {}),
+        ("post", f"{BASE}/memory/{item_id}/confirm/", {}),
+        ("post", f"{BASE}/memory/{item_id}/reject/", {}),
+        ("post", f"{BASE}/memory/{item_id}/expire/", {}),
+        ("patch", f"{BASE}/profile/", {"budget": "4500"}),
+        ("post", f"{BASE}/erase/", {}),
+    ]
+
+
+def test_governance_endpoints_need_staff(agent_client, customer, hypothesis):
+    # When a customer-service agent (a member, not staff) tries every governance write
+    for method, path, payload in governance_requests(hypothesis.pk):
+        response = getattr(agent_client, method)(path, payload, format="json")
+        # Then each is 403 with a reason, and nothing changes
+        assert response.status_code == 403, (method, path)
+        assert response.json()["code"] == "permission_denied"
+    hypothesis.refresh_from_db()
+    assert hypothesis.status == MemoryStatus.ACTIVE and MemoryItem.objects.count() == 1
+    assert Customer.objects.filter(pk=customer.pk).exists()
+
+
+def test_governance_endpoints_hide_account_from_staff_without_membership(customer, hypothesis):
+    # Given a supervisor of another account
+    stranger = client_for(StaffUserFactory())
+    for method, path, payload in [*governance_requests(hypothesis.pk), ("get", f"{BASE}/memory/", {})]:
+        response = getattr(stranger, method)(path, payload, format="json")
+        assert response.status_code == 404, (method, path)
+    assert MemoryItem.objects.count() == 1
+
+
+def test_unknown_conversation_is_404(staff_client, account):
+    response = staff_client.post("/api/accounts/acme/conversations/wm_nobody/memory/", {"content": "x"}, format="json")
+    assert response.status_code == 404 and response.json()["code"] == "conversation_not_found"
+
+
+def test_schema_documents_governance_bodies(staff_client):
+    response = staff_client.get("/api/schema/", {"format": "json"})
+    assert response.status_code == 200
+    schema = response.json()
+    operation = schema["paths"]["/api/accounts/{account_id}/conversations/{conversation_id}/memory/"]["post"]
+    assert "requestBody" in operation and "201" in operation["responses"]
+    assert "/api/accounts/{account_id}/audit/" in schema["paths"]
+    assert "MemoryItemOutput" in schema["components"]["schemas"]
