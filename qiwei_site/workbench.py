@@ -180,11 +180,15 @@ class DraftOutputSerializer(serializers.ModelSerializer):
         delivery = getattr(obj, "delivery", None)
         if delivery is None:
             return None
+        when = serializers.DateTimeField()
         return {
             "status": delivery.status,
+            "status_label": delivery.get_status_display(),
             "upstream_id": delivery.upstream_id,
             "text": delivery.text,
-            "created_at": serializers.DateTimeField().to_representation(delivery.created_at),
+            "last_error": delivery.last_error,
+            "sent_at": when.to_representation(delivery.sent_at) if delivery.sent_at else None,
+            "created_at": when.to_representation(delivery.created_at),
         }
 
 

@@ -14,6 +14,7 @@
   var STATUS_URL = "/api/status?fast=true";
   var STATUS_TIMEOUT_MS = 2500;
   var STATUS_REFRESH_MS = 30000;
+  var SESSION_MODES = { manual: "人工模式", assisted: "辅助模式", auto: "自动模式" };
 
   var state = {
     accounts: [],
@@ -378,7 +379,12 @@
   function renderOverview(data) {
     var customer = data.customer;
     $("wb-customer-name").textContent = customer.display_name || customer.conversation_id;
-    $("wb-customer-meta").textContent = "会话 " + customer.conversation_id + " · 模式 " + customer.session_mode;
+    $("wb-customer-meta").textContent =
+      "会话 " +
+      customer.conversation_id +
+      " · " +
+      (SESSION_MODES[customer.session_mode] || customer.session_mode) +
+      (customer.auto_send_whitelisted ? " · 自动发送白名单" : "");
     $("wb-generate-draft").disabled = false;
     renderMessages(data.messages);
     renderDrafts(data.drafts);
@@ -404,6 +410,9 @@
         event.reason ? el("span", { className: "wb-muted", text: " · " + event.reason }) : null,
       ]);
     });
+    // After the drafts are laid out, so the newest message is really in view.
+    scrollToNewest();
+    window.requestAnimationFrame(scrollToNewest);
   }
 
   function renderSimpleList(list, items, emptyText, render) {
@@ -433,6 +442,10 @@
         ])
       );
     });
+  }
+
+  function scrollToNewest() {
+    var list = $("wb-messages");
     list.scrollTop = list.scrollHeight;
   }
 
@@ -506,13 +519,16 @@
       actions.push(actionButton("发送", "send", draft, "wb-button--primary"));
       actions.push(actionButton("编辑", "edit", draft));
       actions.push(actionButton("拒绝", "reject", draft, "wb-button--danger"));
-    } else if (draft.status === "sent" && draft.delivery) {
-      body.push(
-        el("p", {
-          className: "wb-muted",
-          text: "已发送 " + formatTime(draft.delivery.created_at) + (draft.delivery.upstream_id ? " · 上游 " + draft.delivery.upstream_id : ""),
-        })
-      );
+    }
+    var delivery = draft.delivery;
+    if (delivery) {
+      var deliveryText =
+        delivery.status_label +
+        " " +
+        formatTime(delivery.sent_at || delivery.created_at) +
+        (delivery.upstream_id ? " · 上游 " + delivery.upstream_id : "") +
+        (delivery.last_error ? " · " + delivery.last_error : "");
+      body.push(el("p", { className: delivery.status === "failed" ? "wb-inline-error" : "wb-muted", text: deliveryText }));
     }
     body.push(el("div", { className: "wb-draft-actions" }, actions));
     body.push(el("p", { className: "wb-inline-error", "data-draft-error": String(draft.id), hidden: true }));
