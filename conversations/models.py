@@ -252,9 +252,7 @@ class Delivery(TimeStampedModel):
     draft = models.OneToOneField(Draft, on_delete=models.CASCADE, related_name="delivery")
     idempotency_key = models.CharField(_("幂等键"), max_length=100, unique=True)
     upstream_id = models.CharField(_("上游消息 ID"), max_length=100, blank=True)
-    status = models.CharField(
-        _("状态"), max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.SENDING
-    )
+    status = models.CharField(_("状态"), max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.SENDING)
     text = models.TextField(_("发送文本"))
     auto = models.BooleanField(_("自动发送"), default=False)
     attempts = models.PositiveIntegerField(_("尝试次数"), default=0)

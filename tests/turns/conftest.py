@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import socket
@@ -50,7 +51,9 @@ class RecordingProvider:
         self.prefetched.append(request)
         sections = [SimpleNamespace(name="latest", text=self.prompt, chars=len(self.prompt))]
         return SimpleNamespace(
-            prompt=self.prompt, sections=sections, trace={"sections": {"latest": len(self.prompt)}, "snapshot_version": 3}
+            prompt=self.prompt,
+            sections=sections,
+            trace={"sections": {"latest": len(self.prompt)}, "snapshot_version": 3},
         )
 
     def capture(self, turn: _Capture) -> None:
@@ -129,24 +132,25 @@ class _JsonHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_GET(self) -> None:
+    def _route(self, method: str, payload: Any) -> None:
         server: Any = self.server
-        server.requests.append(("GET", self.path, None))
-        status, body = server.routes.get(("GET", self.path), (404, {"error": "not found"}))
-        self._reply(status, body(None) if callable(body) else body)
+        server.requests.append((method, self.path, payload))
+        route = server.routes.get((method, self.path), (404, {"error": "not found"}))
+        status, body = route(payload) if callable(route) else route
+        self._reply(status, body)
+
+    def do_GET(self) -> None:
+        self._route("GET", None)
 
     def do_POST(self) -> None:
-        server: Any = self.server
         length = int(self.headers.get("Content-Length") or 0)
-        payload = json.loads(self.rfile.read(length) or b"{}")
-        server.requests.append(("POST", self.path, payload))
-        status, body = server.routes.get(("POST", self.path), (404, {"error": "not found"}))
-        self._reply(status, body(payload) if callable(body) else body)
+        self._route("POST", json.loads(self.rfile.read(length) or b"{}"))
 
 
 @pytest.fixture
 def json_server() -> Iterator[Any]:
-    """A JSON HTTP server on 127.0.0.1 (random port); set `server.routes[(method, path)] = (status, body)`."""
+    """A JSON HTTP server on 127.0.0.1 (random port): `server.routes[(method, path)]` is
+    `(status, body)` or a function of the request body returning one; `server.requests` records calls."""
     server: Any = ThreadingHTTPServer(("127.0.0.1", 0), _JsonHandler)
     server.routes = {}
     server.requests = []
@@ -181,10 +185,8 @@ class HangingServer:
                 continue
             conn.settimeout(0.5)
             self.connections.append(conn)
-            try:
+            with contextlib.suppress(OSError):
                 self.received.append(conn.recv(4096))
-            except OSError:
-                pass
 
     def close(self) -> None:
         self._stop.set()

@@ -34,7 +34,9 @@ def test_epoch_for_turn_opens_one_epoch_with_memory_version(customer):
     assert first.parent_session_id == ""
     assert first.turns == 0 and first.closed_at is None
     assert SessionEpoch.objects.filter(customer=customer, closed_at__isnull=True).count() == 1
-    assert AuditEvent.objects.filter(action="session_epoch_opened", conversation_id=customer.conversation_id).count() == 1
+    assert (
+        AuditEvent.objects.filter(action="session_epoch_opened", conversation_id=customer.conversation_id).count() == 1
+    )
 
 
 def test_epoch_rotates_at_the_thirteenth_turn_keeping_parent_and_history(customer, settings):
@@ -119,7 +121,9 @@ def test_epoch_rotate_on_invalid_session_and_budget_records_reason(customer):
     assert third.parent_session_id == second.session_id
     assert third.closed_at is None
     reasons = list(
-        AuditEvent.objects.filter(action="session_epoch_rotated").order_by("id").values_list("payload__close_reason", flat=True)
+        AuditEvent.objects.filter(action="session_epoch_rotated")
+        .order_by("id")
+        .values_list("payload__close_reason", flat=True)
     )
     assert reasons == ["invalid", "budget_exceeded"]
 

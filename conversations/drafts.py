@@ -1,0 +1,231 @@
+"""Reviewing and sending drafts (spec §6, §8): approve, reject, send — idempotently, one delivery per draft.
+
+Sending claims the Delivery row (unique per draft and per idempotency key) BEFORE calling the
+upstream, so concurrent or repeated requests find the claim and never call the upstream twice.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError
+from django.db.models import F
+from django.utils import timezone
+
+from conversations import gateway as upstream
+from conversations.models import Customer, Delivery, DeliveryStatus, Draft, DraftStatus, SessionMode
+from conversations.services import audit_record
+from qiwei_site.errors import Conflict, ValidationFailed
+from qiwei_site.errors import UpstreamUnavailable as UpstreamUnavailableError
+from qiwei_site.history import actor_identity, stamp_history
+from qiwei_site.tenancy import account_atomic
+
+logger = logging.getLogger(__name__)
+
+# A claim older than this was left by a process that died mid-send; the upstream dedupes on the
+# idempotency key, so re-claiming it is safe.
+STALE_CLAIM_SECONDS = 300
+
+
+def idempotency_key_for(draft: Draft) -> str:
+    return f"draft-{draft.pk}"
+
+
+def draft_auto_send_blockers(draft: Draft, customer: Customer | None = None) -> list[str]:
+    """Why `draft` may not be sent without review (empty: it may). Spec §6: whitelist, mode,
+    confidence and requiresHuman all have to agree."""
+    customer = customer or draft.customer
+    blockers = []
+    if not customer.auto_send_whitelisted:
+        blockers.append("客户不在自动发送白名单")
+    if customer.session_mode != SessionMode.AUTO:
+        blockers.append(f"会话模式为「{customer.get_session_mode_display()}」，不是自动")
+    if draft.requires_human:
+        blockers.append("模型要求人工处理 (requiresHuman)")
+    if draft.confidence < settings.QIWEI_AUTO_SEND_CONFIDENCE:
+        blockers.append(f"置信度 {draft.confidence:.2f} 低于阈值 {settings.QIWEI_AUTO_SEND_CONFIDENCE:.2f}")
+    if draft.error:
+        blockers.append("草稿生成有错误")
+    if not draft.reply.strip():
+        blockers.append("草稿内容为空")
+    if draft.status != DraftStatus.PENDING:
+        blockers.append(f"草稿状态为「{draft.get_status_display()}」")
+    return blockers
+
+
+def _review(draft: Draft, *, actor: Any, reason: str, status: str, final_text: str | None = None) -> Draft:
+    draft.status = status
+    fields = ["status", "reviewed_by_id", "reviewed_at", "updated_at"]
+    if final_text is not None:
+        draft.final_text = final_text
+        fields.append("final_text")
+    draft.reviewed_by_id = actor_identity(actor)[0]
+    draft.reviewed_at = timezone.now()
+    stamp_history(draft, actor=actor, reason=reason)
+    draft.save(update_fields=fields)
+    return draft
+
+
+def draft_approve(*, draft: Draft, actor: Any, reason: str = "审核通过", text: str | None = None) -> Draft:
+    """Approve a pending draft, optionally with an edited text (kept as `final_text`)."""
+    if text is not None:
+        text = text.strip()
+        if not text:
+            raise ValidationFailed("编辑后的回复不能为空 (text must not be empty).", code="empty_text")
+        if len(text) > 4000:
+            raise ValidationFailed("回复过长，最多 4000 字 (text too long).", code="text_too_long")
+    with account_atomic():
+        locked = Draft.objects.select_for_update().get(pk=draft.pk)
+        if locked.status == DraftStatus.APPROVED and (text is None or text == locked.final_text):
+            return locked  # nothing changed
+        if locked.status != DraftStatus.PENDING and locked.status != DraftStatus.APPROVED:
+            raise Conflict(
+                f"草稿已{locked.get_status_display()}，不能再批准 (draft is {locked.status}).", code="draft_not_pending"
+            )
+        if text is None and not locked.reply.strip():
+            raise ValidationFailed("草稿内容为空，请填写回复后再批准 (empty draft needs a text).", code="empty_text")
+        edited = text is not None and text != locked.reply
+        _review(locked, actor=actor, reason=reason, status=DraftStatus.APPROVED, final_text=text)
+        audit_record(
+            action="draft_approved",
+            conversation_id=locked.customer.conversation_id,
+            actor=actor,
+            reason=reason,
+            payload={"draft_id": locked.pk, "edited": edited},
+        )
+    return locked
+
+
+def draft_reject(*, draft: Draft, actor: Any, reason: str = "审核拒绝") -> Draft:
+    with account_atomic():
+        locked = Draft.objects.select_for_update().get(pk=draft.pk)
+        if locked.status == DraftStatus.REJECTED:
+            return locked
+        if locked.status not in (DraftStatus.PENDING, DraftStatus.APPROVED):
+            raise Conflict(
+                f"草稿已{locked.get_status_display()}，不能拒绝 (draft is {locked.status}).", code="draft_not_pending"
+            )
+        if Delivery.objects.filter(draft=locked).exclude(status=DeliveryStatus.FAILED).exists():
+            raise Conflict("草稿正在发送，不能拒绝 (draft is being sent).", code="draft_sending")
+        _review(locked, actor=actor, reason=reason, status=DraftStatus.REJECTED)
+        audit_record(
+            action="draft_rejected",
+            conversation_id=locked.customer.conversation_id,
+            actor=actor,
+            reason=reason,
+            payload={"draft_id": locked.pk},
+        )
+    return locked
+
+
+def _claim(draft: Draft, *, text: str, auto: bool) -> tuple[Delivery, bool]:
+    """(delivery, claimed): claimed is true only for the one caller that must call the upstream."""
+    existing = Delivery.objects.filter(draft=draft).first()
+    if existing is None:
+        try:
+            with account_atomic():
+                delivery = Delivery.objects.create(
+                    draft=draft,
+                    idempotency_key=idempotency_key_for(draft),
+                    status=DeliveryStatus.SENDING,
+                    text=text,
+                    auto=auto,
+                    attempts=1,
+                )
+            return delivery, True
+        except IntegrityError:
+            existing = Delivery.objects.get(draft=draft)
+    stale_before = timezone.now() - dt.timedelta(seconds=STALE_CLAIM_SECONDS)
+    retryable = existing.status == DeliveryStatus.FAILED or (
+        existing.status == DeliveryStatus.SENDING and existing.updated_at < stale_before
+    )
+    if not retryable:
+        return existing, False
+    # A conditional update: of many retries, exactly one re-claims the failed or abandoned row.
+    with account_atomic():
+        claimed = Delivery.objects.filter(
+            pk=existing.pk, status=existing.status, updated_at=existing.updated_at
+        ).update(
+            status=DeliveryStatus.SENDING,
+            text=text,
+            auto=auto,
+            attempts=F("attempts") + 1,
+            last_error="",
+            updated_at=timezone.now(),
+        )
+    existing.refresh_from_db()
+    return existing, bool(claimed)
+
+
+def _check_sendable(draft: Draft, *, auto: bool) -> None:
+    if auto:
+        blockers = draft_auto_send_blockers(draft)
+        if blockers:
+            raise Conflict("不满足自动发送条件：" + "；".join(blockers), code="auto_send_not_allowed")
+        return
+    if draft.status == DraftStatus.PENDING:
+        raise Conflict("草稿尚未审核，批准后才能发送 (draft must be approved first).", code="draft_not_approved")
+    if draft.status == DraftStatus.REJECTED:
+        raise Conflict("草稿已被拒绝，不能发送 (draft was rejected).", code="draft_rejected")
+
+
+def draft_send(*, draft: Draft, actor: Any, reason: str = "发送回复", auto: bool = False) -> Delivery:
+    """Send an approved (or auto-eligible) draft exactly once; repeats return the same delivery."""
+    existing = Delivery.objects.filter(draft_id=draft.pk).first()
+    if existing is not None and existing.status == DeliveryStatus.SENT:
+        return existing
+    draft = Draft.objects.select_related("customer").get(pk=draft.pk)
+    if existing is None or existing.status == DeliveryStatus.FAILED:
+        _check_sendable(draft, auto=auto)
+    text = (draft.final_text or draft.reply).strip()
+    if not text:
+        raise ValidationFailed("草稿内容为空，不能发送 (nothing to send).", code="empty_text")
+    delivery, claimed = _claim(draft, text=text, auto=auto)
+    if not claimed:
+        return delivery
+
+    conversation_id = draft.customer.conversation_id
+    try:
+        upstream_id = upstream.get_gateway().send(
+            conversation_id=conversation_id, text=text, idempotency_key=delivery.idempotency_key
+        )
+    except upstream.UpstreamError as exc:
+        detail = str(exc)
+        with account_atomic():
+            Delivery.objects.filter(pk=delivery.pk).update(
+                status=DeliveryStatus.FAILED, last_error=detail[:300], updated_at=timezone.now()
+            )
+            audit_record(
+                action="draft_send_failed",
+                conversation_id=conversation_id,
+                actor=actor,
+                reason=reason,
+                payload={"draft_id": draft.pk, "auto": auto, "error": detail[:200]},
+            )
+        upstream.upstream_mark_unreachable(detail)
+        raise UpstreamUnavailableError(
+            f"企微上游不可用，消息未发送：{detail}。草稿已保留，可稍后重试 (upstream unavailable, nothing was sent).",
+            extra={"draft_id": draft.pk},
+        ) from None
+
+    with account_atomic():
+        now = timezone.now()
+        Delivery.objects.filter(pk=delivery.pk).update(
+            status=DeliveryStatus.SENT, upstream_id=upstream_id, sent_at=now, updated_at=now
+        )
+        locked = Draft.objects.select_for_update().get(pk=draft.pk)
+        locked.status = DraftStatus.SENT
+        stamp_history(locked, actor=actor, reason=reason)
+        locked.save(update_fields=["status", "updated_at"])
+        audit_record(
+            action="draft_auto_sent" if auto else "draft_sent",
+            conversation_id=conversation_id,
+            actor=actor,
+            reason=reason,
+            payload={"draft_id": draft.pk, "delivery_id": delivery.pk, "upstream_id": upstream_id, "auto": auto},
+        )
+    delivery.refresh_from_db()
+    return delivery

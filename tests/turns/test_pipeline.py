@@ -1,0 +1,302 @@
+"""The turn: context → client → validation → grounding → draft → capture → auto-send, and its failures."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from conversations.gateway import LoopbackGateway
+from conversations.models import AuditEvent, Delivery, DraftStatus, MessageDirection, SessionMode
+from sessions_epoch.clients import ClaudeCodeClient, ModelClient, ModelResult, OfflineClient
+from sessions_epoch.models import CloseReason, SessionEpoch
+from sessions_epoch.pipeline import draft_generate, ground_profile_updates, normalise, validate_output
+from tests.factories import BASE_TIME, MessageFactory
+
+
+class ScriptedClient(ModelClient):
+    """Answers with the given model outputs in turn (or the last one forever)."""
+
+    name = "scripted"
+
+    def __init__(self, *outputs):
+        self.outputs = list(outputs)
+        self.prompts: list[str] = []
+        self.sessions = []
+
+    def generate(self, *, prompt, session, hints=None):
+        self.prompts.append(prompt)
+        self.sessions.append(session)
+        output = self.outputs.pop(0) if len(self.outputs) > 1 else self.outputs[0]
+        if isinstance(output, ModelResult):
+            return output
+        return ModelResult(client=self.name, output=output, raw_text=str(output), session_id=session.session_id)
+
+
+def _answer(**overrides):
+    answer = {
+        "reply": "王先生您好，张江地铁站附近有两套两居室，月租4500左右，周六可以看房。",
+        "confidence": 0.92,
+        "requiresHuman": False,
+        "profileUpdates": {},
+        "reasons": ["客户预算和户型明确"],
+    }
+    answer.update(overrides)
+    return answer
+
+
+def test_draft_generate_saves_draft_with_trace_and_queues_grounded_updates(customer, provider):
+    # given a model that proposes a budget the customer said and a district they never mentioned
+    client = ScriptedClient(_answer(profileUpdates={"budget": "4500", "district": "陆家嘴", "layout": "两居室"}))
+
+    # when a draft is generated
+    draft = draft_generate(customer=customer, actor="pipeline", client=client)
+
+    # then the prompt came from the provider, and the draft keeps the provider's trace and the session
+    assert client.prompts == [provider.prompt]
+    assert provider.prefetched[0].conversation_id == customer.conversation_id
+    assert draft.status == DraftStatus.PENDING
+    assert draft.context_trace["snapshot_version"] == 3
+    assert draft.session_id == SessionEpoch.objects.get(customer=customer, closed_at__isnull=True).session_id
+    assert draft.client == "scripted"
+    # only the grounded values are kept ("陆家嘴" was said by our staff, not the customer)
+    assert draft.profile_updates == {"budget": "4500", "layout": "两居室"}
+    assert draft.dropped_updates == [{"field": "district", "value": "陆家嘴", "reason": "客户原话中找不到该值"}]
+    # and capture got exactly the grounded values with the customer's message ids as evidence
+    (turn,) = provider.captured
+    assert turn.draft_id == draft.pk
+    assert turn.profile_updates == {"budget": "4500", "layout": "两居室"}
+    inbound_ids = set(customer.messages.filter(direction=MessageDirection.INBOUND).values_list("id", flat=True))
+    assert turn.source_message_ids and set(turn.source_message_ids) <= inbound_ids
+    assert draft.context_trace["grounding"]["evidence"]["budget"]
+    event = AuditEvent.objects.get(action="draft_generated")
+    assert event.payload["draft_id"] == draft.pk
+    assert event.payload["dropped_fields"] == ["district"]
+
+
+def test_grounding_normalises_width_separators_and_units(customer):
+    # given the customer wrote "预算４，５００左右" and "两居室"
+    updates = {"budget": "4500元/月", "layout": "两居室", "move_in_date": "下个月", "city": "上海"}
+
+    # when the updates are grounded
+    grounded, evidence, dropped = ground_profile_updates(customer=customer, updates=updates)
+
+    # then full-width digits and separators match, units are allowed, unsaid values are dropped
+    assert grounded == {"budget": "4500元/月", "layout": "两居室"}
+    assert set(evidence) == {"budget", "layout"}
+    assert {item["field"] for item in dropped} == {"move_in_date", "city"}
+    assert normalise("４，５００ 元") == "4500元"
+
+
+def test_grounding_ignores_staff_and_model_words(customer):
+    # given a value only our staff said ("张江") and one from a non-effective customer message
+    MessageFactory(
+        customer=customer, text="我在徐汇上班", is_effective=False, sent_at=BASE_TIME + dt.timedelta(hours=1)
+    )
+
+    # when grounded
+    grounded, _evidence, dropped = ground_profile_updates(
+        customer=customer, updates={"district": "张江", "city": "徐汇"}
+    )
+
+    # then neither is applied
+    assert grounded == {}
+    assert len(dropped) == 2
+
+
+@pytest.mark.parametrize(
+    ("output", "message"),
+    [
+        ({"reply": "", "confidence": 0.9, "requiresHuman": False}, "reply"),
+        ({"reply": "您好", "confidence": 1.5, "requiresHuman": False}, "confidence"),
+        ({"reply": "您好", "confidence": 0.9, "requiresHuman": "no"}, "requiresHuman"),
+        ({"reply": "您好", "confidence": 0.9, "requiresHuman": False, "reasons": "因为"}, "reasons"),
+        ({"reply": "您好", "confidence": 0.9, "requiresHuman": False, "profileUpdates": ["budget"]}, "profileUpdates"),
+    ],
+)
+def test_invalid_model_output_gives_a_draft_for_a_human(customer, provider, output, message):
+    # given a model that breaks the output contract
+    client = ScriptedClient(output)
+
+    # when a draft is generated
+    draft = draft_generate(customer=customer, actor="pipeline", client=client)
+
+    # then there is still a draft, flagged for a human, with the validation error
+    assert draft.requires_human is True
+    assert message in draft.error
+    assert draft.status == DraftStatus.PENDING
+    assert not Delivery.objects.exists()
+
+
+def test_validate_output_drops_undeclared_fields_and_coerces_numbers():
+    # given a profileUpdates with a number and an undeclared field
+    result = validate_output(
+        {"reply": "好的", "confidence": 1, "requiresHuman": False, "profileUpdates": {"budget": 4500, "salary": "2万"}}
+    )
+
+    # then the number is a string and the undeclared field is dropped, without an error
+    assert result.error == ""
+    assert result.profile_updates == {"budget": "4500"}
+    assert result.dropped[0]["field"] == "salary"
+
+
+def test_memory_failures_still_produce_a_draft_with_audits(customer, monkeypatch):
+    # given a memory provider whose prefetch and capture both raise
+    from types import SimpleNamespace
+
+    class BrokenProvider:
+        def prefetch(self, request):
+            raise RuntimeError("database is locked")
+
+        def capture(self, turn):
+            raise RuntimeError("disk full")
+
+    module = SimpleNamespace(get_provider=BrokenProvider, PrefetchRequest=SimpleNamespace, CaptureTurn=SimpleNamespace)
+    monkeypatch.setattr("sessions_epoch.pipeline._memory", lambda: module)
+    client = ScriptedClient(_answer(profileUpdates={"budget": "4500"}))
+
+    # when a draft is generated
+    draft = draft_generate(customer=customer, actor="pipeline", client=client)
+
+    # then a draft exists, built from a minimal prompt holding the latest customer message and the contract
+    assert draft.pk and draft.reply.startswith("王先生您好")
+    assert "预算４，５００左右，最好离地铁近一点，不考虑顶楼" in client.prompts[0]
+    assert '"requiresHuman"' in client.prompts[0]
+    assert draft.context_trace["fallback"] is True
+    # and both failures are audited without their messages
+    recall = AuditEvent.objects.get(action="memory_recall_failed")
+    capture = AuditEvent.objects.get(action="memory_capture_failed")
+    assert recall.payload == {"stage": "prefetch", "error": "RuntimeError"}
+    assert capture.payload["draft_id"] == draft.pk
+    assert AuditEvent.objects.filter(action="draft_generated").count() == 1
+
+
+def test_memory_module_missing_still_produces_a_draft(customer, monkeypatch):
+    # given the memory provider module cannot even be imported
+    def broken():
+        raise ImportError("memory.providers")
+
+    monkeypatch.setattr("sessions_epoch.pipeline._memory", broken)
+
+    # when a draft is generated with the offline client
+    draft = draft_generate(customer=customer, actor="pipeline", client=OfflineClient())
+
+    # then the holding reply is there, for a human
+    assert draft.reply == "王先生您好，您的需求我们已经收到，稍后由顾问为您确认具体房源信息。"
+    assert draft.requires_human is True
+    assert AuditEvent.objects.filter(action__in=["memory_recall_failed", "memory_capture_failed"]).count() == 2
+
+
+def _auto_customer(customer, *, whitelisted=True, mode=SessionMode.AUTO):
+    customer.auto_send_whitelisted = whitelisted
+    customer.session_mode = mode
+    customer.save()
+    return customer
+
+
+def test_confident_draft_for_whitelisted_auto_customer_is_sent_automatically(customer, provider, settings):
+    # given a whitelisted customer in auto mode and a confident draft that needs no human
+    settings.QIWEI_AUTO_SEND_CONFIDENCE = 0.85
+    _auto_customer(customer)
+
+    # when a draft is generated
+    draft = draft_generate(customer=customer, actor="pipeline", client=ScriptedClient(_answer(confidence=0.92)))
+
+    # then it was sent once, automatically, through the loopback gateway
+    assert draft.status == DraftStatus.SENT
+    assert draft.delivery.auto is True
+    assert [record["idempotency_key"] for record in LoopbackGateway.sent_records()] == [f"draft-{draft.pk}"]
+    assert AuditEvent.objects.filter(action="draft_auto_sent").count() == 1
+
+
+@pytest.mark.parametrize(
+    ("answer", "whitelisted", "mode"),
+    [
+        (_answer(requiresHuman=True), True, SessionMode.AUTO),
+        (_answer(confidence=0.6), True, SessionMode.AUTO),
+        (_answer(), False, SessionMode.AUTO),
+        (_answer(), True, SessionMode.ASSISTED),
+        ({"reply": "您好", "confidence": 0.99}, True, SessionMode.AUTO),  # invalid: requiresHuman missing
+    ],
+    ids=["requires-human", "low-confidence", "not-whitelisted", "assisted-mode", "invalid-output"],
+)
+def test_draft_is_never_auto_sent_unless_every_condition_holds(customer, provider, answer, whitelisted, mode):
+    # given one auto-send condition unmet
+    _auto_customer(customer, whitelisted=whitelisted, mode=mode)
+
+    # when a draft is generated
+    draft = draft_generate(customer=customer, actor="pipeline", client=ScriptedClient(answer))
+
+    # then it waits for review and nothing left the building
+    assert draft.status == DraftStatus.PENDING
+    assert not Delivery.objects.exists()
+    assert LoopbackGateway.sent_records() == []
+    assert not AuditEvent.objects.filter(action__in=["draft_auto_sent", "draft_sent"]).exists()
+
+
+def test_auto_send_with_upstream_down_leaves_draft_pending(customer, provider, settings):
+    # given an auto-eligible customer and an upstream that refuses connections
+    settings.QIWEI_UPSTREAM_URL = "http://127.0.0.1:9"
+    _auto_customer(customer)
+
+    # when a draft is generated
+    draft = draft_generate(customer=customer, actor="pipeline", client=ScriptedClient(_answer()))
+
+    # then the draft is kept for review and the failed attempt is audited
+    assert draft.status == DraftStatus.PENDING
+    assert AuditEvent.objects.filter(action="draft_send_failed").count() == 1
+    assert draft.delivery.status == "failed"
+
+
+def test_pipeline_with_claude_code_resumes_then_rotates_on_missing_session(customer, provider, fake_claude):
+    # given the Claude Code client and two turns in one epoch
+    client = ClaudeCodeClient()
+    first = draft_generate(customer=customer, actor="pipeline", client=client)
+    second = draft_generate(customer=customer, actor="pipeline", client=client)
+    assert first.session_id == second.session_id
+    argvs = [call["argv"] for call in fake_claude.calls()]
+    assert "--session-id" in argvs[0] and "--resume" in argvs[1]
+
+    # when the CLI loses its sessions (e.g. its store was wiped) and a third turn runs
+    fake_claude.forget_sessions()
+    third = draft_generate(customer=customer, actor="pipeline", client=client)
+
+    # then the epoch rotated for "invalid" and the turn was retried once in a new session
+    argvs = [call["argv"] for call in fake_claude.calls()]
+    assert len(argvs) == 4
+    assert "--resume" in argvs[2] and "--session-id" in argvs[3]
+    new_session = argvs[3][argvs[3].index("--session-id") + 1]
+    assert third.session_id == new_session
+    assert third.error == "" and third.reply.startswith("王先生您好")
+    old = SessionEpoch.objects.get(session_id=first.session_id)
+    assert old.close_reason == CloseReason.INVALID
+    new = SessionEpoch.objects.get(session_id=new_session)
+    assert new.parent_session_id == old.session_id and new.turns == 1
+    assert third.context_trace["model"]["rotations"][0]["reason"] == "invalid"
+
+
+def test_pipeline_with_claude_code_rotates_after_budget_overrun(customer, provider, fake_claude):
+    # given a turn that exceeds its budget
+    fake_claude.behave(mode="budget")
+
+    # when a draft is generated
+    draft = draft_generate(customer=customer, actor="pipeline", client=ClaudeCodeClient())
+
+    # then the draft records the error for a human, and the epoch was rotated for the budget
+    assert draft.requires_human and "预算" in draft.error
+    spent = SessionEpoch.objects.get(session_id=draft.session_id)
+    assert spent.close_reason == CloseReason.BUDGET_EXCEEDED
+    assert SessionEpoch.objects.get(closed_at__isnull=True).parent_session_id == spent.session_id
+
+
+def test_thirteenth_generation_runs_in_a_new_epoch(customer, provider):
+    # given 12 generations in one epoch
+    client = ScriptedClient(_answer(requiresHuman=True))
+    drafts = [draft_generate(customer=customer, actor="pipeline", client=client) for _ in range(13)]
+
+    # then the 13th ran in a new session whose parent is the first one
+    assert len({draft.session_id for draft in drafts[:12]}) == 1
+    assert drafts[12].session_id != drafts[0].session_id
+    assert SessionEpoch.objects.get(session_id=drafts[12].session_id).parent_session_id == drafts[0].session_id
+    assert [session.resume for session in client.sessions[:2]] == [False, True]
+    assert client.sessions[12].resume is False
