@@ -197,3 +197,23 @@ def test_workbench_draft_is_approved_edited_and_sent_once(
     assert Draft.objects.get(pk=second.pk).status == DraftStatus.SENT
     assert Draft.objects.get(pk=first.pk).status == DraftStatus.APPROVED
     assert not Delivery.objects.filter(draft_id=first.pk).exists()
+
+
+def test_workbench_shows_markup_in_messages_as_text(page, browser_context, live_server, staff_user, account):
+    # given a customer whose name and message look like HTML
+    _seed_customer(
+        "wm_markup_001",
+        "<img src=x onerror=window.pwned=1>",
+        [(MessageDirection.INBOUND, "<b>加粗</b><script>window.pwned=2</script> 想看两居室")],
+    )
+    login(browser_context, live_server, staff_user)
+    page.route("**/api/status*", lambda route: route.fulfill(json=ONLINE))
+    from playwright.sync_api import expect
+
+    # when the page shows the conversation
+    page.goto(live_server.url + "/")
+    expect(page.locator("#wb-messages")).to_contain_text("<b>加粗</b>")
+    # then it is text, never markup
+    expect(page.locator("#wb-customer-name")).to_have_text("<img src=x onerror=window.pwned=1>")
+    assert page.locator("#wb-messages b, #wb-messages script, .wb-conversation img").count() == 0
+    assert page.evaluate("window.pwned === undefined")

@@ -191,3 +191,26 @@ def test_conversation_list_of_invisible_account_is_404(agent_client, other_accou
     response = agent_client.get(f"/workbench/api/accounts/{account_id}/conversations/")
     # then it is a 404, never a 500
     assert response.status_code == 404
+
+
+def test_workbench_page_for_user_without_accounts_renders_empty_list(db):
+    # given a logged-in user who belongs to no account
+    user = UserFactory()
+    client = Client()
+    client.force_login(user)
+    # when the page is requested
+    response = client.get("/")
+    # then it renders with an empty account list (the page explains there is nothing to see)
+    assert response.status_code == 200
+    assert '<script id="wb-initial-accounts" type="application/json">[]</script>' in response.content.decode()
+
+
+def test_overview_returns_markup_verbatim_as_data(agent_client, account):
+    # given a customer message that looks like markup
+    customer = CustomerFactory(conversation_id="wm_markup_004", display_name="<b>周先生</b>")
+    MessageFactory(customer=customer, text="<script>alert('x')</script> 想看两居室")
+    # when the overview is read
+    data = agent_client.get(OVERVIEW.format(account="acme", cid="wm_markup_004")).json()
+    # then the text is returned verbatim as JSON data (the page renders it with textContent)
+    assert data["customer"]["display_name"] == "<b>周先生</b>"
+    assert data["messages"][0]["text"].startswith("<script>")
