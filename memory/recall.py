@@ -61,9 +61,9 @@ _EN_STOPWORDS = frozenset(
     okay so well got get gets getting will shall may might must u im ive dont thats lot lots thing things
     """.split()  # noqa: SIM905 (a word list reads better as text)
 )
-# Characters that carry grammar rather than meaning; they are dropped as single characters
-# (bigrams that contain them still count, so "不要" and "我想" keep their meaning).
-_ZH_STOP_CHARS = frozenset("的了是我你他她它们在吗呢啊吧呀嘛哦哈和与及就也都很还又这那个有着过把被让给对从向得地之么")
+# Characters that carry grammar rather than meaning, dropped both as single characters and from
+# bigrams ("的房" in "3000的房子" is noise). Ambiguous ones stay: 地 (地铁), 对 (对面), 过 (过户).
+_ZH_STOP_CHARS = frozenset("的了是我你他她它们在吗呢啊吧呀嘛哦哈和与及就也都很还又这那个有着么")
 _ZH_STOP_BIGRAMS = frozenset(
     """
     我们 你们 他们 她们 它们 什么 怎么 这个 那个 一个 一下 就是 还是 可以 没有 不是 这样 那样 然后 因为 所以
@@ -113,7 +113,11 @@ def features(text: str) -> tuple[tuple[str, float, int], ...]:
                     counts["c:" + char] += 1
             for i in range(len(run) - 1):
                 bigram = run[i : i + 2]
-                if bigram not in _ZH_STOP_BIGRAMS:
+                if (
+                    bigram not in _ZH_STOP_BIGRAMS
+                    and bigram[0] not in _ZH_STOP_CHARS
+                    and bigram[1] not in _ZH_STOP_CHARS
+                ):
                     counts["b:" + bigram] += 1
         elif match.lastgroup == "num":
             number = match.group().replace(",", "")

@@ -1,0 +1,154 @@
+"""Project-level fixed context (spec §2): the persona, business context and rules files, with
+`@context file.md#标题` lines resolved from the knowledge index only, within a character limit.
+
+A reference that climbs (`../`), is absolute, names an unknown file or heading, or loops back
+on itself resolves to nothing and is reported; the file system is never read here.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+
+from knowledge.models import KnowledgeDocument, KnowledgeSection
+from knowledge.services import knowledge_index, slugify_heading
+
+logger = logging.getLogger(__name__)
+
+_REFERENCE_RE = re.compile(r"^[ \t]*@context[ \t]+(\S+)[ \t]*$")
+MAX_REFERENCE_DEPTH = 8
+TRUNCATION_MARK = "\n…（项目上下文超出字符上限，已截断）"
+
+
+@dataclass
+class ContextReport:
+    chars: int = 0
+    files: list[str] = field(default_factory=list)
+    missing_files: list[str] = field(default_factory=list)
+    references_resolved: list[str] = field(default_factory=list)
+    references_refused: list[dict[str, str]] = field(default_factory=list)
+    truncated: bool = False
+
+    @property
+    def problems(self) -> list[str]:
+        return [f"{name}：文件未索引" for name in self.missing_files] + [
+            f"{ref['reference']}：{ref['reason']}" for ref in self.references_refused
+        ]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "chars": self.chars,
+            "files": self.files,
+            "missing_files": self.missing_files,
+            "references_resolved": self.references_resolved,
+            "references_refused": self.references_refused,
+            "truncated": self.truncated,
+        }
+
+
+@dataclass
+class KnowledgeContext:
+    text: str
+    report: ContextReport
+
+
+class _Refused(Exception):
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _safe_path(raw: str, *, relative_to: str = "") -> str:
+    """A normalised path inside the knowledge root, or _Refused."""
+    if not raw or "\\" in raw or "\x00" in raw or ":" in raw.split("/")[0]:
+        raise _Refused("路径不合法")
+    if raw.startswith("/") or raw.startswith("~"):
+        raise _Refused("不允许绝对路径")
+    if ".." in raw.split("/"):
+        raise _Refused("不允许越过知识库目录（../）")
+    joined = posixpath.normpath(posixpath.join(posixpath.dirname(relative_to), raw))
+    if joined.startswith("..") or joined.startswith("/"):
+        raise _Refused("不允许越过知识库目录")
+    return joined
+
+
+def _section_text(path: str, heading: str) -> str:
+    document = KnowledgeDocument.objects.filter(path=path).first()
+    if document is None:
+        raise _Refused("知识库中没有这个文件")
+    if not heading:
+        return document.text
+    sections = list(KnowledgeSection.objects.filter(document=document).order_by("order"))
+    wanted = heading.strip()
+    for section in sections:
+        if section.heading == wanted or section.anchor == wanted or section.anchor == slugify_heading(wanted):
+            return section.text
+    raise _Refused("文件中没有这个标题")
+
+
+def _expand(text: str, *, path: str, stack: tuple[str, ...], report: ContextReport) -> str:
+    out: list[str] = []
+    for line in text.splitlines():
+        match = _REFERENCE_RE.match(line)
+        if not match:
+            out.append(line)
+            continue
+        reference = match.group(1)
+        try:
+            file_part, _hash, heading = reference.partition("#")
+            target = _safe_path(file_part, relative_to=path) if file_part else path
+            key = f"{target}#{heading}"
+            if key in stack or (not heading and target in stack):
+                raise _Refused("循环引用，已截断")
+            if len(stack) >= MAX_REFERENCE_DEPTH:
+                raise _Refused("引用层级过深")
+            resolved = _section_text(target, heading)
+        except _Refused as refused:
+            report.references_refused.append({"reference": reference, "in": path, "reason": refused.reason})
+            logger.warning("knowledge context: @context %s in %s refused: %s", reference, path, refused.reason)
+            continue
+        report.references_resolved.append(key)
+        out.append(_expand(resolved, path=target, stack=(*stack, key), report=report))
+    return "\n".join(out)
+
+
+def _truncate(text: str, limit: int) -> tuple[str, bool]:
+    if len(text) <= limit:
+        return text, False
+    room = max(limit - len(TRUNCATION_MARK), 0)
+    cut = text[:room]
+    # Prefer to cut at a line break, so a rule is never half a sentence when avoidable.
+    newline = cut.rfind("\n")
+    if newline > room // 2:
+        cut = cut[:newline]
+    return (cut + TRUNCATION_MARK)[:limit], True
+
+
+def project_context(*, files: list[str] | None = None, limit: int | None = None) -> KnowledgeContext:
+    """The fixed instructions for every turn, from QIWEI_AGENT_CONTEXT_FILES (indexed lazily)."""
+    names = list(files if files is not None else settings.QIWEI_AGENT_CONTEXT_FILES)
+    limit = limit if limit is not None else settings.QIWEI_AGENT_CONTEXT_CHAR_LIMIT
+    if not KnowledgeDocument.objects.exists():
+        knowledge_index()
+    report = ContextReport()
+    parts: list[str] = []
+    for name in names:
+        try:
+            path = _safe_path(name)
+            document = KnowledgeDocument.objects.filter(path=path).first()
+            if document is None:
+                raise _Refused("知识库中没有这个文件")
+        except _Refused as refused:
+            report.missing_files.append(name)
+            logger.warning("knowledge context: %s not loaded: %s", name, refused.reason)
+            continue
+        report.files.append(path)
+        parts.append(_expand(document.text, path=path, stack=(f"{path}#",), report=report).strip())
+    text, report.truncated = _truncate("\n\n".join(part for part in parts if part), limit)
+    report.chars = len(text)
+    return KnowledgeContext(text=text, report=report)

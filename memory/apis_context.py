@@ -1,0 +1,86 @@
+"""Context and session-search endpoints (DESIGN §12): thin views over the builder and search."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from conversations.models import Message
+from memory.providers import PrefetchRequest, SearchScope, get_provider
+from qiwei_site.api import AccountAPIView
+
+
+class SectionOutputSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    text = serializers.CharField()
+    chars = serializers.IntegerField()
+
+
+class ContextOutputSerializer(serializers.Serializer):
+    sections = SectionOutputSerializer(many=True)
+    prompt = serializers.CharField()
+    trace = serializers.DictField()
+
+
+class MessageSearchOutputSerializer(serializers.ModelSerializer):
+    conversation_id = serializers.CharField(source="customer.conversation_id")
+
+    class Meta:
+        model = Message
+        fields = ["id", "conversation_id", "external_id", "direction", "sender", "text", "sent_at", "is_effective"]
+
+
+class MessageSearchResultsSerializer(serializers.Serializer):
+    results = MessageSearchOutputSerializer(many=True)
+
+
+class MessageSearchInputSerializer(serializers.Serializer):
+    q = serializers.CharField(max_length=200, trim_whitespace=True)
+    limit = serializers.IntegerField(min_value=1, max_value=200, default=50)
+
+
+class ContextInputSerializer(serializers.Serializer):
+    message_id = serializers.IntegerField(min_value=1, required=False)
+
+
+class ConversationContextApi(AccountAPIView):
+    @extend_schema(
+        summary="本轮上下文（AgentContextBuilder）",
+        parameters=[
+            OpenApiParameter("message_id", int, description="要回复的客户消息 ID；默认最新一条客户消息"),
+        ],
+        responses=ContextOutputSerializer,
+    )
+    def get(self, request: Request, account_id: str, conversation_id: str, **kwargs: Any) -> Response:
+        params = ContextInputSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        built = get_provider().prefetch(
+            PrefetchRequest(conversation_id=conversation_id, latest_message_id=params.validated_data.get("message_id"))
+        )
+        return Response(built.as_dict())
+
+
+def search_response(request: Request, conversation_id: str | None) -> Response:
+    """Shared by the account-wide search here and the per-conversation messages endpoint."""
+    params = MessageSearchInputSerializer(data=request.query_params)
+    params.is_valid(raise_exception=True)
+    scope = SearchScope(conversation_id=conversation_id, limit=params.validated_data["limit"])
+    messages = get_provider().search(params.validated_data["q"], scope)
+    return Response({"results": MessageSearchOutputSerializer(messages, many=True).data})
+
+
+class AccountMessageSearchApi(AccountAPIView):
+    @extend_schema(
+        summary="全账号消息搜索（支持两个字的中文词）",
+        parameters=[
+            OpenApiParameter("q", str, required=True, description="关键词，空格分隔多个词（需同时出现）"),
+            OpenApiParameter("limit", int, description="最多返回条数，1–200，默认 50"),
+        ],
+        responses=MessageSearchResultsSerializer,
+    )
+    def get(self, request: Request, account_id: str, **kwargs: Any) -> Response:
+        return search_response(request, None)

@@ -1,0 +1,117 @@
+"""The memory provider boundary (spec §7). Only the local provider exists: customer data stays in
+the account database and nothing is sent out. The turn pipeline calls `get_provider()` only.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Any
+
+from conversations.models import Message
+from conversations.selectors import customer_get
+from memory.context import AgentContextBuilder, BuiltContext
+from qiwei_site.errors import NotFound, ValidationFailed
+
+
+@dataclass(frozen=True)
+class PrefetchRequest:
+    """Build the context for a conversation's turn; by default for its latest customer message."""
+
+    conversation_id: str
+    latest_message_id: int | None = None
+
+
+@dataclass(frozen=True)
+class CaptureTurn:
+    """What a finished turn hands to memory: grounded profile updates and their evidence."""
+
+    conversation_id: str
+    draft_id: int | None
+    profile_updates: dict[str, str] = field(default_factory=dict)
+    source_message_ids: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SearchScope:
+    """Search one conversation (`conversation_id`) or the whole account (None)."""
+
+    conversation_id: str | None = None
+    limit: int = 50
+
+
+class MemoryProvider(abc.ABC):
+    @abc.abstractmethod
+    def prefetch(self, context: PrefetchRequest) -> BuiltContext: ...
+
+    @abc.abstractmethod
+    def capture(self, turn: CaptureTurn) -> None: ...
+
+    @abc.abstractmethod
+    def search(self, query: str, scope: SearchScope) -> list[Message]: ...
+
+    @abc.abstractmethod
+    def conclude(self, conversation_id: str) -> None: ...
+
+    @abc.abstractmethod
+    def get_profile(self, conversation_id: str) -> dict[str, str]: ...
+
+    @abc.abstractmethod
+    def forget(self, memory_id: int, *, actor: Any, reason: str) -> None: ...
+
+
+class LocalMemoryProvider(MemoryProvider):
+    """Memory over the selected account's own database (call inside `use_account`)."""
+
+    def prefetch(self, context: PrefetchRequest) -> BuiltContext:
+        customer = customer_get(context.conversation_id)
+        latest = None
+        if context.latest_message_id is not None:
+            latest = Message.objects.filter(customer=customer, pk=context.latest_message_id).first()
+            if latest is None:
+                raise NotFound("该会话中没有这条消息 (no such message in this conversation).", code="message_not_found")
+        return AgentContextBuilder().build(customer=customer, latest_message=latest)
+
+    def capture(self, turn: CaptureTurn) -> None:
+        from memory.capture.jobs import capture_job_enqueue
+
+        customer = customer_get(turn.conversation_id)
+        payload = {
+            "profile_updates": dict(turn.profile_updates),
+            "source_message_ids": list(turn.source_message_ids),
+            "draft_id": turn.draft_id,
+        }
+        capture_job_enqueue(customer=customer, payload=payload)
+
+    def search(self, query: str, scope: SearchScope) -> list[Message]:
+        from memory.search import search_messages
+
+        return search_messages(query=query, conversation_id=scope.conversation_id, limit=scope.limit)
+
+    def conclude(self, conversation_id: str) -> None:
+        from memory.snapshots import snapshot_refresh
+
+        snapshot_refresh(customer=customer_get(conversation_id), reason="会话结束，刷新核心记忆快照")
+
+    def get_profile(self, conversation_id: str) -> dict[str, str]:
+        customer = customer_get(conversation_id)
+        profile = getattr(customer, "profile", None)
+        return profile.as_dict() if profile is not None else {}
+
+    def forget(self, memory_id: int, *, actor: Any, reason: str) -> None:
+        from memory.governance import memory_item_forget
+        from memory.models import MemoryItem
+
+        if not (reason or "").strip():
+            raise ValidationFailed("遗忘记忆必须填写原因 (a reason is required).", code="reason_required")
+        item = MemoryItem.objects.filter(pk=memory_id).first()
+        if item is None:
+            raise NotFound("记忆条目不存在 (no such memory item).", code="memory_not_found")
+        memory_item_forget(item=item, actor=actor, reason=reason)
+
+
+_local = LocalMemoryProvider()
+
+
+def get_provider() -> MemoryProvider:
+    return _local

@@ -1,0 +1,136 @@
+"""Session search (spec §1, §7): keyword search over a customer's or the whole account's messages.
+
+SQLite: an FTS5 `trigram` index over `conversations_message`, created lazily and kept in sync
+by triggers; PostgreSQL: a `pg_trgm` GIN index. Terms shorter than three characters (most
+Chinese words, e.g. "地铁") cannot use a trigram index and fall back to a bounded LIKE scan.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from django.db import connections
+from django.db.models import QuerySet
+
+from conversations.models import Message
+from conversations.selectors import customer_get
+from qiwei_site.errors import ValidationFailed
+from qiwei_site.tenancy import current_alias
+
+logger = logging.getLogger(__name__)
+
+FTS_TABLE = "memory_message_fts"
+PG_INDEX = "memory_message_text_trgm"
+MAX_QUERY_CHARS = 200
+MAX_TERMS = 8
+MAX_LIMIT = 200
+# A LIKE-only search (every term < 3 characters) scans at most the newest N messages.
+LIKE_SCAN_LIMIT = 50_000
+
+_SQLITE_SETUP = [
+    f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} USING fts5("
+    "text, content='conversations_message', content_rowid='id', tokenize='trigram')",
+    f"CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_ai AFTER INSERT ON conversations_message BEGIN "
+    f"INSERT INTO {FTS_TABLE}(rowid, text) VALUES (new.id, new.text); END",
+    f"CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_ad AFTER DELETE ON conversations_message BEGIN "
+    f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rowid, text) VALUES ('delete', old.id, old.text); END",
+    f"CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_au AFTER UPDATE OF text ON conversations_message BEGIN "
+    f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rowid, text) VALUES ('delete', old.id, old.text); "
+    f"INSERT INTO {FTS_TABLE}(rowid, text) VALUES (new.id, new.text); END",
+]
+_SQLITE_OBJECTS = {FTS_TABLE, f"{FTS_TABLE}_ai", f"{FTS_TABLE}_ad", f"{FTS_TABLE}_au"}
+_setup_lock = threading.Lock()
+_pg_ready: set[tuple[str, str]] = set()
+
+
+def ensure_search_index() -> str:
+    """Create the account database's search index if missing (idempotent). Returns the vendor.
+
+    Checked on every call: a table rebuild by a later migration drops triggers, and then the
+    index is recreated and rebuilt rather than silently going stale.
+    """
+    alias = current_alias()
+    connection = connections[alias]
+    if connection.vendor == "sqlite":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT name FROM sqlite_master WHERE name IN (%s, %s, %s, %s)", sorted(_SQLITE_OBJECTS))
+            present = {row[0] for row in cursor.fetchall()}
+        if present != _SQLITE_OBJECTS:
+            with _setup_lock, connection.cursor() as cursor:
+                for statement in _SQLITE_SETUP:
+                    cursor.execute(statement)
+                cursor.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('rebuild')")
+            logger.info("search: FTS5 trigram index built for %s", alias)
+    elif connection.vendor == "postgresql":
+        key = (alias, str(connection.settings_dict.get("NAME")))
+        if key not in _pg_ready:
+            with _setup_lock, connection.cursor() as cursor:
+                try:
+                    cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
+                    cursor.execute(
+                        f"CREATE INDEX IF NOT EXISTS {PG_INDEX} ON conversations_message USING gin (text gin_trgm_ops)"
+                    )
+                except Exception:
+                    # Without the extension search still works, only without the index.
+                    logger.exception("search: pg_trgm index could not be created on %s", alias)
+            _pg_ready.add(key)
+    return connection.vendor
+
+
+def _terms(query: str) -> list[str]:
+    query = (query or "").strip()
+    if not query:
+        raise ValidationFailed("请输入搜索关键词 (q is required).", code="empty_query")
+    if len(query) > MAX_QUERY_CHARS:
+        raise ValidationFailed(
+            f"搜索关键词最长 {MAX_QUERY_CHARS} 个字符 (q is at most {MAX_QUERY_CHARS} chars).", code="query_too_long"
+        )
+    terms = list(dict.fromkeys(query.split()))
+    if len(terms) > MAX_TERMS:
+        raise ValidationFailed(f"最多 {MAX_TERMS} 个关键词 (at most {MAX_TERMS} terms).", code="too_many_terms")
+    return terms
+
+
+def _like_pattern(term: str) -> str:
+    escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def search_messages(*, query: str, conversation_id: str | None, limit: int = 50) -> list[Message]:
+    """Effective messages containing every whitespace-separated term, newest first.
+
+    `conversation_id` scopes the search to one customer's whole history; None searches the
+    whole account. Raises ValidationFailed on an empty or oversized query, NotFound for an
+    unknown conversation.
+    """
+    terms = _terms(query)
+    if not 1 <= int(limit) <= MAX_LIMIT:
+        raise ValidationFailed(f"limit 必须在 1–{MAX_LIMIT} 之间 (limit must be 1–{MAX_LIMIT}).", code="invalid_limit")
+    messages: QuerySet[Message] = Message.objects.filter(is_effective=True).select_related("customer")
+    if conversation_id is not None:
+        messages = messages.filter(customer=customer_get(conversation_id))
+    vendor = ensure_search_index()
+    long_terms = [term for term in terms if len(term) >= 3]
+    short_terms = [term for term in terms if len(term) < 3]
+    if vendor == "sqlite" and long_terms:
+        match = " AND ".join('"' + term.replace('"', '""') + '"' for term in long_terms)
+        messages = messages.extra(
+            where=[f"conversations_message.id IN (SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s)"],
+            params=[match],
+        )
+    elif vendor == "postgresql":
+        # ILIKE on the bare column is what the gin_trgm_ops index serves (Django's icontains wraps UPPER()).
+        for term in long_terms:
+            messages = messages.extra(where=["conversations_message.text ILIKE %s"], params=[_like_pattern(term)])
+    else:
+        short_terms = terms
+    if short_terms and not long_terms:
+        # Nothing narrows the search through an index: bound the scan to the newest messages.
+        cutoff = messages.order_by("-id").values_list("id", flat=True)[LIKE_SCAN_LIMIT - 1 : LIKE_SCAN_LIMIT]
+        floor = next(iter(cutoff), None)
+        if floor is not None:
+            messages = messages.filter(id__gte=floor)
+    for term in short_terms:
+        messages = messages.filter(text__icontains=term)
+    return list(messages.order_by("-sent_at", "-id")[:limit])
