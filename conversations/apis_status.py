@@ -1,0 +1,48 @@
+"""`GET /api/status`: the upstream WeCom gateway's status. `?fast=true` answers from the shared
+cache without probing (spec §9); otherwise it probes within 2.5 s and refreshes the cache."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import permissions, serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from conversations.gateway import UpstreamStatus, upstream_status_cached, upstream_status_refresh
+
+_TRUE = {"1", "true", "yes", "on"}
+
+
+class StatusOutputSerializer(serializers.Serializer):
+    online = serializers.BooleanField(allow_null=True)
+    logged_in = serializers.BooleanField(allow_null=True)
+    subscription = serializers.CharField(allow_null=True)
+    checked_at = serializers.DateTimeField(allow_null=True)
+    stale = serializers.BooleanField()
+    detail = serializers.CharField(allow_blank=True)
+
+
+class UpstreamStatusApi(APIView):
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(
+        parameters=[OpenApiParameter("fast", bool, description="true：只读缓存，不探测上游（立即返回）")],
+        responses=StatusOutputSerializer,
+        summary="企微上游状态（登录、订阅）",
+    )
+    def get(self, request: Request) -> Response:
+        fast = request.query_params.get("fast", "").lower() in _TRUE
+        current: UpstreamStatus = (
+            (upstream_status_cached() or UpstreamStatus.unknown()) if fast else upstream_status_refresh()
+        )
+        return Response(
+            {
+                "online": current.online,
+                "logged_in": current.logged_in,
+                "subscription": current.subscription,
+                "checked_at": current.checked_at.isoformat() if current.checked_at else None,
+                "stale": current.is_stale(),
+                "detail": current.detail,
+            }
+        )
