@@ -138,6 +138,8 @@ class CaptureJob(TimeStampedModel):
     attempts = models.PositiveIntegerField(_("尝试次数"), default=0)
     last_error = models.TextField(_("最近错误"), blank=True)
     next_attempt_at = models.DateTimeField(_("下次尝试"), null=True, blank=True, db_index=True)
+    # When a broker message was last sent for this job; the sweeper re-sends only after a grace period.
+    enqueued_at = models.DateTimeField(_("入队时间"), null=True, blank=True)
     started_at = models.DateTimeField(_("开始时间"), null=True, blank=True)
     finished_at = models.DateTimeField(_("完成时间"), null=True, blank=True)
 

@@ -1,3 +1,13 @@
-from django.urls import path  # noqa: F401
+"""Message ingest routes under /api/accounts/<account_id>/ (DESIGN §12)."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from memory import apis_capture as apis
+
+urlpatterns = [
+    path(
+        "conversations/<str:conversation_id>/messages/",
+        apis.MessageListApi.as_view(),
+        name="conversation-messages",
+    ),
+]

@@ -1,0 +1,121 @@
+"""The capture service: one inbound customer message → safety gate → extraction → memory writes.
+
+Everything the message yields is written in one transaction with the message id as evidence,
+and the snapshot is refreshed once at the end; a blocked message writes nothing but an audit row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from conversations.models import AuditEvent, Message, MessageDirection
+from conversations.services import audit_record
+from memory.capture.extract import FACT, Candidate, extract_candidates
+from memory.items import CREATED, EVIDENCE_ADDED, SUPERSEDED, UNCHANGED, memory_item_put
+from memory.models import MemoryCreatedBy, MemoryDirection
+from memory.safety import scan
+from memory.snapshots import snapshot_refresh
+from qiwei_site.errors import ValidationFailed
+from qiwei_site.tenancy import account_atomic
+
+CAPTURE_REASON = "客户原话自动提取"
+
+
+@dataclass
+class CaptureOutcome:
+    message_id: int
+    blocked: bool = False
+    categories: list[str] = field(default_factory=list)
+    candidates: int = 0
+    # outcome of each put: created | evidence_added | superseded | unchanged
+    outcomes: dict[str, int] = field(default_factory=dict)
+    item_ids: list[int] = field(default_factory=list)
+    snapshot_version: int | None = None
+
+    @property
+    def written(self) -> int:
+        return sum(n for outcome, n in self.outcomes.items() if outcome != UNCHANGED)
+
+    @property
+    def unchanged(self) -> int:
+        return self.outcomes.get(UNCHANGED, 0)
+
+
+def _audit_blocked(message: Message, categories: list[str], actor: Any) -> None:
+    # Re-capturing the same message (a retry, a second backfill) must not pile up audit rows.
+    already = AuditEvent.objects.filter(
+        action="memory_capture_blocked",
+        conversation_id=message.customer.conversation_id,
+        payload__message_id=message.pk,
+    ).exists()
+    if not already:
+        audit_record(
+            action="memory_capture_blocked",
+            conversation_id=message.customer.conversation_id,
+            actor=actor,
+            reason="安全扫描拦截：提示注入或凭证，不写入记忆",
+            payload={"message_id": message.pk, "categories": categories},
+        )
+
+
+def _put(candidate: Candidate, *, message: Message, actor: Any) -> Any:
+    return memory_item_put(
+        customer=message.customer,
+        type=candidate.type,
+        key=candidate.key,
+        content=candidate.content,
+        actor=actor,
+        reason=CAPTURE_REASON,
+        source_message_ids=[message.pk],
+        confidence=candidate.confidence,
+        importance=candidate.importance,
+        direction=MemoryDirection.INBOUND,
+        created_by=MemoryCreatedBy.AUTO,
+        supersedes_keys=candidate.supersedes_keys,
+        refresh_snapshot=False,
+    )
+
+
+def capture_message(*, message: Message, actor: Any = "capture", refresh_snapshot: bool = True) -> CaptureOutcome:
+    """Capture what an inbound customer message explicitly states. Idempotent per message."""
+    if message.direction != MessageDirection.INBOUND:
+        raise ValidationFailed(
+            "只从客户发来的消息提取记忆 (capture reads inbound customer messages only).", code="not_inbound"
+        )
+    outcome = CaptureOutcome(message_id=message.pk)
+    if not message.is_effective:
+        return outcome
+    result = scan(message.text)
+    if result.blocked:
+        outcome.blocked = True
+        outcome.categories = list(result.categories)
+        with account_atomic():
+            _audit_blocked(message, outcome.categories, actor)
+        return outcome
+    candidates = extract_candidates(message.text)
+    # Facts are never written from hedged or inferred values: extraction already drops those.
+    outcome.candidates = len(candidates)
+    if not candidates:
+        return outcome
+    with account_atomic():
+        for candidate in candidates:
+            put = _put(candidate, message=message, actor=actor)
+            outcome.outcomes[put.outcome] = outcome.outcomes.get(put.outcome, 0) + 1
+            outcome.item_ids.append(put.item.pk)
+        if refresh_snapshot and outcome.written:
+            snapshot, _created = snapshot_refresh(customer=message.customer, reason=CAPTURE_REASON)
+            outcome.snapshot_version = snapshot.version
+    return outcome
+
+
+__all__ = [
+    "CAPTURE_REASON",
+    "CREATED",
+    "EVIDENCE_ADDED",
+    "FACT",
+    "SUPERSEDED",
+    "UNCHANGED",
+    "CaptureOutcome",
+    "capture_message",
+]

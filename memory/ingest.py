@@ -1,0 +1,150 @@
+"""Ingest WeCom messages (DESIGN §6.1, §12): idempotent on `external_id`, and every new inbound
+message gets its durable capture job in the same transaction."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import IntegrityError
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from conversations.models import Customer, Message, MessageDirection
+from conversations.services import audit_record, customer_get_or_create
+from memory.capture.jobs import enqueue_after_commit
+from memory.models import CaptureJob
+from qiwei_site.errors import ValidationFailed
+from qiwei_site.history import stamp_history
+from qiwei_site.tenancy import account_atomic
+
+MAX_TEXT_CHARS = 8000
+MAX_BATCH = 500
+MAX_SENDER_CHARS = 100
+
+
+@dataclass
+class IngestResult:
+    customer: Customer
+    created: list[Message] = field(default_factory=list)
+    duplicates: list[Message] = field(default_factory=list)
+    jobs: list[CaptureJob] = field(default_factory=list)
+
+    @property
+    def messages(self) -> list[Message]:
+        return [*self.created, *self.duplicates]
+
+
+def _invalid(index: int, detail: str) -> ValidationFailed:
+    return ValidationFailed(f"第 {index + 1} 条消息：{detail}", code="invalid_message")
+
+
+def _clean(index: int, raw: Any) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise _invalid(index, "必须是 JSON 对象 (each message must be an object).")
+    external_id = raw.get("external_id")
+    if not isinstance(external_id, str | int) or not str(external_id).strip() or len(str(external_id).strip()) > 128:
+        raise _invalid(index, "external_id 必须是 1–128 个字符 (external_id must be 1–128 chars).")
+    direction = raw.get("direction", MessageDirection.INBOUND)
+    if direction not in MessageDirection.values:
+        raise _invalid(
+            index, "direction 必须是 inbound、outbound 或 system (direction must be inbound|outbound|system)."
+        )
+    text = raw.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise _invalid(index, "text 不能为空 (text must be a non-empty string).")
+    if len(text) > MAX_TEXT_CHARS:
+        raise _invalid(index, f"text 最长 {MAX_TEXT_CHARS} 个字符 (text is at most {MAX_TEXT_CHARS} chars).")
+    sender = raw.get("sender") or ""
+    if not isinstance(sender, str) or len(sender) > MAX_SENDER_CHARS:
+        raise _invalid(index, f"sender 必须是最长 {MAX_SENDER_CHARS} 个字符的文本 (sender must be a short string).")
+    sent_at_raw = raw.get("sent_at")
+    if sent_at_raw in (None, ""):
+        sent_at = timezone.now()
+    elif isinstance(sent_at_raw, dt.datetime):
+        sent_at = sent_at_raw
+    elif isinstance(sent_at_raw, str):
+        try:
+            parsed = parse_datetime(sent_at_raw.strip())
+        except ValueError:
+            parsed = None
+        if parsed is None:
+            raise _invalid(index, "sent_at 必须是 ISO 8601 时间 (sent_at must be an ISO 8601 datetime).")
+        sent_at = parsed
+    else:
+        raise _invalid(index, "sent_at 必须是 ISO 8601 时间 (sent_at must be an ISO 8601 datetime).")
+    if timezone.is_naive(sent_at):
+        raise _invalid(index, "sent_at 必须带时区，例如 +08:00 (sent_at needs a timezone offset).")
+    return {
+        "external_id": str(external_id).strip(),
+        "direction": direction,
+        "text": text,
+        "sender": sender.strip(),
+        "sent_at": sent_at,
+    }
+
+
+def _store(customer: Customer, cleaned: list[dict[str, Any]], actor: Any, reason: str) -> IngestResult:
+    result = IngestResult(customer=customer)
+    with account_atomic():
+        ids = [item["external_id"] for item in cleaned]
+        existing = {m.external_id: m for m in Message.objects.filter(customer=customer, external_id__in=ids)}
+        fresh: list[Message] = []
+        for item in cleaned:
+            if item["external_id"] in existing:
+                result.duplicates.append(existing[item["external_id"]])
+                continue
+            message = Message(customer=customer, **item)
+            existing[item["external_id"]] = message  # a repeat inside the same batch is a duplicate too
+            fresh.append(message)
+        if not fresh:
+            return result
+        result.created = Message.objects.bulk_create(fresh)
+        now = timezone.now()
+        jobs = [
+            CaptureJob(customer=customer, message=m, next_attempt_at=now, enqueued_at=now)
+            for m in result.created
+            if m.direction == MessageDirection.INBOUND
+        ]
+        result.jobs = CaptureJob.objects.bulk_create(jobs)
+        latest = max(m.sent_at for m in result.created)
+        if customer.last_message_at is None or latest > customer.last_message_at:
+            customer.last_message_at = latest
+            stamp_history(customer, actor=actor, reason=reason)
+            customer.save(update_fields=["last_message_at", "updated_at"])
+        audit_record(
+            action="messages_ingested",
+            conversation_id=customer.conversation_id,
+            actor=actor,
+            reason=reason,
+            payload={
+                "message_ids": [m.pk for m in result.created],
+                "duplicates": len(result.duplicates),
+                "capture_job_ids": [j.pk for j in result.jobs],
+            },
+        )
+        enqueue_after_commit([j.pk for j in result.jobs])
+    return result
+
+
+def messages_ingest(
+    *, conversation_id: str, messages: list[dict[str, Any]], actor: Any, reason: str = "企微消息入库"
+) -> IngestResult:
+    """Store messages for a conversation (creating the customer on first sight) and queue capture."""
+    if not isinstance(messages, list) or not messages:
+        raise ValidationFailed("至少需要一条消息 (at least one message is required).", code="invalid_message")
+    if len(messages) > MAX_BATCH:
+        raise ValidationFailed(f"一次最多 {MAX_BATCH} 条消息 (at most {MAX_BATCH} messages per request).")
+    cleaned = [_clean(index, raw) for index, raw in enumerate(messages)]
+    display_name = next(
+        (c["sender"] for c in cleaned if c["direction"] == MessageDirection.INBOUND and c["sender"]), ""
+    )
+    customer, _created = customer_get_or_create(
+        conversation_id=conversation_id, display_name=display_name, actor=actor, reason=reason
+    )
+    try:
+        return _store(customer, cleaned, actor, reason)
+    except IntegrityError:
+        # A concurrent ingest stored some of these first (PostgreSQL): the second pass sees them as duplicates.
+        return _store(customer, cleaned, actor, reason)
