@@ -28,10 +28,6 @@ CHROMIUM_ARGS = [
 ]
 ARTIFACTS = Path(settings.BASE_DIR) / "test-artifacts"
 
-# Playwright's sync API keeps an event loop in this thread; the ORM calls the tests make
-# between browser steps are still plain synchronous code.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
 
 def _missing_browser() -> str | None:
     if not CHROMIUM.exists():
@@ -59,10 +55,20 @@ def browser() -> Iterator[Any]:
         pytest.skip(reason)
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
+    # Playwright's sync API keeps an event loop in this thread; the ORM calls the tests make
+    # between browser steps are still plain synchronous code. Only while the browser runs.
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as playwright:
+            chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+            yield chromium
+            chromium.close()
+    finally:
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
 @pytest.fixture

@@ -75,8 +75,8 @@ def test_workbench_shows_local_data_while_status_hangs(page, browser_context, li
     # given the origin's localStorage binds globex, and /api/status never answers
     login(browser_context, live_server, staff_user)
     browser_context.add_init_script("window.localStorage.setItem('qiwei.account', 'globex');")
-    status_calls: list[str] = []
-    page.route("**/api/status*", lambda route: status_calls.append(route.request.url))
+    hanging: list = []
+    page.route("**/api/status*", lambda route: hanging.append(route))  # never fulfilled
     from playwright.sync_api import expect
 
     # when the page opens
@@ -88,7 +88,7 @@ def test_workbench_shows_local_data_while_status_hangs(page, browser_context, li
     expect(page.locator("#wb-snapshot")).to_contain_text("不考虑顶楼", timeout=1000)
     print(f"local data visible after {1000 * (time.perf_counter() - started):.0f} ms with /api/status hanging")
     assert page.locator("#wb-account-select").input_value() == "globex"
-    assert status_calls and "fast=true" in status_calls[0]
+    assert hanging and "fast=true" in hanging[0].request.url
     assert page.locator("#wb-messages li[data-direction=inbound]").count() == 2
     assert page.locator("#wb-messages li[data-direction=outbound]").count() == 1
 
@@ -103,6 +103,8 @@ def test_workbench_shows_local_data_while_status_hangs(page, browser_context, li
     expect(reason).to_contain_text("草稿、记忆和审计可正常使用")
     # local work is not blocked: the draft generator is available
     expect(page.locator("#wb-generate-draft")).to_be_enabled()
+    for route in hanging:  # let the browser close cleanly
+        route.abort()
 
 
 def test_workbench_upstream_offline_disables_only_sending(
