@@ -60,6 +60,9 @@ class AccountMembershipAdmin(admin.ModelAdmin):
     autocomplete_fields = ["user"]
 
 
+# memory.admin re-registers Customer with a subclass whose profile inline saves through
+# memory.profile.customer_profile_update (profile and `profile:<field>` memory in one
+# transaction); it lives there because conversations must not depend on memory (DESIGN §3).
 class CustomerProfileInline(admin.StackedInline):
     model = CustomerProfile
     can_delete = False
@@ -95,7 +98,14 @@ class MessageAdmin(AccountScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin
 
 @admin.register(AuditEvent)
 class AuditEventAdmin(AccountScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["created_at", "action", "conversation_id", "actor_name", "reason"]
-    list_filter = ["action", "created_at"]
-    search_fields = ["conversation_id", "actor_name", "action"]
+    list_display = ["created_at", "action", "conversation_id", "actor_name", "reason", "short_payload"]
+    list_filter = ["action", "actor_name", "created_at"]
+    search_fields = ["=conversation_id", "actor_name", "action", "reason"]
     date_hierarchy = "created_at"
+    fields = ["created_at", "action", "conversation_id", "actor_id", "actor_name", "reason", "payload"]
+    readonly_fields = ["created_at", "action", "conversation_id", "actor_id", "actor_name", "reason", "payload"]
+
+    @admin.display(description="详情")
+    def short_payload(self, obj: AuditEvent) -> str:
+        text = ", ".join(f"{key}={value}" for key, value in (obj.payload or {}).items())
+        return text if len(text) <= 80 else text[:80] + "…"

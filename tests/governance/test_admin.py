@@ -244,3 +244,17 @@ def test_customer_admin_history_page_renders(admin_client, staff_user, customer)
     response = admin_client.get(f"/admin/conversations/customer/{customer.pk}/history/")
     assert response.status_code == 200
     assert admin_client.get("/admin/conversations/customer/add/").status_code == 403
+
+
+def test_audit_admin_filters_by_actor_and_shows_detail(admin_client, staff_user, preference):
+    # Given a capture by the system and a rejection by the supervisor
+    from memory.governance import memory_item_reject
+
+    memory_item_reject(item=preference, actor=staff_user, reason="客户否认")
+    # When the supervisor filters the audit by their own name
+    response = admin_client.get("/admin/conversations/auditevent/", {"actor_name": staff_user.username})
+    # Then only their rejection shows, with its item id
+    assert [e.action for e in response.context["cl"].result_list] == ["memory_item_rejected"]
+    assert f"item_id={preference.pk}" in response.content.decode()
+    event = AuditEvent.objects.get(action="memory_item_rejected")
+    assert admin_client.get(f"/admin/conversations/auditevent/{event.pk}/change/").status_code == 200
