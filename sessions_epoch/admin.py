@@ -29,6 +29,17 @@ class _ReadOnly:
         return False
 
 
+class _AccountHistory:
+    """simple-history's pages join the user table, which lives in `default`; list rows without the
+    join. Reverting is off: it would bypass the services."""
+
+    def get_history_queryset(self, request: HttpRequest, history_manager: Any, pk_name: str, object_id: Any) -> Any:
+        return history_manager.filter(**{pk_name: object_id}).order_by("-history_date", "-history_id")
+
+    def revert_disabled(self, request: HttpRequest, obj: Any = None) -> bool:
+        return True
+
+
 def _pretty(value: Any) -> str:
     return format_html(
         '<pre style="white-space: pre-wrap; max-width: 80em">{}</pre>',
@@ -45,7 +56,7 @@ class DeliveryInline(_ReadOnly, admin.StackedInline):
 
 
 @admin.register(Draft)
-class DraftAdmin(AccountScopedAdminMixin, _ReadOnly, SimpleHistoryAdmin):
+class DraftAdmin(AccountScopedAdminMixin, _ReadOnly, _AccountHistory, SimpleHistoryAdmin):
     list_display = ["id", "customer", "status", "short_reply", "confidence", "requires_human", "client", "created_at"]
     list_filter = ["status", "requires_human", "client"]
     search_fields = ["customer__conversation_id", "reply", "final_text"]
@@ -126,7 +137,7 @@ class DeliveryAdmin(AccountScopedAdminMixin, _ReadOnly, admin.ModelAdmin):
 
 
 @admin.register(SessionEpoch)
-class SessionEpochAdmin(AccountScopedAdminMixin, _ReadOnly, SimpleHistoryAdmin):
+class SessionEpochAdmin(AccountScopedAdminMixin, _ReadOnly, _AccountHistory, SimpleHistoryAdmin):
     list_display = ["session_id", "customer", "turns", "started_at", "closed_at", "close_reason", "memory_version"]
     list_filter = ["close_reason", "client"]
     search_fields = ["session_id", "parent_session_id", "customer__conversation_id"]

@@ -1,0 +1,95 @@
+"""Admin for drafts, deliveries and epochs: read-only records, review actions through the services."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from conversations.drafts import draft_approve, draft_send
+from conversations.models import AuditEvent, DraftStatus
+from qiwei_site.middleware import SESSION_KEY
+from sessions_epoch.services import epoch_for_turn
+from tests.factories import DraftFactory
+
+DRAFTS = "/admin/conversations/draft/"
+
+
+@pytest.fixture
+def admin_client(staff_user, account) -> Client:
+    client = Client()
+    client.force_login(staff_user)
+    session = client.session
+    session[SESSION_KEY] = account.id
+    session.save()
+    return client
+
+
+def test_draft_admin_approves_through_the_service(admin_client, customer, staff_user):
+    # given two pending drafts
+    drafts = [DraftFactory(customer=customer), DraftFactory(customer=customer, reply="李女士您好，两居室还有房。")]
+
+    # when a supervisor approves them with the admin action
+    response = admin_client.post(
+        DRAFTS, {"action": "approve_selected", "_selected_action": [d.pk for d in drafts]}, follow=True
+    )
+
+    # then both are approved by that supervisor, with audit rows, and the page says so
+    assert response.status_code == 200
+    assert "已批准 2 份草稿" in response.content.decode()
+    for draft in drafts:
+        draft.refresh_from_db()
+        assert draft.status == DraftStatus.APPROVED and draft.reviewed_by_id == staff_user.pk
+    assert AuditEvent.objects.filter(action="draft_approved", actor_id=staff_user.pk).count() == 2
+
+
+def test_draft_admin_reject_of_a_sent_draft_shows_the_error(admin_client, customer, staff_user):
+    # given a draft already sent
+    draft = DraftFactory(customer=customer)
+    draft_approve(draft=draft, actor=staff_user, reason="通过")
+    draft_send(draft=draft, actor=staff_user, reason="发送")
+
+    # when a supervisor tries to reject it in the admin
+    response = admin_client.post(DRAFTS, {"action": "reject_selected", "_selected_action": [draft.pk]}, follow=True)
+
+    # then the domain error is shown and the draft stays sent
+    assert "不能拒绝" in response.content.decode()
+    draft.refresh_from_db()
+    assert draft.status == DraftStatus.SENT
+
+
+def test_draft_change_page_shows_the_trace_read_only(admin_client, customer):
+    # given a draft with a context trace
+    draft = DraftFactory(customer=customer, context_trace={"snapshot_version": 7, "recalled_message_ids": [3, 9]})
+
+    # when its page is opened
+    body = admin_client.get(f"{DRAFTS}{draft.pk}/change/").content.decode()
+
+    # then the trace is pretty-printed and nothing is editable
+    assert "上下文追踪" in body and "&quot;snapshot_version&quot;: 7" in body
+    assert 'name="reply"' not in body
+
+
+def test_epoch_and_delivery_admins_are_read_only_lists(admin_client, customer):
+    # given an epoch
+    epoch = epoch_for_turn(customer=customer)
+
+    # when the lists are opened / then they render, and adding is not offered
+    epochs = admin_client.get("/admin/sessions_epoch/sessionepoch/")
+    assert epochs.status_code == 200 and epoch.session_id in epochs.content.decode()
+    assert admin_client.get("/admin/sessions_epoch/sessionepoch/add/").status_code == 403
+    assert admin_client.get("/admin/conversations/delivery/").status_code == 200
+    history = admin_client.get(f"/admin/sessions_epoch/sessionepoch/{epoch.pk}/history/")
+    assert history.status_code == 200
+
+
+def test_draft_history_page_shows_the_reviewer(admin_client, customer, staff_user):
+    # given a draft approved by a supervisor
+    draft = DraftFactory(customer=customer)
+    draft_approve(draft=draft, actor=staff_user, reason="核对房源后通过")
+
+    # when its history page is opened
+    response = admin_client.get(f"{DRAFTS}{draft.pk}/history/")
+
+    # then the reason is listed
+    assert response.status_code == 200
+    assert "核对房源后通过" in response.content.decode()
