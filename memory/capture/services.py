@@ -13,13 +13,14 @@ from conversations.models import AuditEvent, Message, MessageDirection
 from conversations.services import audit_record
 from memory.capture.extract import FACT, Candidate, extract_candidates
 from memory.items import CREATED, EVIDENCE_ADDED, SUPERSEDED, UNCHANGED, memory_item_put
-from memory.models import MemoryCreatedBy, MemoryDirection
+from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem, MemoryStatus
 from memory.safety import scan
 from memory.snapshots import snapshot_refresh
 from qiwei_site.errors import ValidationFailed
 from qiwei_site.tenancy import account_atomic
 
 CAPTURE_REASON = "客户原话自动提取"
+STALE = "stale"
 
 
 @dataclass
@@ -35,11 +36,11 @@ class CaptureOutcome:
 
     @property
     def written(self) -> int:
-        return sum(n for outcome, n in self.outcomes.items() if outcome != UNCHANGED)
+        return sum(n for outcome, n in self.outcomes.items() if outcome not in {UNCHANGED, STALE})
 
     @property
     def unchanged(self) -> int:
-        return self.outcomes.get(UNCHANGED, 0)
+        return self.outcomes.get(UNCHANGED, 0) + self.outcomes.get(STALE, 0)
 
 
 def _audit_blocked(message: Message, categories: list[str], actor: Any) -> None:
@@ -57,6 +58,25 @@ def _audit_blocked(message: Message, categories: list[str], actor: Any) -> None:
             reason="安全扫描拦截：提示注入或凭证，不写入记忆",
             payload={"message_id": message.pk, "categories": categories},
         )
+
+
+def _is_stale(candidate: Candidate, message: Message) -> bool:
+    """True when newer knowledge already governs this key: an older message never overrides it.
+
+    Retried jobs run out of order, and a backfill replays history after staff edited the profile;
+    in both cases the newer statement (or the human edit) must stand.
+    """
+    keys = [candidate.key, *candidate.supersedes_keys]
+    for item in MemoryItem.objects.filter(customer=message.customer, key__in=keys, status=MemoryStatus.ACTIVE):
+        if item.key == candidate.key and item.type == candidate.type and item.content == candidate.content:
+            continue  # the same statement again only adds evidence
+        sources = [int(i) for i in item.source_message_ids or []]
+        if sources:
+            if Message.objects.filter(pk__in=sources, sent_at__gt=message.sent_at).exists():
+                return True
+        elif item.updated_at > message.sent_at:
+            return True
+    return False
 
 
 def _put(candidate: Candidate, *, message: Message, actor: Any) -> Any:
@@ -100,6 +120,9 @@ def capture_message(*, message: Message, actor: Any = "capture", refresh_snapsho
         return outcome
     with account_atomic():
         for candidate in candidates:
+            if _is_stale(candidate, message):
+                outcome.outcomes[STALE] = outcome.outcomes.get(STALE, 0) + 1
+                continue
             put = _put(candidate, message=message, actor=actor)
             outcome.outcomes[put.outcome] = outcome.outcomes.get(put.outcome, 0) + 1
             outcome.item_ids.append(put.item.pk)
@@ -114,6 +137,7 @@ __all__ = [
     "CREATED",
     "EVIDENCE_ADDED",
     "FACT",
+    "STALE",
     "SUPERSEDED",
     "UNCHANGED",
     "CaptureOutcome",
