@@ -14,10 +14,18 @@ from typing import Any, Literal
 
 from django.utils import timezone
 
-from conversations.models import PROFILE_FIELDS, AuditEvent, Customer, CustomerProfile, Message
+from conversations.models import PROFILE_FIELDS, AuditEvent, Customer, CustomerProfile, Draft, Message
 from conversations.services import audit_record
 from memory.items import _save, _validate, memory_item_put, normalize_content
-from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem, MemorySnapshot, MemoryStatus, MemoryType
+from memory.models import (
+    CaptureJob,
+    MemoryCreatedBy,
+    MemoryDirection,
+    MemoryItem,
+    MemorySnapshot,
+    MemoryStatus,
+    MemoryType,
+)
 from memory.snapshots import SECTION_TITLES, snapshot_refresh
 from qiwei_site.errors import Conflict, ValidationFailed
 from qiwei_site.history import stamp_history
@@ -352,7 +360,30 @@ def _forget_profile_value(customer: Customer, key: str, contents: set[str], *, a
         stamp_history(profile, actor=actor, reason=_scrub(reason, contents))
         profile.save(update_fields=[field, "updated_at"])
     CustomerProfile.history.filter(customer_id=customer.pk, **{f"{field}__in": values}).update(**{field: ""})
+    _scrub_structured_updates(customer, field, values)
     return True
+
+
+def _scrub_structured_updates(customer: Customer, field: str, values: set[str]) -> None:
+    """Grounded updates are also kept as structured values on drafts and capture jobs; blank the
+    forgotten one there (free text such as the customer's messages is a separate policy)."""
+
+    def scrub(updates: Any) -> bool:
+        if isinstance(updates, dict) and updates.get(field) in values:
+            updates[field] = FORGOTTEN_MARK
+            return True
+        return False
+
+    for job in CaptureJob.objects.filter(customer=customer):
+        if scrub((job.payload or {}).get("profile_updates")):
+            CaptureJob.objects.filter(pk=job.pk).update(payload=job.payload)
+    # Queryset updates: a scrub must not add history rows that would carry the old value's context.
+    for draft in Draft.objects.filter(customer=customer):
+        if scrub(draft.profile_updates):
+            Draft.objects.filter(pk=draft.pk).update(profile_updates=draft.profile_updates)
+    for row in Draft.history.filter(customer_id=customer.pk):
+        if scrub(row.profile_updates):
+            Draft.history.filter(history_id=row.history_id).update(profile_updates=row.profile_updates)
 
 
 def memory_item_forget(*, item: MemoryItem, actor: Any, reason: str) -> dict[str, Any]:

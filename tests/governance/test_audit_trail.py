@@ -10,7 +10,7 @@ from django.apps import apps
 from django.db import connections
 from django.utils import timezone
 
-from conversations.models import AuditEvent, CustomerProfile
+from conversations.models import AuditEvent, CustomerProfile, Draft
 from memory.erasure import customer_erase
 from memory.governance import (
     memory_item_add,
@@ -22,10 +22,10 @@ from memory.governance import (
     memory_items_expire_due,
 )
 from memory.items import memory_item_put
-from memory.models import MemoryItem, MemoryType
+from memory.models import CaptureJob, MemoryItem, MemoryType
 from memory.profile import customer_profile_update
 from qiwei_site.tenancy import current_alias
-from tests.factories import CustomerFactory
+from tests.factories import CustomerFactory, DraftFactory
 
 
 def history_rows_by(reason: str) -> int:
@@ -139,11 +139,15 @@ def test_memory_item_forget_leaves_content_nowhere_in_account_database(customer,
 
 
 def test_forgetting_a_profile_item_clears_the_profile_value_everywhere(customer, staff_user):
-    # Given a budget in the profile, its history and its stable item
+    # Given a budget in the profile, its history, its stable item, a draft and a capture job
     customer_profile_update(customer=customer, changes={"budget": "47500元"}, actor=staff_user, reason="电话")
     item = MemoryItem.objects.get(key="profile:budget")
+    DraftFactory(customer=customer, profile_updates={"budget": "47500元", "city": "上海"})
+    CaptureJob.objects.create(customer=customer, payload={"profile_updates": {"budget": "47500元"}})
+    assert "47500" in dump_account_database()
     # When the item is forgotten
     memory_item_forget(item=item, actor=staff_user, reason="客户不愿透露预算")
     # Then the value is gone from the profile and the whole database
     assert CustomerProfile.objects.get(customer=customer).budget == ""
     assert "47500" not in dump_account_database()
+    assert Draft.objects.get(customer=customer).profile_updates["city"] == "上海"
