@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from django.db import connections
 from django.utils import timezone
 
 from conversations.models import AuditEvent, Customer
@@ -235,3 +236,15 @@ def test_schema_documents_governance_bodies(staff_client):
     assert "requestBody" in operation and "201" in operation["responses"]
     assert "/api/accounts/{account_id}/audit/" in schema["paths"]
     assert "MemoryItemOutput" in schema["components"]["schemas"]
+
+
+@pytest.mark.parametrize("count", [3, 30])
+def test_memory_list_query_count_does_not_grow_with_items(agent_client, customer, count, django_assert_max_num_queries):
+    # Given a customer with many items
+    for n in range(count):
+        MemoryItem.objects.create(customer=customer, type=MemoryType.FACT, key=f"fact:{n}", content=f"看过第{n}套房")
+    # When the list is read, then the account database sees a fixed number of queries
+    # (customer, count, page), however many items there are
+    with django_assert_max_num_queries(3, connection=connections["acct_acme"]):
+        response = agent_client.get(f"{BASE}/memory/")
+    assert response.json()["count"] == count
