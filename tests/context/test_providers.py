@@ -91,3 +91,19 @@ def test_forget_refuses_unknown_item_or_missing_reason(customer, staff_user):
         get_provider().forget(999_999, actor=staff_user, reason="客户要求删除")
     with pytest.raises(ValidationFailed):
         get_provider().forget(item.pk, actor=staff_user, reason=" ")
+
+
+def test_capture_writes_a_durable_capture_job(customer, chat):
+    from memory.models import CaptureJob
+
+    (message,) = chat(customer, [(IN, "预算5000")])
+    get_provider().capture(
+        CaptureTurn(
+            conversation_id="wm_wang",
+            draft_id=None,
+            profile_updates={"budget": "5000"},
+            source_message_ids=[message.id],
+        )
+    )
+    job = CaptureJob.objects.get(customer=customer, message__isnull=True)
+    assert job.payload == {"profile_updates": {"budget": "5000"}, "source_message_ids": [message.id], "draft_id": None}
