@@ -165,7 +165,7 @@ _EN_TRIGGERS: tuple[tuple[str, str, float, int], ...] = (
     ),
     (r"must\s+have|must\s+be|has\s+to\s+be|have\s+to\s+have|need\s+to\s+have|it\s+must", PREFERENCE, 0.9, 4),
     (
-        r"(?:i|we)\s+(?:would|'d)\s+(?:prefer|like|love)|(?:i|we)\s+(?:really\s+)?(?:prefer|love|like|want|need)|"
+        r"(?:i|we)(?:\s+would|'d)\s+(?:prefer|like|love)|(?:i|we)\s+(?:really\s+)?(?:prefer|love|like|want|need)|"
         r"(?:i'm|i\s+am|we're|we\s+are)\s+(?:looking\s+for|interested\s+in|after)|my\s+preference\s+is|"
         r"^(?:ideally|preferably)|^prefer|^looking\s+for",
         PREFERENCE,
@@ -209,12 +209,13 @@ _OBJ_SPLIT_RE = re.compile(r"、|和|或者|或是|或|及|以及|还有|跟|\s+
 _CJK_RE = re.compile(r"[\u4e00-\u9fff]")
 _EN_STOP_OBJECTS = frozenset(
     {"to", "it", "a", "the", "some", "that", "this", "more", "one", "something", "anything", "them", "those", "these",
-     "too", "that one", "this one", "to do", "to know", "to see", "to ask", "to check", "help", "you", "know"}
+     "too", "that one", "this one", "to do", "to know", "to see", "to ask", "to check", "help", "you", "know",
+     "apartment", "apartments", "flat", "flats", "place", "home", "house", "unit", "room", "property"}
 )  # fmt: skip
 
 
 def normalise_text(text: str) -> str:
-    return unicodedata.normalize("NFKC", text or "").strip()
+    return unicodedata.normalize("NFKC", text or "").replace("\u2019", "'").strip()
 
 
 def object_key(obj: str) -> str:
