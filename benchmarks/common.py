@@ -1,0 +1,126 @@
+"""Shared set-up for benchmarks: a throw-away data dir, Django configured from the environment,
+optional PostgreSQL account databases, and percentile helpers."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import uuid
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PG_BASE = os.environ.get("QIWEI_BENCH_POSTGRES", "postgres://postgres@127.0.0.1:5432")
+
+
+def bench_environment(*, postgres: bool, tag: str) -> dict[str, str]:
+    """Environment variables for a fresh, isolated benchmark installation."""
+    data_dir = tempfile.mkdtemp(prefix=f"qiwei-bench-{tag}-")
+    env = {
+        "DJANGO_SETTINGS_MODULE": "qiwei_site.settings.local",
+        "QIWEI_DATA_DIR": data_dir,
+        "DJANGO_LOG_LEVEL": "WARNING",
+    }
+    if postgres:
+        run = uuid.uuid4().hex[:6]
+        env["DATABASE_URL"] = f"{PG_BASE}/qiwei_bench_default_{run}"
+        env["QIWEI_ACCOUNT_DATABASE_URL"] = f"{PG_BASE}/qiwei_bench_{run}_{{account}}"
+        env["QIWEI_BENCH_RUN"] = run
+    return env
+
+
+def setup_django(env: dict[str, str]) -> None:
+    os.environ.update(env)
+    sys.path.insert(0, str(ROOT))
+    if "DATABASE_URL" in env and env["DATABASE_URL"].startswith("postgres"):
+        _create_pg_database(env["DATABASE_URL"].rsplit("/", 1)[1])
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0, interactive=False)
+
+
+def _pg_connect():
+    import psycopg
+
+    host_part = PG_BASE.split("//", 1)[1]
+    user, host = host_part.split("@", 1)
+    hostname, port = host.split(":")
+    return psycopg.connect(host=hostname, port=int(port), user=user, dbname="postgres", autocommit=True)
+
+
+def _create_pg_database(name: str) -> None:
+    from psycopg import sql
+
+    with _pg_connect() as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+
+
+def drop_pg_databases(env: dict[str, str]) -> None:
+    run = env.get("QIWEI_BENCH_RUN")
+    if not run:
+        return
+    from psycopg import sql
+
+    with contextlib.suppress(Exception):
+        from django.db import connections
+
+        connections.close_all()
+    with _pg_connect() as conn:
+        names = [r[0] for r in conn.execute(
+            "SELECT datname FROM pg_database WHERE datname LIKE %s", [f"qiwei_bench_%{run}%"]).fetchall()]
+        for name in names:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def postgres_available() -> bool:
+    try:
+        with _pg_connect():
+            return True
+    except Exception:
+        return False
+
+
+def percentile(values: Sequence[float], pct: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * pct / 100
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def summary_ms(values: Sequence[float]) -> str:
+    return (f"p50 {percentile(values, 50) * 1000:.1f} ms · p95 {percentile(values, 95) * 1000:.1f} ms · "
+            f"mean {statistics.fmean(values) * 1000:.1f} ms (n={len(values)})")
+
+
+def machine_line() -> str:
+    cpu = platform.processor() or platform.machine()
+    with contextlib.suppress(Exception):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    mem = ""
+    with contextlib.suppress(Exception):
+        kb = int(Path("/proc/meminfo").read_text().split()[1])
+        mem = f", {kb / 1024 / 1024:.0f} GiB RAM"
+    return f"{os.cpu_count()} cores ({cpu}){mem}, Python {platform.python_version()}, {platform.system()}"
+
+
+@contextlib.contextmanager
+def timer() -> Iterator[list[float]]:
+    import time
+
+    box: list[float] = []
+    start = time.perf_counter()
+    yield box
+    box.append(time.perf_counter() - start)
