@@ -17,6 +17,7 @@ from rest_framework.response import Response
 
 from conversations.models import PROFILE_FIELDS, AuditEvent, CustomerProfile
 from conversations.selectors import customer_get
+from conversations.services import customer_get_or_create
 from memory import selectors
 from memory.erasure import customer_erase
 from memory.governance import (
@@ -147,10 +148,13 @@ class MemoryItemListApi(AccountAPIView):
 
     @extend_schema(request=MemoryItemAddInput, responses={201: MemoryItemOutputSerializer})
     def post(self, request: Request, account_id: str, conversation_id: str) -> Response:
-        customer = customer_get(conversation_id)
         serializer = self.MemoryItemAddInput(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
+        # Like ingest, a supervisor may record what they know before the first message arrives.
+        customer, _created = customer_get_or_create(
+            conversation_id=conversation_id, actor=request.user, reason="人工添加记忆时创建"
+        )
         item = memory_item_add(
             customer=customer,
             content=data["content"],

@@ -223,9 +223,27 @@ def test_governance_endpoints_hide_account_from_staff_without_membership(custome
     assert MemoryItem.objects.count() == 1
 
 
-def test_unknown_conversation_is_404(staff_client, account):
-    response = staff_client.post("/api/accounts/acme/conversations/wm_nobody/memory/", {"content": "x"}, format="json")
-    assert response.status_code == 404 and response.json()["code"] == "conversation_not_found"
+def test_unknown_conversation_is_404_for_reads_and_item_actions(staff_client, account):
+    base = "/api/accounts/acme/conversations/wm_nobody"
+    for response in (
+        staff_client.get(f"{base}/memory/"),
+        staff_client.post(f"{base}/memory/1/confirm/", {}, format="json"),
+        staff_client.patch(f"{base}/profile/", {"budget": "4500"}, format="json"),
+    ):
+        assert response.status_code == 404 and response.json()["code"] == "conversation_not_found"
+    assert not Customer.objects.exists()
+
+
+def test_memory_add_creates_customer_on_first_sight(staff_client, staff_user, account):
+    # When a supervisor records a fact before the first message of a conversation is ingested
+    response = staff_client.post(
+        "/api/accounts/acme/conversations/wm_new_009/memory/", {"content": "从门店转介，想租两居室"}, format="json"
+    )
+    # Then the customer exists (with history by the supervisor) and holds the fact
+    assert response.status_code == 201
+    customer = Customer.objects.get(conversation_id="wm_new_009")
+    assert customer.history.first().history_user_id == staff_user.pk
+    assert customer.memory_items.get().content == "从门店转介，想租两居室"
 
 
 def test_schema_documents_governance_bodies(staff_client):
