@@ -12,12 +12,14 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Iterable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
+from django.db import connections, transaction
 
 from conversations.models import (
     PROFILE_FIELDS,
@@ -33,6 +35,7 @@ from conversations.models import (
 from conversations.services import audit_record
 from memory import recall as recall_module
 from memory.snapshots import effective_items, render_snapshot, snapshot_current
+from qiwei_site.tenancy import current_alias
 
 logger = logging.getLogger(__name__)
 
@@ -263,8 +266,13 @@ class AgentContextBuilder:
 
     def _guarded(self, customer: Customer, trace: dict[str, Any], stage: str, func: Callable[[], T], empty: T) -> T:
         """Run a memory stage; a failure is audited and the context is built without it."""
+        connection = connections[current_alias()]
+        # Inside a caller's transaction, a savepoint keeps a failed query from breaking it; outside
+        # one, no transaction is opened (an IMMEDIATE SQLite transaction would take the write lock).
+        scope = transaction.atomic(using=connection.alias) if connection.in_atomic_block else nullcontext()
         try:
-            return func()
+            with scope:
+                return func()
         except Exception as exc:
             logger.exception("context: %s stage failed for %s", stage, customer.conversation_id)
             trace["failures"].append({"stage": stage, "error": exc.__class__.__name__})

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conversations.models import Alert, AuditEvent, CustomerProfile, MessageDirection, Recommendation
+from conversations.models import Alert, AuditEvent, CustomerProfile, Message, MessageDirection, Recommendation
 from memory import recall
 from memory.context import (
     BUSINESS_STATE,
@@ -24,6 +24,7 @@ from memory.context import (
 )
 from memory.models import MemoryType
 from memory.snapshots import snapshot_refresh
+from qiwei_site.tenancy import account_atomic
 from tests.context.conftest import filler
 from tests.factories import MemoryItemFactory, TaskFactory
 
@@ -263,3 +264,19 @@ def test_build_trace_is_plain_json(rich_customer):
     customer, _old, _latest = rich_customer
     trace = build(customer).trace
     assert json.loads(json.dumps(trace, ensure_ascii=False)) == trace
+
+
+def test_build_recall_database_error_inside_a_transaction_leaves_it_usable(rich_customer, monkeypatch):
+    # Given the builder runs inside a caller's transaction and recall hits a broken query
+    customer, _old, _latest = rich_customer
+
+    def broken(customer, latest):
+        list(Message.objects.raw("SELECT * FROM no_such_table"))
+
+    monkeypatch.setattr(recall, "recall_for", broken)
+    with account_atomic():
+        built = build(customer)
+        # Then the rest of the context and the audit were still written in that transaction
+        assert LATEST_MESSAGE in [s.name for s in built.sections]
+        assert built.trace["failures"] == [{"stage": "recall", "error": "OperationalError"}]
+        assert AuditEvent.objects.filter(action="memory_recall_failed").count() == 1
