@@ -126,7 +126,10 @@ def _supports(value: str, message_text: str) -> bool:
     norm_value, norm_message = normalise(value), normalise(message_text)
     if not norm_value:
         return False
-    if norm_value in norm_message:
+    # Digits must not run on: "4500" is not supported by "14500" or "45000".
+    pattern = ("(?<!\\d)" if norm_value[0].isdigit() else "") + re.escape(norm_value)
+    pattern += "(?!\\d)" if norm_value[-1].isdigit() else ""
+    if re.search(pattern, norm_message):
         return True
     # "4500元/月" is supported by "预算4500左右": every number of the value appears as a whole
     # number in the message, and the rest of the value is only units.

@@ -300,3 +300,19 @@ def test_thirteenth_generation_runs_in_a_new_epoch(customer, provider):
     assert SessionEpoch.objects.get(session_id=drafts[12].session_id).parent_session_id == drafts[0].session_id
     assert [session.resume for session in client.sessions[:2]] == [False, True]
     assert client.sessions[12].resume is False
+
+
+def test_grounding_does_not_match_inside_a_longer_number(customer):
+    # given the customer said 14500 and 45000, never 4500 on its own
+    MessageFactory(customer=customer, text="之前看的那套月租14500，买的话总价45000一平", sent_at=BASE_TIME)
+    MessageFactory(customer=customer, text="地铁2号线附近", sent_at=BASE_TIME)
+    customer.messages.filter(text__startswith="预算").delete()
+
+    # when the model proposes a budget of 4500 and the area along metro line 2
+    grounded, _evidence, dropped = ground_profile_updates(
+        customer=customer, updates={"budget": "4500", "district": "2号线"}
+    )
+
+    # then 4500 is not grounded, "2号线" is
+    assert grounded == {"district": "2号线"}
+    assert [item["field"] for item in dropped] == ["budget"]
