@@ -59,7 +59,8 @@ def _validate(*, type: str, key: str, content: str, confidence: float, importanc
 
 def _save(item: MemoryItem, *, actor: Any, reason: str, update_fields: list[str] | None = None) -> None:
     try:
-        item.full_clean(exclude=["customer", "superseded_by"])
+        # Constraints are the database's job (and _validate's): checking them here costs two queries per save.
+        item.full_clean(exclude=["customer", "superseded_by"], validate_constraints=False)
     except ValidationError as exc:
         raise ValidationFailed("; ".join(exc.messages), code="invalid_memory_item") from None
     stamp_history(item, actor=actor, reason=reason)
