@@ -47,6 +47,8 @@ def test_claude_client_runs_bare_read_only_with_session_id_then_resume(fake_clau
     assert second_argv[second_argv.index("--resume") + 1] == session_id
     assert "--session-id" not in second_argv
     assert calls[0]["stdin"] == PROMPT
+    # its read-only tools see the knowledge base, nothing else of ours
+    assert calls[0]["cwd"] == str(settings.QIWEI_KNOWLEDGE_DIR)
     assert not any(tool in " ".join(first_argv) for tool in ("Edit", "Write", "Bash"))
 
 
