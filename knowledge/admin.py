@@ -15,8 +15,8 @@ from qiwei_site.errors import ApplicationError
 
 class KnowledgeSectionInline(admin.TabularInline):
     model = KnowledgeSection
-    fields = ["order", "level", "heading", "anchor", "text"]
-    readonly_fields = fields
+    fields = ("order", "level", "heading", "anchor", "text")
+    readonly_fields = ("order", "level", "heading", "anchor", "text")
     extra = 0
     can_delete = False
 
