@@ -55,6 +55,14 @@ def account_create(*, account_id: str, name: str, actor: Any = None) -> WeComAcc
     return account
 
 
+def account_delete(*, account_id: str, actor: Any = None) -> None:
+    """Delete a (temporary) account: its registry row and its whole database."""
+    from qiwei_site.tenancy import drop_account_database
+
+    WeComAccount.objects.filter(pk=account_id).delete()
+    drop_account_database(account_id)
+
+
 def membership_grant(*, user: Any, account: WeComAccount) -> AccountMembership:
     membership, _created = AccountMembership.objects.get_or_create(user=user, account=account)
     return membership

@@ -263,6 +263,28 @@ def _create_sqlite_from_template(alias: str, target: Path) -> None:
     shutil.copyfile(template, target)
 
 
+def drop_account_database(account_id: str) -> None:
+    """Remove an account's database entirely (temporary accounts, e.g. the smoke check)."""
+    config = dict(connections.settings.get(alias_for(account_id)) or account_database_config(account_id))
+    unregister_account_database(account_id)
+    _migrated.discard(alias_for(account_id))
+    if config["ENGINE"] == "django.db.backends.sqlite3":
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{config['NAME']}{suffix}").unlink(missing_ok=True)
+        return
+    import psycopg
+    from psycopg import sql
+
+    params = {
+        "host": config.get("HOST") or None,
+        "port": config.get("PORT") or None,
+        "user": config.get("USER") or None,
+        "password": config.get("PASSWORD") or None,
+    }
+    with psycopg.connect(dbname="postgres", autocommit=True, **{k: v for k, v in params.items() if v}) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(config["NAME"])))
+
+
 # --- selecting an account ----------------------------------------------------------------
 
 
