@@ -58,7 +58,9 @@ def postgres_accounts(settings) -> Iterator[Callable[[str], str]]:
 
     for value in made:
         tenancy.unregister_account_database(value)
-    with psycopg.connect(host=POSTGRES[0], port=POSTGRES[1], user="postgres", dbname="postgres", autocommit=True) as conn:
+    with psycopg.connect(
+        host=POSTGRES[0], port=POSTGRES[1], user="postgres", dbname="postgres", autocommit=True
+    ) as conn:
         for value in made:
             name = f"qiwei_it_{value.replace('-', '_')}"
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
@@ -81,9 +83,24 @@ class WorkerProcess:
     def start(self, concurrency: int = 2) -> None:
         handle = open(self.log, "ab")  # noqa: SIM115 - the child keeps it
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "qiwei_site", "worker", "--loglevel=INFO",
-             f"--concurrency={concurrency}", "--without-gossip", "--without-mingle", "--pool=prefork"],
-            cwd=ROOT, env=self.env, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "qiwei_site",
+                "worker",
+                "--loglevel=INFO",
+                f"--concurrency={concurrency}",
+                "--without-gossip",
+                "--without-mingle",
+                "--pool=prefork",
+            ],
+            cwd=ROOT,
+            env=self.env,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
 
     def kill(self) -> None:
