@@ -58,13 +58,16 @@ def test_random_operations_never_leak_rows_across_accounts():
         op = rng.random()
         if op < 0.35:
             counter += 1
-            body = {"external_id": f"m{counter}", "direction": rng.choice(["inbound", "inbound", "outbound"]),
-                    "text": marked(account_id, rng), "sender": "客户"}
+            body = {
+                "external_id": f"m{counter}",
+                "direction": rng.choice(["inbound", "inbound", "outbound"]),
+                "text": marked(account_id, rng),
+                "sender": "客户",
+            }
             response = api.post(f"{base}/messages/", body, format="json")
             assert response.status_code == 201, response.content
         elif op < 0.45:
-            response = api.post(f"{base}/memory/", {"content": marked(account_id, rng), "type": "fact"},
-                                format="json")
+            response = api.post(f"{base}/memory/", {"content": marked(account_id, rng), "type": "fact"}, format="json")
             # A conversation this account has not seen yet is unknown here, whatever the others hold
             assert response.status_code in (201, 404), response.content
             if response.status_code == 201:
@@ -90,8 +93,10 @@ def test_random_operations_never_leak_rows_across_accounts():
     # And every database holds only its own account's text
     for account_id in ACCOUNTS:
         with use_account(account_id):
-            texts = [*Message.objects.values_list("text", flat=True),
-                     *MemoryItem.objects.values_list("content", flat=True),
-                     *MemorySnapshot.objects.values_list("content", flat=True)]
+            texts = [
+                *Message.objects.values_list("text", flat=True),
+                *MemoryItem.objects.values_list("content", flat=True),
+                *MemorySnapshot.objects.values_list("content", flat=True),
+            ]
             assert texts, account_id
             assert not foreign_marks(texts, account_id), account_id

@@ -47,7 +47,9 @@ class Command(BaseCommand):
                     for i, (direction, sender, text) in enumerate(spec["messages"])
                 ]
                 messages_ingest(
-                    conversation_id=spec["conversation_id"], messages=messages, actor="seed_demo",
+                    conversation_id=spec["conversation_id"],
+                    messages=messages,
+                    actor="seed_demo",
                     reason="演示数据",
                 )
                 self._customer_details(spec)
@@ -73,7 +75,9 @@ class Command(BaseCommand):
             return
         password = os.environ.get("QIWEI_ADMIN_PASSWORD") or secrets.token_urlsafe(12)
         users.create_superuser(username=username, email="", password=password)
-        self.stdout.write(self.style.WARNING(
-            f"\n管理员登录 (staff login, shown once): 用户名 {username}  密码 {password}\n"
-            "登录地址: http://127.0.0.1:4320/admin/\n"
-        ))
+        self.stdout.write(
+            self.style.WARNING(
+                f"\n管理员登录 (staff login, shown once): 用户名 {username}  密码 {password}\n"
+                "登录地址: http://127.0.0.1:4320/admin/\n"
+            )
+        )
