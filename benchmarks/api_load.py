@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import (  # noqa: E402
+from benchmarks.common import (
     ROOT,
     bench_environment,
     drop_pg_databases,

@@ -63,6 +63,7 @@ def customer_profile_update(
     actor: Any,
     reason: str,
     source_message_ids: Sequence[int] | None = None,
+    refresh_snapshot: bool = True,
 ) -> CustomerProfile:
     """Update declared profile fields and their `profile:<field>` memory items; an empty value clears.
 
@@ -133,6 +134,6 @@ def customer_profile_update(
                 reason=reason,
                 payload={"fields": changed, "grounded": grounded, "source_message_ids": sources},
             )
-        if memory_changed:
+        if memory_changed and refresh_snapshot:
             snapshot_refresh(customer=customer, reason=reason)
     return profile

@@ -17,7 +17,7 @@ PREFERENCE = "preference"
 CONSTRAINT = "constraint"
 FACT = "fact"
 
-ADDRESS_KEY = "address:preferred_name"
+ADDRESS_KEY = "profile:preferred_name"  # a form of address is the profile's 称呼
 PROFILE_LABELS = {
     "preferred_name": "称呼",
     "city": "城市",

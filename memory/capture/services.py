@@ -97,6 +97,34 @@ def _put(candidate: Candidate, *, message: Message, actor: Any) -> Any:
     )
 
 
+def _put_profile(candidate: Candidate, *, message: Message, actor: Any) -> tuple[str, int | None]:
+    """A declared profile fact updates the profile and its `profile:<field>` item together, so the
+    structured profile and long-term memory never disagree (spec §3)."""
+    from memory.profile import customer_profile_update, profile_item_key
+
+    key = profile_item_key(candidate.field)
+
+    def state() -> tuple[int, str, list[int]] | None:
+        item = MemoryItem.objects.filter(customer=message.customer, key=key, status=MemoryStatus.ACTIVE).first()
+        return (item.pk, item.content, list(item.source_message_ids)) if item else None
+
+    before = state()
+    customer_profile_update(
+        customer=message.customer,
+        changes={candidate.field: candidate.value},
+        actor=actor,
+        reason=CAPTURE_REASON,
+        source_message_ids=[message.pk],
+        refresh_snapshot=False,  # capture refreshes once per message
+    )
+    after = state()
+    if after is None or after == before:
+        return UNCHANGED, after[0] if after else None
+    if before is None:
+        return CREATED, after[0]
+    return (EVIDENCE_ADDED if before[0] == after[0] else SUPERSEDED), after[0]
+
+
 def capture_message(*, message: Message, actor: Any = "capture", refresh_snapshot: bool = True) -> CaptureOutcome:
     """Capture what an inbound customer message explicitly states. Idempotent per message."""
     if message.direction != MessageDirection.INBOUND:
@@ -123,9 +151,14 @@ def capture_message(*, message: Message, actor: Any = "capture", refresh_snapsho
             if _is_stale(candidate, message):
                 outcome.outcomes[STALE] = outcome.outcomes.get(STALE, 0) + 1
                 continue
-            put = _put(candidate, message=message, actor=actor)
-            outcome.outcomes[put.outcome] = outcome.outcomes.get(put.outcome, 0) + 1
-            outcome.item_ids.append(put.item.pk)
+            if candidate.field and candidate.value:
+                result, item_id = _put_profile(candidate, message=message, actor=actor)
+            else:
+                put = _put(candidate, message=message, actor=actor)
+                result, item_id = put.outcome, put.item.pk
+            outcome.outcomes[result] = outcome.outcomes.get(result, 0) + 1
+            if item_id is not None:
+                outcome.item_ids.append(item_id)
         if refresh_snapshot and outcome.written:
             snapshot, _created = snapshot_refresh(customer=message.customer, reason=CAPTURE_REASON)
             outcome.snapshot_version = snapshot.version

@@ -126,7 +126,11 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"transaction_mode": "IMMEDIATE", "timeout": 20, "init_command": "PRAGMA journal_mode=WAL;"}
+        {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
     )
 # A template such as postgres://user@host:5432/qiwei_acct_{account}; empty = SQLite files.
 QIWEI_ACCOUNT_DATABASE_URL = env_str("QIWEI_ACCOUNT_DATABASE_URL", "")

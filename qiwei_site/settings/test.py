@@ -4,7 +4,8 @@ import os
 import tempfile
 from pathlib import Path
 
-os.environ.setdefault("QIWEI_DATA_DIR", tempfile.mkdtemp(prefix="qiwei-test-"))
+# Every test process (each xdist worker too) gets its own data dir and shared cache.
+os.environ["QIWEI_DATA_DIR"] = tempfile.mkdtemp(prefix="qiwei-test-")
 
 from .base import *  # noqa: F403
 from .base import QIWEI_DATA_DIR

@@ -109,7 +109,7 @@ def test_capture_message_twice_changes_nothing_the_second_time(account):
     # Then nothing is written
     assert first.written == 2 and second.written == 0 and second.unchanged == 2
     assert (AuditEvent.objects.count(), MemorySnapshot.objects.count()) == (events, versions)
-    assert active("address:preferred_name").content == "称呼：小王"
+    assert active("profile:preferred_name").content == "称呼：小王"
 
 
 def test_capture_refreshes_snapshot_once_per_message(ingest):
