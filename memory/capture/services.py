@@ -102,7 +102,8 @@ def _put_profile(candidate: Candidate, *, message: Message, actor: Any) -> tuple
     structured profile and long-term memory never disagree (spec §3)."""
     from memory.profile import customer_profile_update, profile_item_key
 
-    key = profile_item_key(candidate.field)
+    field_name = candidate.field or ""
+    key = profile_item_key(field_name)
 
     def state() -> tuple[int, str, list[int]] | None:
         item = MemoryItem.objects.filter(customer=message.customer, key=key, status=MemoryStatus.ACTIVE).first()
@@ -111,7 +112,7 @@ def _put_profile(candidate: Candidate, *, message: Message, actor: Any) -> tuple
     before = state()
     customer_profile_update(
         customer=message.customer,
-        changes={candidate.field: candidate.value},
+        changes={field_name: candidate.value},
         actor=actor,
         reason=CAPTURE_REASON,
         source_message_ids=[message.pk],
@@ -152,11 +153,11 @@ def capture_message(*, message: Message, actor: Any = "capture", refresh_snapsho
                 outcome.outcomes[STALE] = outcome.outcomes.get(STALE, 0) + 1
                 continue
             if candidate.field and candidate.value:
-                result, item_id = _put_profile(candidate, message=message, actor=actor)
+                written, item_id = _put_profile(candidate, message=message, actor=actor)
             else:
                 put = _put(candidate, message=message, actor=actor)
-                result, item_id = put.outcome, put.item.pk
-            outcome.outcomes[result] = outcome.outcomes.get(result, 0) + 1
+                written, item_id = put.outcome, put.item.pk
+            outcome.outcomes[written] = outcome.outcomes.get(written, 0) + 1
             if item_id is not None:
                 outcome.item_ids.append(item_id)
         if refresh_snapshot and outcome.written:
