@@ -20,10 +20,9 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=".venv/.installed-$extra-$(sha256sum pyproject.toml | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
-  if [ "$extra" = "dev" ]; then
-    .venv/bin/python -m pip install -q -e ".[dev]"
-  else
-    .venv/bin/python -m pip install -q -e .
-  fi
+  target="."
+  [ "$extra" = "dev" ] && target=".[dev]"
+  # pipefail keeps pip's exit status; the filter only drops noise about absent local mirrors.
+  .venv/bin/python -m pip install -q -e "$target" 2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }
   touch "$stamp"
 fi
