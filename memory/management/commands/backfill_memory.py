@@ -1,80 +1,20 @@
-"""Backfill memory from existing profiles and stored customer words (spec §8: idempotent backfill).
-
-Profile values become `profile:<field>` items (typed by staff: human, internal); inbound history
-goes through the same capture service and safety gate as live messages. A second run writes nothing.
-"""
+"""`manage.py backfill_memory`: run the idempotent backfill over one or every account."""
 
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from conversations.models import PROFILE_FIELDS, Customer, CustomerProfile, Message, MessageDirection, WeComAccount
-from memory.capture.services import capture_message
-from memory.items import UNCHANGED, memory_item_put
-from memory.models import MemoryCreatedBy, MemoryDirection, MemoryType
-from memory.snapshots import snapshot_refresh
+from conversations.models import Customer, WeComAccount
+from memory.capture.backfill import Totals, customer_backfill
 from qiwei_site.errors import ApplicationError
 from qiwei_site.tenancy import account_atomic, use_account
-
-ACTOR = "backfill"
-REASON = "历史画像与客户原话回填"
-LABELS = dict(PROFILE_FIELDS)
 
 
 class _DryRunRollback(Exception):
     pass
-
-
-@dataclass
-class Totals:
-    customers: int = 0
-    messages: int = 0
-    written: int = 0
-    present: int = 0
-    blocked: int = 0
-
-
-def _backfill_customer(customer: Customer, totals: Totals) -> None:
-    changed = False
-    profile = CustomerProfile.objects.filter(customer=customer).first()
-    for field, value in (profile.as_dict() if profile else {}).items():
-        if not value.strip():
-            continue
-        result = memory_item_put(
-            customer=customer,
-            type=MemoryType.FACT,
-            key=f"profile:{field}",
-            content=f"{LABELS[field]}：{' '.join(value.split())}",
-            actor=ACTOR,
-            reason=REASON,
-            confidence=1.0,
-            importance=4,
-            direction=MemoryDirection.INTERNAL,
-            created_by=MemoryCreatedBy.HUMAN,
-            audit_action="memory_item_backfilled",
-            refresh_snapshot=False,
-        )
-        if result.outcome == UNCHANGED:
-            totals.present += 1
-        else:
-            totals.written += 1
-            changed = True
-    inbound = Message.objects.filter(customer=customer, direction=MessageDirection.INBOUND, is_effective=True).order_by(
-        "sent_at", "id"
-    )
-    for message in inbound.iterator():
-        totals.messages += 1
-        outcome = capture_message(message=message, actor=ACTOR, refresh_snapshot=False)
-        totals.blocked += int(outcome.blocked)
-        totals.written += outcome.written
-        totals.present += outcome.unchanged
-        changed = changed or outcome.written > 0
-    if changed:
-        snapshot_refresh(customer=customer, reason=REASON)
 
 
 class Command(BaseCommand):
@@ -106,7 +46,7 @@ class Command(BaseCommand):
                     totals.customers += 1
                     try:
                         with account_atomic():
-                            _backfill_customer(customer, totals)
+                            customer_backfill(customer=customer, totals=totals)
                             if dry_run:
                                 raise _DryRunRollback()
                     except _DryRunRollback:

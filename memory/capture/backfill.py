@@ -1,0 +1,68 @@
+"""Backfill memory from existing profiles and stored customer words (spec §8: idempotent backfill).
+
+Profile values become `profile:<field>` items (typed by staff: human, internal); inbound history
+goes through the same capture service and safety gate as live messages. A second run writes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from conversations.models import Customer, CustomerProfile, Message, MessageDirection
+from memory.capture.services import capture_message
+from memory.items import UNCHANGED, memory_item_put
+from memory.models import MemoryCreatedBy, MemoryDirection, MemoryType
+from memory.profile import profile_item_content, profile_item_key
+from memory.snapshots import snapshot_refresh
+
+ACTOR = "backfill"
+REASON = "历史画像与客户原话回填"
+
+
+@dataclass
+class Totals:
+    customers: int = 0
+    messages: int = 0
+    written: int = 0
+    present: int = 0
+    blocked: int = 0
+
+
+def customer_backfill(*, customer: Customer, totals: Totals) -> None:
+    """Write one customer's profile values and explicit inbound words as memory; idempotent."""
+    changed = False
+    profile = CustomerProfile.objects.filter(customer=customer).first()
+    for field, value in (profile.as_dict() if profile else {}).items():
+        if not value.strip():
+            continue
+        result = memory_item_put(
+            customer=customer,
+            type=MemoryType.FACT,
+            key=profile_item_key(field),
+            content=profile_item_content(field, " ".join(value.split())),
+            actor=ACTOR,
+            reason=REASON,
+            confidence=1.0,
+            importance=4,
+            direction=MemoryDirection.INTERNAL,
+            created_by=MemoryCreatedBy.HUMAN,
+            audit_action="memory_item_backfilled",
+            refresh_snapshot=False,
+        )
+        if result.outcome == UNCHANGED:
+            totals.present += 1
+        else:
+            totals.written += 1
+            changed = True
+    inbound = Message.objects.filter(customer=customer, direction=MessageDirection.INBOUND, is_effective=True).order_by(
+        "sent_at", "id"
+    )
+    for message in inbound.iterator():
+        totals.messages += 1
+        outcome = capture_message(message=message, actor=ACTOR, refresh_snapshot=False)
+        totals.blocked += int(outcome.blocked)
+        totals.written += outcome.written
+        totals.present += outcome.unchanged
+        changed = changed or outcome.written > 0
+    if changed:
+        snapshot_refresh(customer=customer, reason=REASON)
