@@ -17,19 +17,8 @@ from conversations.models import (
     WeComAccount,
 )
 from conversations.services import account_create
-from qiwei_site.admin_site import AccountScopedAdminMixin
+from qiwei_site.admin_site import AccountHistoryAdminMixin, AccountScopedAdminMixin, ReadOnlyAdminMixin
 from qiwei_site.errors import ApplicationError
-
-
-class ReadOnlyAdminMixin:
-    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(WeComAccount)
@@ -80,7 +69,7 @@ class MessageInline(ReadOnlyAdminMixin, admin.TabularInline):
 
 
 @admin.register(Customer)
-class CustomerAdmin(AccountScopedAdminMixin, SimpleHistoryAdmin):
+class CustomerAdmin(AccountScopedAdminMixin, AccountHistoryAdminMixin, SimpleHistoryAdmin):
     list_display = ["conversation_id", "display_name", "session_mode", "auto_send_whitelisted", "last_message_at"]
     list_filter = ["session_mode", "auto_send_whitelisted"]
     search_fields = ["conversation_id", "display_name"]

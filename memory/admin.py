@@ -20,7 +20,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from simple_history.admin import SimpleHistoryAdmin
 
-from conversations.admin import CustomerAdmin, CustomerProfileInline, ReadOnlyAdminMixin
+from conversations.admin import CustomerAdmin, CustomerProfileInline
 from conversations.models import PROFILE_FIELD_NAMES, Customer, CustomerProfile
 from memory.governance import (
     memory_item_add,
@@ -33,7 +33,7 @@ from memory.governance import (
 from memory.models import CaptureJob, MemoryItem, MemorySnapshot, MemoryStatus
 from memory.profile import customer_profile_update
 from memory.selectors import memory_item_sources, snapshot_list
-from qiwei_site.admin_site import AccountScopedAdminMixin
+from qiwei_site.admin_site import AccountHistoryAdminMixin, AccountScopedAdminMixin, ReadOnlyAdminMixin
 from qiwei_site.errors import ApplicationError
 
 ERROR_ATTR = "_memory_admin_error"
@@ -43,14 +43,6 @@ REASON_FIELD_KWARGS: dict[str, Any] = {
     "max_length": 300,
     "help_text": "写入历史记录和审计（必填）。",
 }
-
-
-class AccountHistoryAdminMixin:
-    """simple-history's history page joins the user table, which lives in `default`, not in the
-    account database: list the rows without the join (each user is read from `default`)."""
-
-    def get_history_queryset(self, request: HttpRequest, history_manager: Any, pk_name: str, object_id: Any) -> Any:
-        return history_manager.filter(**{pk_name: object_id}).order_by("-history_date", "-history_id")
 
 
 class GovernanceActionForm(helpers.ActionForm):
@@ -245,18 +237,6 @@ class MemoryItemAdmin(AccountScopedAdminMixin, AccountHistoryAdminMixin, SimpleH
             except ApplicationError as exc:
                 self.message_user(request, exc.detail, messages.ERROR)
 
-    # --- history: view only; a revert would bypass the services ------------------------------
-
-    def revert_disabled(self, request: HttpRequest, obj: Any = None) -> bool:
-        return True
-
-    def history_form_view(
-        self, request: HttpRequest, object_id: str, version_id: str, extra_context: Any = None
-    ) -> Any:
-        if request.method == "POST":
-            raise PermissionDenied("历史版本只读；请用编辑或治理操作修改记忆。")
-        return super().history_form_view(request, object_id, version_id, extra_context)
-
     # --- actions -----------------------------------------------------------------------------
 
     def _run(self, request: HttpRequest, queryset: QuerySet[MemoryItem], service: Any, done: str, default: str) -> None:
@@ -410,7 +390,7 @@ class MemoryItemInline(ReadOnlyAdminMixin, admin.TabularInline):
     verbose_name_plural = "记忆条目（在「记忆条目」中治理）"
 
 
-class MemoryCustomerAdmin(AccountHistoryAdminMixin, CustomerAdmin):
+class MemoryCustomerAdmin(CustomerAdmin):
     form = CustomerAdminForm
     inlines = [ServiceProfileInline, MemoryItemInline, *CustomerAdmin.inlines[1:]]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponseRedirect
 from django.urls import path, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -67,3 +68,45 @@ class AccountScopedAdminMixin:
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return current_account() is not None and super().has_delete_permission(request, obj)  # type: ignore[misc]
+
+
+class ReadOnlyAdminMixin:
+    """Records written only by services (messages, audit, snapshots, deliveries): view, never edit."""
+
+    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class AccountHistoryAdminMixin:
+    """History pages for account models (put it before SimpleHistoryAdmin in the bases).
+
+    History rows live in the account database and users in `default`, so simple-history's
+    `select_related("history_user")` cannot join them: users are prefetched from `default`
+    instead. Reverting a version is off, on the page and on POST: it would save the row
+    without the service, so without its audit event and side effects (snapshots, profile memory).
+    """
+
+    object_history_list_template = "admin/qiwei/object_history_list.html"
+
+    def get_history_queryset(self, request: HttpRequest, history_manager: Any, pk_name: str, object_id: Any) -> Any:
+        return (
+            history_manager.filter(**{pk_name: object_id})
+            .prefetch_related("history_user")
+            .order_by("-history_date", "-history_id")
+        )
+
+    def revert_disabled(self, request: HttpRequest, obj: Any = None) -> bool:
+        return True
+
+    def history_form_view(
+        self, request: HttpRequest, object_id: str, version_id: str, extra_context: Any = None
+    ) -> Any:
+        if request.method == "POST":
+            raise PermissionDenied("历史版本只读，不能恢复；请用编辑或治理操作修改。")
+        return super().history_form_view(request, object_id, version_id, extra_context)  # type: ignore[misc]

@@ -13,31 +13,9 @@ from simple_history.admin import SimpleHistoryAdmin
 
 from conversations.drafts import draft_approve, draft_reject
 from conversations.models import Delivery, Draft, DraftStatus
-from qiwei_site.admin_site import AccountScopedAdminMixin
+from qiwei_site.admin_site import AccountHistoryAdminMixin, AccountScopedAdminMixin, ReadOnlyAdminMixin
 from qiwei_site.errors import ApplicationError
 from sessions_epoch.models import SessionEpoch
-
-
-class _ReadOnly:
-    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
-class _AccountHistory:
-    """simple-history's pages join the user table, which lives in `default`; list rows without the
-    join. Reverting is off: it would bypass the services."""
-
-    def get_history_queryset(self, request: HttpRequest, history_manager: Any, pk_name: str, object_id: Any) -> Any:
-        return history_manager.filter(**{pk_name: object_id}).order_by("-history_date", "-history_id")
-
-    def revert_disabled(self, request: HttpRequest, obj: Any = None) -> bool:
-        return True
 
 
 def _pretty(value: Any) -> str:
@@ -47,7 +25,7 @@ def _pretty(value: Any) -> str:
     )
 
 
-class DeliveryInline(_ReadOnly, admin.StackedInline):
+class DeliveryInline(ReadOnlyAdminMixin, admin.StackedInline):
     model = Delivery
     extra = 0
     _shown = ("status", "idempotency_key", "upstream_id", "text", "auto", "attempts", "last_error", "sent_at")
@@ -56,7 +34,7 @@ class DeliveryInline(_ReadOnly, admin.StackedInline):
 
 
 @admin.register(Draft)
-class DraftAdmin(AccountScopedAdminMixin, _ReadOnly, _AccountHistory, SimpleHistoryAdmin):
+class DraftAdmin(AccountScopedAdminMixin, ReadOnlyAdminMixin, AccountHistoryAdminMixin, SimpleHistoryAdmin):
     list_display = ["id", "customer", "status", "short_reply", "confidence", "requires_human", "client", "created_at"]
     list_filter = ["status", "requires_human", "client"]
     search_fields = ["customer__conversation_id", "reply", "final_text"]
@@ -129,7 +107,7 @@ class DraftAdmin(AccountScopedAdminMixin, _ReadOnly, _AccountHistory, SimpleHist
 
 
 @admin.register(Delivery)
-class DeliveryAdmin(AccountScopedAdminMixin, _ReadOnly, admin.ModelAdmin):
+class DeliveryAdmin(AccountScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["idempotency_key", "draft", "status", "auto", "attempts", "upstream_id", "sent_at"]
     list_filter = ["status", "auto"]
     search_fields = ["idempotency_key", "upstream_id", "draft__customer__conversation_id"]
@@ -137,7 +115,7 @@ class DeliveryAdmin(AccountScopedAdminMixin, _ReadOnly, admin.ModelAdmin):
 
 
 @admin.register(SessionEpoch)
-class SessionEpochAdmin(AccountScopedAdminMixin, _ReadOnly, _AccountHistory, SimpleHistoryAdmin):
+class SessionEpochAdmin(AccountScopedAdminMixin, ReadOnlyAdminMixin, AccountHistoryAdminMixin, SimpleHistoryAdmin):
     list_display = ["session_id", "customer", "turns", "started_at", "closed_at", "close_reason", "memory_version"]
     list_filter = ["close_reason", "client"]
     search_fields = ["session_id", "parent_session_id", "customer__conversation_id"]

@@ -16,13 +16,13 @@ from tests.factories import CustomerFactory, MessageFactory, UserFactory
 OVERVIEW = "/workbench/api/accounts/{account}/conversations/{cid}/overview/"
 
 
-def test_workbench_page_redirects_anonymous_to_admin_login(db):
+def test_workbench_page_redirects_anonymous_to_workbench_login(db):
     # given no session
     # when the page is requested
     response = Client().get("/")
-    # then the user is sent to the login page and comes back to the Workbench
+    # then the user is sent to the Workbench sign-in (not the staff-only admin one) and comes back
     assert response.status_code == 302
-    assert response["Location"] == "/admin/login/?next=/"
+    assert response["Location"] == "/login/?next=/"
 
 
 def test_workbench_page_renders_for_member(agent_user, account):
