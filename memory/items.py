@@ -121,22 +121,10 @@ def memory_item_put(
                 return PutResult(item=active, outcome=UNCHANGED)
             if fields:
                 _save(active, actor=actor, reason=reason, update_fields=fields)
-            audit_record(
-                action=audit_action,
-                conversation_id=customer.conversation_id,
-                actor=actor,
-                reason=reason,
-                payload={
-                    "item_id": active.pk,
-                    "type": type,
-                    "outcome": EVIDENCE_ADDED,
-                    "source_message_ids": new_sources,
-                    "superseded_ids": contradicted,
-                },
+            result = PutResult(item=active, outcome=EVIDENCE_ADDED, superseded_ids=tuple(contradicted))
+            return _finish(
+                result, new_sources, action=audit_action, actor=actor, reason=reason, refresh_snapshot=refresh_snapshot
             )
-            if refresh_snapshot:
-                snapshot_refresh(customer=customer, reason=reason)
-            return PutResult(item=active, outcome=EVIDENCE_ADDED, superseded_ids=tuple(contradicted))
 
         superseded: list[int] = []
         if active is not None:
@@ -160,23 +148,33 @@ def memory_item_put(
             active.superseded_by = item
             _save(active, actor=actor, reason=reason, update_fields=["superseded_by"])
         superseded += _supersede_keys(customer, supersedes_keys, item, actor=actor, reason=reason)
-        outcome = SUPERSEDED if superseded else CREATED
-        audit_record(
-            action=audit_action,
-            conversation_id=customer.conversation_id,
-            actor=actor,
-            reason=reason,
-            payload={
-                "item_id": item.pk,
-                "type": type,
-                "outcome": outcome,
-                "source_message_ids": sources,
-                "superseded_ids": superseded,
-            },
+        result = PutResult(item=item, outcome=SUPERSEDED if superseded else CREATED, superseded_ids=tuple(superseded))
+        return _finish(
+            result, sources, action=audit_action, actor=actor, reason=reason, refresh_snapshot=refresh_snapshot
         )
-        if refresh_snapshot:
-            snapshot_refresh(customer=customer, reason=reason)
-        return PutResult(item=item, outcome=outcome, superseded_ids=tuple(superseded))
+
+
+def _finish(
+    result: PutResult, sources: list[int], *, action: str, actor: Any, reason: str, refresh_snapshot: bool
+) -> PutResult:
+    """Audit a change (ids and types only, never content) and refresh the snapshot if asked."""
+    customer = result.item.customer
+    audit_record(
+        action=action,
+        conversation_id=customer.conversation_id,
+        actor=actor,
+        reason=reason,
+        payload={
+            "item_id": result.item.pk,
+            "type": result.item.type,
+            "outcome": result.outcome,
+            "source_message_ids": sources,
+            "superseded_ids": list(result.superseded_ids),
+        },
+    )
+    if refresh_snapshot:
+        snapshot_refresh(customer=customer, reason=reason)
+    return result
 
 
 def _supersede_keys(
