@@ -165,7 +165,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "qiwei_site.api.QiweiAutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "qiwei_site.api.exception_handler",
@@ -177,6 +177,11 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "MessageDirectionEnum": "conversations.models.MessageDirection",
+        "MemoryDirectionEnum": "memory.models.MemoryDirection",
+        "DraftStatusEnum": "conversations.models.DraftStatus",
+    },
 }
 
 # --- Celery ----------------------------------------------------------------------------
@@ -202,6 +207,7 @@ CELERY_BEAT_SCHEDULE: dict = {
     "capture-sweep": {"task": "memory.tasks.capture_sweep_all", "schedule": 30.0},
     "memory-expire": {"task": "memory.tasks.memory_expire_all", "schedule": 60.0},
     "upstream-status": {"task": "conversations.tasks.upstream_status_refresh", "schedule": 30.0},
+    "knowledge-reindex": {"task": "knowledge.tasks.knowledge_reindex", "schedule": 60.0},
 }
 
 LOGGING = {

@@ -165,3 +165,19 @@ def test_index_knowledge_command_prints_a_report(db, knowledge_root):
 def test_index_knowledge_command_fails_on_a_missing_root(db, tmp_path):
     with pytest.raises(CommandError, match="知识库目录不存在"):
         call_command("index_knowledge", "--root", str(tmp_path / "nowhere"))
+
+
+def test_knowledge_reindex_task_picks_up_a_changed_file(db, knowledge_root):
+    # Given an indexed knowledge base
+    from knowledge.models import KnowledgeSection
+    from knowledge.tasks import knowledge_reindex
+
+    rules = knowledge_root / "rules.md"
+    rules.write_text("# 规则\n\n## 隐私\n不向他人透露客户信息。\n", encoding="utf-8")
+    knowledge_reindex()
+    # When a rule file changes on disk and the periodic task runs
+    rules.write_text(rules.read_text(encoding="utf-8") + "\n## 新增规则\n看房前一天必须电话确认。\n", encoding="utf-8")
+    changed = knowledge_reindex()
+    # Then the new section is in the index
+    assert changed["updated"] == ["rules.md"]
+    assert KnowledgeSection.objects.filter(heading="新增规则").exists()
