@@ -29,6 +29,10 @@ class WeComAccountAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         return ["id"] if obj else []
 
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Deleting the registry row here would orphan the account's database; deactivate instead.
+        return False
+
     def save_model(self, request: HttpRequest, obj: WeComAccount, form: Any, change: bool) -> None:
         if change:
             super().save_model(request, obj, form, change)

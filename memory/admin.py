@@ -22,6 +22,8 @@ from simple_history.admin import SimpleHistoryAdmin
 
 from conversations.admin import CustomerAdmin, CustomerProfileInline
 from conversations.models import PROFILE_FIELD_NAMES, Customer, CustomerProfile
+from conversations.services import audit_record
+from memory.erasure import customer_erase
 from memory.governance import (
     memory_item_add,
     memory_item_confirm,
@@ -35,6 +37,8 @@ from memory.profile import customer_profile_update
 from memory.selectors import memory_item_sources, snapshot_list
 from qiwei_site.admin_site import AccountHistoryAdminMixin, AccountScopedAdminMixin, ReadOnlyAdminMixin
 from qiwei_site.errors import ApplicationError
+from qiwei_site.history import stamp_history
+from qiwei_site.tenancy import account_atomic
 
 ERROR_ATTR = "_memory_admin_error"
 
@@ -206,20 +210,6 @@ class MemoryItemAdmin(AccountScopedAdminMixin, AccountHistoryAdminMixin, SimpleH
     def response_change(self, request: HttpRequest, obj: MemoryItem) -> HttpResponse:
         return self._error_redirect(request) or super().response_change(request, obj)
 
-    # The audit trail is the account's AuditEvent; admin's own LogEntry (in `default`) would
-    # copy the item's text into another database, where `forget` cannot reach it.
-    def log_addition(self, request: HttpRequest, obj: Any, message: Any) -> None:
-        return None
-
-    def log_change(self, request: HttpRequest, obj: Any, message: Any) -> None:
-        return None
-
-    def log_deletions(self, request: HttpRequest, queryset: Any) -> None:
-        return None
-
-    def log_deletion(self, request: HttpRequest, obj: Any, object_repr: str) -> None:
-        return None
-
     # --- delete is forget --------------------------------------------------------------------
 
     def delete_model(self, request: HttpRequest, obj: MemoryItem) -> None:
@@ -390,7 +380,30 @@ class MemoryItemInline(ReadOnlyAdminMixin, admin.TabularInline):
     verbose_name_plural = "记忆条目（在「记忆条目」中治理）"
 
 
+def _customer_settings_save(*, customer: Customer, fields: list[str], actor: Any, reason: str) -> None:
+    """Customer settings (name, session mode, auto-send whitelist) with history and audit.
+
+    Admin is the only place that edits them; this belongs in conversations.services as
+    `customer_update` once another caller appears.
+    """
+    with account_atomic():
+        stamp_history(customer, actor=actor, reason=reason)
+        customer.save(update_fields=[*fields, "updated_at"])
+        audit_record(
+            action="customer_updated",
+            conversation_id=customer.conversation_id,
+            actor=actor,
+            reason=reason,
+            # The display name is personal data: the audit says it changed, not what it became.
+            payload={
+                "fields": fields,
+                **{field: getattr(customer, field) for field in fields if field != "display_name"},
+            },
+        )
+
+
 class MemoryCustomerAdmin(CustomerAdmin):
+    delete_confirmation_template = "admin/conversations/customer/erase_confirmation.html"
     form = CustomerAdminForm
     inlines = [ServiceProfileInline, MemoryItemInline, *CustomerAdmin.inlines[1:]]
 
@@ -398,8 +411,26 @@ class MemoryCustomerAdmin(CustomerAdmin):
         return False  # customers appear with their first message (ingest), never by hand
 
     def save_model(self, request: HttpRequest, obj: Customer, form: Any, change: bool) -> None:
-        obj._change_reason = (form.cleaned_data.get("reason") or "后台修改")[:100]  # type: ignore[attr-defined]
-        super().save_model(request, obj, form, change)
+        changed = [field for field in form.changed_data if field in CustomerAdminForm.Meta.fields]
+        if changed:
+            _customer_settings_save(
+                customer=obj, fields=changed, actor=request.user, reason=form.cleaned_data.get("reason") or "后台修改"
+            )
+
+    def get_actions(self, request: HttpRequest) -> Any:
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)  # erasure is one customer at a time, with a reason
+        return actions
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
+        # Messages, memory and drafts are read-only in admin, which would make Django refuse the
+        # delete; erasure removes them on purpose, through the service.
+        to_delete, model_count, _perms_needed, protected = super().get_deleted_objects(objs, request)
+        return to_delete, model_count, set(), protected
+
+    def delete_model(self, request: HttpRequest, obj: Customer) -> None:
+        reason = (request.POST.get("reason") or "").strip() or "后台擦除客户"
+        customer_erase(customer=obj, actor=request.user, reason=reason)
 
     def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
         if formset.model is not CustomerProfile:

@@ -52,7 +52,23 @@ class QiweiAdminSite(admin.AdminSite):
 
 
 class AccountScopedAdminMixin:
-    """Customer-data admins are visible only once an account is chosen."""
+    """Customer-data admins are visible only once an account is chosen.
+
+    They write no admin LogEntry: the account's AuditEvent is the trail, and a LogEntry (in
+    `default`) would copy names and memory text where `forget` and erasure cannot reach them.
+    """
+
+    def log_addition(self, request: HttpRequest, obj: Any, message: Any) -> Any:
+        return None
+
+    def log_change(self, request: HttpRequest, obj: Any, message: Any) -> Any:
+        return None
+
+    def log_deletion(self, request: HttpRequest, obj: Any, object_repr: str) -> Any:
+        return None
+
+    def log_deletions(self, request: HttpRequest, queryset: Any) -> Any:
+        return None
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return current_account() is not None and super().has_module_permission(request)  # type: ignore[misc]
