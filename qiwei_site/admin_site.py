@@ -10,6 +10,7 @@ from django.http import HttpRequest, HttpResponseRedirect
 from django.urls import path, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
+from simple_history.template_utils import HistoricalRecordContextHelper
 
 from conversations.selectors import accounts_for_user, user_can_access_account
 from qiwei_site.middleware import SESSION_KEY
@@ -99,6 +100,15 @@ class ReadOnlyAdminMixin:
         return False
 
 
+class ChoiceLabelContextHelper(HistoricalRecordContextHelper):
+    """History changes of a choices field read as its Chinese label (「待审核 → 已批准」), not its code."""
+
+    def prepare_delta_change_value(self, change: Any, value: Any) -> Any:
+        field = self.model._meta.get_field(change.field)
+        choices = dict(field.flatchoices) if getattr(field, "choices", None) else {}
+        return choices.get(value, value) if choices else super().prepare_delta_change_value(change, value)
+
+
 class AccountHistoryAdminMixin:
     """History pages for account models (put it before SimpleHistoryAdmin in the bases).
 
@@ -109,6 +119,9 @@ class AccountHistoryAdminMixin:
     """
 
     object_history_list_template = "admin/qiwei/object_history_list.html"
+
+    def get_historical_record_context_helper(self, request: HttpRequest, historical_record: Any) -> Any:
+        return ChoiceLabelContextHelper(self.model, historical_record)  # type: ignore[attr-defined]
 
     def get_history_queryset(self, request: HttpRequest, history_manager: Any, pk_name: str, object_id: Any) -> Any:
         return (

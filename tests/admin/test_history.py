@@ -82,3 +82,13 @@ def test_admin_customer_history_includes_profile_edit_reason(admin_client, accou
     response = admin_client.get(_history_pages(account_rows)["customer"])
     # then it renders
     assert response.status_code == 200
+
+
+def test_admin_draft_history_shows_status_labels(admin_client, account_rows):
+    # given a draft approved by a supervisor
+    url = reverse("admin:conversations_draft_history", args=[account_rows.draft.pk])
+    # when its history page is opened
+    body = admin_client.get(url).content.decode()
+    # then the status change reads in Chinese, not as codes
+    assert "待审核&nbsp;&rarr;&nbsp;&nbsp;已批准" in body
+    assert "pending" not in body
