@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
 
 from conversations.models import AccountMembership, AuditEvent, Customer, CustomerProfile, WeComAccount
@@ -66,6 +67,38 @@ def account_delete(*, account_id: str, actor: Any = None) -> None:
 def membership_grant(*, user: Any, account: WeComAccount) -> AccountMembership:
     membership, _created = AccountMembership.objects.get_or_create(user=user, account=account)
     return membership
+
+
+CUSTOMER_EDITABLE_FIELDS = ("display_name", "session_mode", "auto_send_whitelisted")
+
+
+def customer_update(*, customer: Customer, changes: dict[str, Any], actor: Any, reason: str) -> Customer:
+    """Customer settings (display name, session mode, auto-send whitelist) with history and audit."""
+    unknown = sorted(set(changes) - set(CUSTOMER_EDITABLE_FIELDS))
+    if unknown:
+        raise ValidationFailed(f"不可修改的客户字段 {unknown} (these customer fields cannot be edited).")
+    with account_atomic():
+        current = Customer.objects.select_for_update().get(pk=customer.pk)
+        changed = [field for field, value in changes.items() if getattr(current, field) != value]
+        if not changed:
+            return current
+        for field in changed:
+            setattr(current, field, changes[field])
+        try:
+            current.full_clean(exclude=["conversation_id"])
+        except DjangoValidationError as exc:
+            raise ValidationFailed("; ".join(exc.messages)) from None
+        stamp_history(current, actor=actor, reason=reason)
+        current.save(update_fields=[*changed, "updated_at"])
+        audit_record(
+            action="customer_updated",
+            conversation_id=current.conversation_id,
+            actor=actor,
+            reason=reason,
+            # The display name is personal data: the audit says it changed, not what it became.
+            payload={"fields": changed, **{f: getattr(current, f) for f in changed if f != "display_name"}},
+        )
+    return current
 
 
 def customer_get_or_create(

@@ -22,7 +22,7 @@ from simple_history.admin import SimpleHistoryAdmin
 
 from conversations.admin import CustomerAdmin, CustomerProfileInline
 from conversations.models import PROFILE_FIELD_NAMES, Customer, CustomerProfile
-from conversations.services import audit_record
+from conversations.services import customer_update
 from memory.erasure import customer_erase
 from memory.governance import (
     memory_item_add,
@@ -37,8 +37,6 @@ from memory.profile import customer_profile_update
 from memory.selectors import memory_item_sources, snapshot_list
 from qiwei_site.admin_site import AccountHistoryAdminMixin, AccountScopedAdminMixin, ReadOnlyAdminMixin
 from qiwei_site.errors import ApplicationError
-from qiwei_site.history import stamp_history
-from qiwei_site.tenancy import account_atomic
 
 ERROR_ATTR = "_memory_admin_error"
 
@@ -380,28 +378,6 @@ class MemoryItemInline(ReadOnlyAdminMixin, admin.TabularInline):
     verbose_name_plural = "记忆条目（在「记忆条目」中治理）"
 
 
-def _customer_settings_save(*, customer: Customer, fields: list[str], actor: Any, reason: str) -> None:
-    """Customer settings (name, session mode, auto-send whitelist) with history and audit.
-
-    Admin is the only place that edits them; this belongs in conversations.services as
-    `customer_update` once another caller appears.
-    """
-    with account_atomic():
-        stamp_history(customer, actor=actor, reason=reason)
-        customer.save(update_fields=[*fields, "updated_at"])
-        audit_record(
-            action="customer_updated",
-            conversation_id=customer.conversation_id,
-            actor=actor,
-            reason=reason,
-            # The display name is personal data: the audit says it changed, not what it became.
-            payload={
-                "fields": fields,
-                **{field: getattr(customer, field) for field in fields if field != "display_name"},
-            },
-        )
-
-
 class MemoryCustomerAdmin(CustomerAdmin):
     delete_confirmation_template = "admin/conversations/customer/erase_confirmation.html"
     form = CustomerAdminForm
@@ -411,10 +387,10 @@ class MemoryCustomerAdmin(CustomerAdmin):
         return False  # customers appear with their first message (ingest), never by hand
 
     def save_model(self, request: HttpRequest, obj: Customer, form: Any, change: bool) -> None:
-        changed = [field for field in form.changed_data if field in CustomerAdminForm.Meta.fields]
-        if changed:
-            _customer_settings_save(
-                customer=obj, fields=changed, actor=request.user, reason=form.cleaned_data.get("reason") or "后台修改"
+        changes = {f: form.cleaned_data[f] for f in form.changed_data if f in CustomerAdminForm.Meta.fields}
+        if changes:
+            customer_update(
+                customer=obj, changes=changes, actor=request.user, reason=form.cleaned_data.get("reason") or "后台修改"
             )
 
     def get_actions(self, request: HttpRequest) -> Any:

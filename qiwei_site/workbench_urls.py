@@ -1,14 +1,13 @@
 """Workbench (智能会话) routes: sign-in and sign-out, the page at the site root, its local read endpoints."""
 
-from django.contrib.auth.decorators import login_required
 from django.urls import path
 
 from qiwei_site import workbench
 from qiwei_site.auth_views import WorkbenchLoginView, WorkbenchLogoutView
 
 urlpatterns = [
-    # Agents sign in here, not at /admin/login/, which only lets staff in.
-    path("", login_required(workbench.workbench_page, login_url="workbench-login"), name="workbench"),
+    # Agents sign in at /login/ (settings.LOGIN_URL), not at /admin/login/, which only lets staff in.
+    path("", workbench.workbench_page, name="workbench"),
     path("login/", WorkbenchLoginView.as_view(), name="workbench-login"),
     path("logout/", WorkbenchLogoutView.as_view(), name="workbench-logout"),
     path("workbench/api/accounts/", workbench.WorkbenchAccountListApi.as_view(), name="workbench-accounts"),

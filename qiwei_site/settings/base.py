@@ -99,6 +99,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "simple_history.middleware.HistoryRequestMiddleware",
     "qiwei_site.middleware.AdminAccountMiddleware",
+    "qiwei_site.api.ApiJsonNotFoundMiddleware",
 ]
 
 ROOT_URLCONF = "qiwei_site.urls"
@@ -155,7 +156,7 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 
-LOGIN_URL = "/admin/login/"
+LOGIN_URL = "workbench-login"
 
 # --- DRF -------------------------------------------------------------------------------
 REST_FRAMEWORK = {
