@@ -1,10 +1,13 @@
 """API throughput and p95 latency for the context and ingest endpoints under 8 and 32 concurrent
-clients, against gunicorn on loopback, on SQLite and on PostgreSQL (several workers).
+clients, against gunicorn on loopback, on SQLite and on PostgreSQL (several workers), beside
+`/healthz` under the same load (the server's floor: routing, middleware, no database).
 
     .venv/bin/python benchmarks/api_load.py [--seconds 10] [--clients 8 32] [--backends sqlite postgres]
+        [--workers 4] [--json out.json]
 
 The load generator runs in separate processes (so the client does not share the server's GIL)
-and only talks to 127.0.0.1.
+and only talks to 127.0.0.1. The server uses the embedded filesystem broker with no worker, so
+ingest pays for queueing its capture jobs but not for running them.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from benchmarks.common import (
 )
 
 ACCOUNT = "bench"
+BACKENDS = ["sqlite", "postgres", "postgres-persistent"]
 CUSTOMERS = 20
 MESSAGES_PER_CUSTOMER = 300
 TEXTS = [
@@ -74,10 +78,14 @@ def prepare(env: dict[str, str]) -> str:
             customer = Customer.objects.create(conversation_id=f"wm_bench_{c}", display_name=f"客户{c}")
             CustomerProfile.objects.create(customer=customer)
             Message.objects.bulk_create(
-                Message(customer=customer, external_id=f"seed-{c}-{i}",
-                        direction="inbound" if i % 2 == 0 else "outbound", sender="客户",
-                        text=rng.choice(TEXTS).format(n=rng.randint(1, 12) * 1000 if i % 3 else rng.randint(1, 18)),
-                        sent_at=start + dt.timedelta(minutes=i))
+                Message(
+                    customer=customer,
+                    external_id=f"seed-{c}-{i}",
+                    direction="inbound" if i % 2 == 0 else "outbound",
+                    sender="客户",
+                    text=rng.choice(TEXTS).format(n=rng.randint(1, 12) * 1000 if i % 3 else rng.randint(1, 18)),
+                    sent_at=start + dt.timedelta(minutes=i),
+                )
                 for i in range(MESSAGES_PER_CUSTOMER)
             )
     return Token.objects.create(user=user).key
@@ -101,12 +109,18 @@ def client_process(args: tuple[str, str, int, float, str, int]) -> list[tuple[fl
             cid = f"wm_bench_{rng.randrange(CUSTOMERS)}"
             url = f"{base}/api/accounts/{ACCOUNT}/conversations/{cid}/"
             t0 = time.perf_counter()
-            if kind == "context":
+            if kind == "healthz":
+                response = session.get(f"{base}/healthz", timeout=30)
+            elif kind == "context":
                 response = session.get(url + "context/", timeout=30)
             else:
                 counter += 1
-                body = {"external_id": f"load-{seed}-{n}-{counter}", "direction": "inbound", "sender": "客户",
-                        "text": rng.choice(TEXTS).format(n=rng.randint(1, 12) * 1000)}
+                body = {
+                    "external_id": f"load-{seed}-{n}-{counter}",
+                    "direction": "inbound",
+                    "sender": "客户",
+                    "text": rng.choice(TEXTS).format(n=rng.randint(1, 12) * 1000),
+                }
                 response = session.post(url + "messages/", json=body, timeout=30)
             local.append((time.perf_counter() - t0, response.status_code))
         with lock:
@@ -128,45 +142,73 @@ def run_load(base: str, token: str, clients: int, seconds: float, kind: str) -> 
     samples = [s for chunk in chunks for s in chunk]
     ok = [latency for latency, status in samples if status < 400]
     errors = sum(1 for _, status in samples if status >= 400)
-    return {"kind": kind, "clients": clients, "requests": len(samples), "errors": errors,
-            "rps": len(ok) / seconds, "p50_ms": percentile(ok, 50) * 1000, "p95_ms": percentile(ok, 95) * 1000}
+    return {
+        "kind": kind,
+        "clients": clients,
+        "requests": len(samples),
+        "errors": errors,
+        "rps": len(ok) / seconds,
+        "p50_ms": percentile(ok, 50) * 1000,
+        "p95_ms": percentile(ok, 95) * 1000,
+    }
 
 
 def bench_backend(backend: str, clients: list[int], seconds: float, workers: int) -> list[dict]:
-    env = bench_environment(postgres=backend == "postgres", tag=f"api-{backend}")
+    # `postgres-persistent`: the same with connections kept open (conn_max_age=60 in the URLs).
+    persistent = backend == "postgres-persistent"
+    env = bench_environment(
+        postgres=backend.startswith("postgres"), tag=f"api-{backend}", conn_max_age=60 if persistent else 0
+    )
     token = prepare(env)
     from django.db import connections
 
     connections.close_all()
     port = free_port()
-    server_env = {**os.environ, **env, "QIWEI_BIND": f"127.0.0.1:{port}", "GUNICORN_WORKERS": str(workers),
-                  "GUNICORN_THREADS": "4", "GUNICORN_ACCESS_LOG": "/dev/null", "CELERY_BROKER_URL": "memory://"}
+    server_env = {
+        **os.environ,
+        **env,
+        "QIWEI_BIND": f"127.0.0.1:{port}",
+        "GUNICORN_WORKERS": str(workers),
+        "GUNICORN_THREADS": "4",
+        "GUNICORN_ACCESS_LOG": "/dev/null",
+        "GUNICORN_LOG_LEVEL": "warning",
+    }
     log = open(Path(env["QIWEI_DATA_DIR"]) / "gunicorn.log", "wb")  # noqa: SIM115
-    server = subprocess.Popen([str(ROOT / ".venv/bin/gunicorn"), "qiwei_site.wsgi:application", "-c",
-                               "qiwei_site/gunicorn.conf.py"], cwd=ROOT, env=server_env, stdout=log, stderr=log)
+    server = subprocess.Popen(
+        [str(ROOT / ".venv/bin/gunicorn"), "qiwei_site.wsgi:application", "-c", "qiwei_site/gunicorn.conf.py"],
+        cwd=ROOT,
+        env=server_env,
+        stdout=log,
+        stderr=log,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         import requests
 
-        for _ in range(100):
+        for _ in range(150):
             try:
                 if requests.get(base + "/healthz", timeout=1).status_code == 200:
                     break
             except requests.RequestException:
                 time.sleep(0.2)
+        else:
+            raise RuntimeError(f"gunicorn did not answer on {base}; see {log.name}")
         rows = []
-        for kind in ("context", "ingest"):
+        for kind in ("healthz", "context", "ingest"):
             run_load(base, token, 2, 2, kind)  # warm up every worker
             for n in clients:
                 row = run_load(base, token, n, seconds, kind)
                 row.update(backend=backend, workers=workers)
                 rows.append(row)
-                print(f"  {backend:8s} {kind:7s} {n:3d} clients: {row['rps']:7.1f} req/s  "
-                      f"p50 {row['p50_ms']:6.1f} ms  p95 {row['p95_ms']:7.1f} ms  errors {row['errors']}")
+                print(
+                    f"  {backend:8s} {kind:7s} {n:3d} clients: {row['rps']:7.1f} req/s  "
+                    f"p50 {row['p50_ms']:6.1f} ms  p95 {row['p95_ms']:7.1f} ms  errors {row['errors']}"
+                )
         return rows
     finally:
         server.terminate()
         server.wait(timeout=30)
+        log.close()
         drop_pg_databases(env)
 
 
@@ -174,20 +216,36 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--clients", type=int, nargs="+", default=[8, 32])
-    parser.add_argument("--backends", nargs="+", default=["sqlite", "postgres"])
+    parser.add_argument(
+        "--backends",
+        nargs="+",
+        choices=BACKENDS,
+        default=["sqlite", "postgres"],
+        help="postgres-persistent: PostgreSQL with connections kept open between requests (conn_max_age=60)",
+    )
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--json", help="write the rows here as JSON")
     args = parser.parse_args()
     rows: list[dict] = []
     for backend in args.backends:
-        if backend == "postgres" and not postgres_available():
+        if backend.startswith("postgres") and not postgres_available():
             print("  postgres: not reachable at 127.0.0.1:5432, skipped")
             continue
         # Each backend in its own process: Django is configured once per process.
-        cmd = [sys.executable, __file__, "--one", backend, "--seconds", str(args.seconds), "--workers",
-               str(args.workers), "--clients", *map(str, args.clients)]
+        cmd = [
+            sys.executable,
+            __file__,
+            "--one",
+            backend,
+            "--seconds",
+            str(args.seconds),
+            "--workers",
+            str(args.workers),
+            "--clients",
+            *map(str, args.clients),
+        ]
         out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
-        sys.stdout.write(out.stdout)
+        sys.stdout.write("".join(line for line in out.stdout.splitlines(keepends=True) if not line.startswith("ROWS ")))
         if out.returncode != 0:
             sys.stderr.write(out.stderr[-4000:])
             continue

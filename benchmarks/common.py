@@ -1,9 +1,10 @@
 """Shared set-up for benchmarks: a throw-away data dir, Django configured from the environment,
-optional PostgreSQL account databases, and percentile helpers."""
+optional PostgreSQL account databases, percentile helpers and the JSON hand-off to run_all."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import platform
 import statistics
@@ -17,8 +18,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PG_BASE = os.environ.get("QIWEI_BENCH_POSTGRES", "postgres://postgres@127.0.0.1:5432")
 
 
-def bench_environment(*, postgres: bool, tag: str) -> dict[str, str]:
-    """Environment variables for a fresh, isolated benchmark installation."""
+def bench_environment(*, postgres: bool, tag: str, conn_max_age: int = 0) -> dict[str, str]:
+    """Environment variables for a fresh, isolated benchmark installation (`conn_max_age` keeps
+    PostgreSQL connections open between requests; the shipped default closes them)."""
     data_dir = tempfile.mkdtemp(prefix=f"qiwei-bench-{tag}-")
     env = {
         "DJANGO_SETTINGS_MODULE": "qiwei_site.settings.local",
@@ -27,8 +29,9 @@ def bench_environment(*, postgres: bool, tag: str) -> dict[str, str]:
     }
     if postgres:
         run = uuid.uuid4().hex[:6]
-        env["DATABASE_URL"] = f"{PG_BASE}/qiwei_bench_default_{run}"
-        env["QIWEI_ACCOUNT_DATABASE_URL"] = f"{PG_BASE}/qiwei_bench_{run}_{{account}}"
+        query = f"?conn_max_age={conn_max_age}&conn_health_checks=true" if conn_max_age else ""
+        env["DATABASE_URL"] = f"{PG_BASE}/qiwei_bench_default_{run}{query}"
+        env["QIWEI_ACCOUNT_DATABASE_URL"] = f"{PG_BASE}/qiwei_bench_{run}_{{account}}{query}"
         env["QIWEI_BENCH_RUN"] = run
     return env
 
@@ -37,7 +40,7 @@ def setup_django(env: dict[str, str]) -> None:
     os.environ.update(env)
     sys.path.insert(0, str(ROOT))
     if "DATABASE_URL" in env and env["DATABASE_URL"].startswith("postgres"):
-        _create_pg_database(env["DATABASE_URL"].rsplit("/", 1)[1])
+        _create_pg_database(env["DATABASE_URL"].rsplit("/", 1)[1].split("?", 1)[0])
     import django
 
     django.setup()
@@ -74,8 +77,12 @@ def drop_pg_databases(env: dict[str, str]) -> None:
 
         connections.close_all()
     with _pg_connect() as conn:
-        names = [r[0] for r in conn.execute(
-            "SELECT datname FROM pg_database WHERE datname LIKE %s", [f"qiwei_bench_%{run}%"]).fetchall()]
+        names = [
+            r[0]
+            for r in conn.execute(
+                "SELECT datname FROM pg_database WHERE datname LIKE %s", [f"qiwei_bench_%{run}%"]
+            ).fetchall()
+        ]
         for name in names:
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
@@ -98,8 +105,10 @@ def percentile(values: Sequence[float], pct: float) -> float:
 
 
 def summary_ms(values: Sequence[float]) -> str:
-    return (f"p50 {percentile(values, 50) * 1000:.1f} ms · p95 {percentile(values, 95) * 1000:.1f} ms · "
-            f"mean {statistics.fmean(values) * 1000:.1f} ms (n={len(values)})")
+    return (
+        f"p50 {percentile(values, 50) * 1000:.1f} ms · p95 {percentile(values, 95) * 1000:.1f} ms · "
+        f"mean {statistics.fmean(values) * 1000:.1f} ms (n={len(values)})"
+    )
 
 
 def machine_line() -> str:
@@ -124,3 +133,18 @@ def timer() -> Iterator[list[float]]:
     start = time.perf_counter()
     yield box
     box.append(time.perf_counter() - start)
+
+
+def write_json(path: str | None, data: object) -> None:
+    """Hand the figures to run_all (which renders RESULTS.md); a no-op without --json."""
+    if path:
+        Path(path).write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+
+
+def redis_available(url: str) -> bool:
+    try:
+        import redis
+
+        return bool(redis.Redis.from_url(url, socket_connect_timeout=1).ping())
+    except Exception:
+        return False

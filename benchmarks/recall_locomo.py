@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from rank_bm25 import BM25Okapi  # noqa: E402
 
+from benchmarks.common import write_json  # noqa: E402
 from memory.recall import rank, tokens  # noqa: E402
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -83,17 +84,8 @@ class Tally:
         return self.any / n, self.all / n, self.rr / n
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "datasets" / "locomo-dev")
-    parser.add_argument("--k", type=int, default=6)
-    parser.add_argument("--depth", type=int, default=50, help="ranking depth used for MRR")
-    args = parser.parse_args()
-    files = sorted(args.data.glob("*.json"))
-    if not files:
-        print(f"没有找到数据文件 (no *.json under {args.data}); use --data.", file=sys.stderr)
-        return 2
-
+def evaluate(files: list[Path], k: int, depth: int) -> dict:
+    """recall@k (any / all evidence turns) and MRR per category, ours and BM25, with timings."""
     ours: dict[str, Tally] = defaultdict(Tally)
     baseline: dict[str, Tally] = defaultdict(Tally)
     seconds = {"ours": 0.0, "bm25": 0.0}
@@ -111,33 +103,66 @@ def main() -> int:
             if not gold:
                 continue
             started = time.perf_counter()
-            ranked = rank(item["question"], texts, args.depth)
+            ranked = rank(item["question"], texts, depth)
             seconds["ours"] += time.perf_counter() - started
             started = time.perf_counter()
-            ranked_bm25 = bm25_rank(model, item["question"], args.depth)
+            ranked_bm25 = bm25_rank(model, item["question"], depth)
             seconds["bm25"] += time.perf_counter() - started
             for key in (CATEGORIES[category], "overall"):
-                ours[key].add(ranked, gold, args.k)
-                baseline[key].add(ranked_bm25, gold, args.k)
+                ours[key].add(ranked, gold, k)
+                baseline[key].add(ranked_bm25, gold, k)
+    n = ours["overall"].n or 1
+    rows = [
+        {"category": key, "n": ours[key].n, "ours": ours[key].row(), "bm25": baseline[key].row()}
+        for key in [*CATEGORIES.values(), "overall"]
+        if key in ours
+    ]
+    return {
+        "conversations": len(files),
+        "turns": turns_total,
+        "k": k,
+        "depth": depth,
+        "rows": rows,
+        "ours_ms_per_question": seconds["ours"] / n * 1000,
+        "bm25_ms_per_question": seconds["bm25"] / n * 1000,
+    }
 
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "datasets" / "locomo-dev")
+    parser.add_argument("--k", type=int, default=6)
+    parser.add_argument("--depth", type=int, default=50, help="ranking depth used for MRR")
+    parser.add_argument("--json", help="write the figures here")
+    args = parser.parse_args()
+    files = sorted(args.data.glob("*.json"))
+    if not files:
+        print(f"没有找到数据文件 (no *.json under {args.data}); use --data.", file=sys.stderr)
+        return 2
+
+    result = evaluate(files, args.k, args.depth)
     k = args.k
-    print(f"LoCoMo recall: {len(files)} conversations, {turns_total} turns, k={k}, MRR depth {args.depth}")
+    print(
+        f"LoCoMo recall: {result['conversations']} conversations, {result['turns']} turns,"
+        f" k={k}, MRR depth {args.depth}"
+    )
     columns = f"{'any':>6} {'all':>6} {'MRR':>6}"
     header = f"{'category':<12} {'n':>5} | ours@{k} {columns} | bm25@{k} {columns}"
     print(header)
     print("-" * len(header))
-    for key in [*CATEGORIES.values(), "overall"]:
-        if key not in ours:
-            continue
-        a = ours[key].row()
-        b = baseline[key].row()
-        pad = " " * len(f"ours@{k} ")
+    pad = " " * len(f"ours@{k} ")
+    for row in result["rows"]:
+        a, b = row["ours"], row["bm25"]
         print(
-            f"{key:<12} {ours[key].n:>5} | {pad}{a[0]:>6.3f} {a[1]:>6.3f} {a[2]:>6.3f}"
+            f"{row['category']:<12} {row['n']:>5} | {pad}{a[0]:>6.3f} {a[1]:>6.3f} {a[2]:>6.3f}"
             f" | {pad}{b[0]:>6.3f} {b[1]:>6.3f} {b[2]:>6.3f}"
         )
-    n = ours["overall"].n or 1
-    print(f"mean time per question: ours {seconds['ours'] / n * 1000:.1f} ms, bm25 {seconds['bm25'] / n * 1000:.1f} ms")
+    print(
+        f"mean time per question: ours {result['ours_ms_per_question']:.1f} ms,"
+        f" bm25 {result['bm25_ms_per_question']:.1f} ms"
+    )
+    result["data"] = str(args.data)
+    write_json(args.json, result)
     return 0
 
 

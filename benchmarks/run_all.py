@@ -1,0 +1,356 @@
+"""Run every benchmark, each beside its baseline in the same run, print the figures and write
+benchmarks/RESULTS.md (figures, machine, date, and the command that reproduces them).
+
+    .venv/bin/python benchmarks/run_all.py [--quick] [--only context recall api capture] [--output PATH]
+
+Each benchmark runs in its own process (Django is configured once per process) and hands its
+figures back as JSON. PostgreSQL (127.0.0.1:5432) and Redis (127.0.0.1:6379) parts are skipped,
+and say so, when the server is not reachable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import ROOT, machine_line, postgres_available, redis_available
+
+HERE = Path(__file__).resolve().parent
+PYTHON = sys.executable
+REDIS_URL = "redis://127.0.0.1:6379/11"
+CAPTURE_CUSTOMERS = 20
+
+FULL = {
+    "context": {"total": 1_000_000, "runs": 40, "naive_runs": 8},
+    "api": {"seconds": 10},
+    "capture": {"messages": 1000, "filesystem_messages": 240},
+}
+QUICK = {
+    "context": {"total": 200_000, "runs": 15, "naive_runs": 3},
+    "api": {"seconds": 3},
+    "capture": {"messages": 200, "filesystem_messages": 60},
+}
+
+
+def run(name: str, command: list[str], out: Path) -> Any:
+    """Run one benchmark with its output streamed; returns its JSON figures or None on failure."""
+    print(f"\n### {name}: {' '.join(Path(c).name if c == PYTHON else c for c in command)}", flush=True)
+    started = time.monotonic()
+    completed = subprocess.run(command, cwd=ROOT, check=False)
+    print(f"### {name}: {time.monotonic() - started:.0f} s, exit {completed.returncode}", flush=True)
+    if completed.returncode != 0 or not out.exists():
+        return None
+    return json.loads(out.read_text(encoding="utf-8"))
+
+
+def bench_context(params: dict[str, Any], tmp: Path) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    for backend in ("sqlite", "postgres"):
+        if backend == "postgres" and not postgres_available():
+            results[backend] = "skipped: PostgreSQL is not reachable at 127.0.0.1:5432"
+            continue
+        out = tmp / f"context-{backend}.json"
+        command = [PYTHON, str(HERE / "context_build.py"), "--backend", backend, "--total", str(params["total"])]
+        command += ["--runs", str(params["runs"]), "--naive-runs", str(params["naive_runs"]), "--json", str(out)]
+        results[backend] = run(f"context build ({backend})", command, out) or "failed (see the log above)"
+    return results
+
+
+def bench_recall(tmp: Path) -> Any:
+    out = tmp / "recall.json"
+    return run("recall (LoCoMo)", [PYTHON, str(HERE / "recall_locomo.py"), "--json", str(out)], out) or "failed"
+
+
+def bench_api(params: dict[str, Any], tmp: Path) -> Any:
+    out = tmp / "api.json"
+    backends = ["sqlite"] + (["postgres", "postgres-persistent"] if postgres_available() else [])
+    command = [PYTHON, str(HERE / "api_load.py"), "--seconds", str(params["seconds"]), "--clients", "8", "32"]
+    command += ["--backends", *backends, "--json", str(out)]
+    rows = run("API load", command, out)
+    return {"rows": rows or [], "seconds": params["seconds"], "postgres": "postgres" in backends}
+
+
+def bench_capture(params: dict[str, Any], tmp: Path) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    for mode in ("bare", "direct", "filesystem", "filesystem-poll", "redis"):
+        if mode == "redis" and not redis_available(REDIS_URL):
+            results[mode] = "skipped: Redis is not reachable at 127.0.0.1:6379"
+            continue
+        out = tmp / f"capture-{mode}.json"
+        # The polled default is slow, so it gets fewer messages over fewer customers: the same
+        # messages per customer, since a customer's memory size drives the cost of a capture.
+        messages = params["filesystem_messages"] if mode == "filesystem" else params["messages"]
+        customers = max(1, round(CAPTURE_CUSTOMERS * messages / params["messages"]))
+        command = [PYTHON, str(HERE / "capture_throughput.py"), "--mode", mode, "--messages", str(messages)]
+        command += ["--customers", str(customers)]
+        command += ["--redis-url", REDIS_URL, "--json", str(out)]
+        results[mode] = run(f"capture ({mode})", command, out) or "failed (see the log above)"
+    return results
+
+
+# --- RESULTS.md ---------------------------------------------------------------------------
+
+
+def table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    align = ["---" if i == 0 else "--:" for i in range(len(headers))]
+    return [
+        "| " + " | ".join(headers) + " |",
+        "|" + "|".join(align) + "|",
+        *("| " + " | ".join(r) + " |" for r in rows),
+    ]
+
+
+def ms(value: float) -> str:
+    return f"{value:,.1f}"
+
+
+def render_context(results: dict[str, Any]) -> list[str]:
+    lines = ["## 1. Context build latency (AgentContextBuilder.build vs the naive full-history prompt)", ""]
+    for backend, result in results.items():
+        if not isinstance(result, dict):
+            lines += [f"**{backend}**: {result}", ""]
+            continue
+        lines += [
+            f"**{result['vendor']}** — one account of {result['total_messages']:,} messages over "
+            f"{result['customers']:,} customers (loaded in {result['load_seconds']:.0f} s); "
+            f"{result['runs']} timed builds per customer, {result['naive_runs']} naive builds.",
+            "",
+        ]
+        rows = [
+            [
+                f"{row['messages']:,}",
+                f"{ms(row['ours_p50_ms'])} / {ms(row['ours_p95_ms'])}",
+                f"{ms(row['naive_p50_ms'])} / {ms(row['naive_p95_ms'])}",
+                f"{row['naive_p50_ms'] / row['ours_p50_ms']:,.1f}×",
+            ]
+            for row in result["rows"]
+        ]
+        lines += table(["customer's messages", "ours p50 / p95 ms", "naive p50 / p95 ms", "naive ÷ ours (p50)"], rows)
+        first, last = result["rows"][0]["messages"], result["rows"][-1]["messages"]
+        lines += [
+            "",
+            f"Ratio {last:,} / {first:,} messages: ours p50 **{result['ratio_p50']:.2f}×**, p95 "
+            f"{result['ratio_p95']:.2f}× (flat); naive p50 {result['naive_ratio_p50']:.0f}× (linear in history).",
+            "",
+        ]
+    return lines
+
+
+def render_prompt_size(results: dict[str, Any]) -> list[str]:
+    result = next((r for r in results.values() if isinstance(r, dict)), None)
+    lines = ["## 2. Prompt size (characters) vs the naive full-history prompt", ""]
+    if result is None:
+        return [*lines, "No context figures (see above).", ""]
+    rows = [
+        [
+            f"{row['messages']:,}",
+            f"{row['ours_chars']:,}",
+            f"{row['naive_chars']:,}",
+            f"{row['saved_share']:.2%}",
+            f"{row['naive_chars'] / result['prompt_char_limit']:,.1f}×",
+        ]
+        for row in result["rows"]
+    ]
+    lines += table(
+        ["customer's messages", "ours", "naive", "share saved", "naive ÷ prompt limit"],
+        rows,
+    )
+    lines += [
+        "",
+        f"Same customers and latest message on both sides; the prompt limit is QIWEI_AGENT_PROMPT_CHAR_LIMIT = "
+        f"{result['prompt_char_limit']:,}. The sizes do not depend on the database backend.",
+        "",
+    ]
+    return lines
+
+
+def render_recall(result: Any) -> list[str]:
+    lines = ["## 3. Recall quality on LoCoMo (memory.recall.rank vs BM25 on the same tokens)", ""]
+    if not isinstance(result, dict):
+        return [*lines, str(result), ""]
+    k = result["k"]
+    lines += [
+        f"{result['conversations']} conversations, {result['turns']:,} turns, k = {k}, MRR depth {result['depth']}; "
+        "category 5 (adversarial) left out. Data read in place from `/work/shared/datasets/locomo-dev`.",
+        "",
+    ]
+    rows = [
+        [
+            row["category"],
+            str(row["n"]),
+            *(f"{v:.3f}" for v in row["ours"]),
+            *(f"{v:.3f}" for v in row["bm25"]),
+        ]
+        for row in result["rows"]
+    ]
+    lines += table(
+        ["category", "n", f"ours any@{k}", f"ours all@{k}", "ours MRR", f"BM25 any@{k}", f"BM25 all@{k}", "BM25 MRR"],
+        rows,
+    )
+    lines += [
+        "",
+        f"Mean time per question: ours {result['ours_ms_per_question']:.1f} ms, "
+        f"BM25 {result['bm25_ms_per_question']:.1f} ms.",
+        "",
+    ]
+    return lines
+
+
+def render_api(result: dict[str, Any]) -> list[str]:
+    lines = ["## 4. API throughput and latency (gunicorn on 127.0.0.1, /healthz as the floor)", ""]
+    rows = result["rows"]
+    if not rows:
+        return [*lines, "API load failed (see the log).", ""]
+    workers = rows[0]["workers"]
+    lines += [
+        f"gunicorn gthread, {workers} workers × 4 threads; load generator in 2 processes on the same machine; "
+        f"{result['seconds']:.0f} s per point; 20 customers × 300 messages; ingest posts one message per "
+        "request and queues its capture job on the filesystem broker (no worker running).",
+        "",
+    ]
+    if not result["postgres"]:
+        lines += ["PostgreSQL skipped: not reachable at 127.0.0.1:5432.", ""]
+    table_rows = [
+        [
+            {"postgres-persistent": "postgres, conn_max_age=60"}.get(row["backend"], row["backend"]),
+            {"healthz": "GET /healthz", "context": "GET …/context/", "ingest": "POST …/messages/"}[row["kind"]],
+            str(row["clients"]),
+            f"{row['rps']:,.1f}",
+            ms(row["p50_ms"]),
+            ms(row["p95_ms"]),
+            str(row["errors"]),
+        ]
+        for row in rows
+    ]
+    lines += table(["database", "endpoint", "clients", "req/s", "p50 ms", "p95 ms", "errors"], table_rows)
+    return [*lines, ""]
+
+
+CAPTURE_LABELS = {
+    "bare": "baseline: bare capture service, no job rows or queue (in process)",
+    "direct": "durable jobs run directly (claim → run → done, in process, no broker)",
+    "filesystem": "embedded default: filesystem broker + real `celery worker`",
+    "filesystem-poll": "filesystem broker polled every 0.1 s + real `celery worker` (proposed setting)",
+    "redis": "Redis broker + real `celery worker`",
+}
+
+
+def render_capture(results: dict[str, Any]) -> list[str]:
+    lines = ["## 5. Capture throughput (ingest → every capture job `done`)", ""]
+    lines += [
+        "SQLite account database; messages ingested through `messages_ingest` in batches of 50, customers taking "
+        "turns; the clock runs from the first ingest until the last job is `done` (for the bare baseline: until "
+        "the last `capture_message` returns). Workers: `celery worker --pool=prefork`.",
+        "",
+    ]
+    rows = []
+    for mode, result in results.items():
+        if not isinstance(result, dict):
+            rows.append([CAPTURE_LABELS[mode], "–", "–", "–", "–", str(result)])
+            continue
+        rows.append(
+            [
+                CAPTURE_LABELS[mode],
+                f"{result['messages']:,}",
+                str(result["concurrency"]),
+                f"{result['rate']:,.1f}",
+                f"{result['end_to_end_seconds']:,.1f}",
+                f"{result['jobs_done']:,} jobs done, {result['memory_items']:,} items, "
+                f"{result['snapshot_versions']:,} snapshots",
+            ]
+        )
+    lines += table(["mode", "messages", "processes", "messages/s", "seconds", "outcome"], rows)
+    split = next((r for m, r in results.items() if m == "bare" and isinstance(r, dict) and r["stages"]), None)
+    if split:
+        capture_seconds = split["after_ingest_seconds"]
+        stages = dict(split["stages"])
+        stages["other (transaction, audit, profile)"] = capture_seconds - sum(stages.values())
+        lines += ["", "Where the bare capture time goes:", ""]
+        lines += table(
+            ["stage", "ms / message", "share"],
+            [
+                [name, f"{seconds / split['messages'] * 1000:.2f}", f"{seconds / capture_seconds:.0%}"]
+                for name, seconds in stages.items()
+            ],
+        )
+    return [*lines, ""]
+
+
+def render(results: dict[str, Any], *, quick: bool, command: str, seconds: float) -> str:
+    now = dt.datetime.now().astimezone()
+    lines = [
+        "# Benchmark results",
+        "",
+        f"- Date: {now:%Y-%m-%d %H:%M %Z}",
+        f"- Machine: {machine_line()}",
+        f"- Reproduce: `{command}`" + (" (quick run: smaller account and shorter loads)" if quick else ""),
+        f"- Wall time of the whole run: {seconds / 60:.1f} min",
+        "- The machine is shared (other processes were running), so absolute times are noisy; every figure "
+        "sits beside its baseline measured in the same run.",
+        "",
+    ]
+    if "context" in results:
+        lines += render_context(results["context"]) + render_prompt_size(results["context"])
+    if "recall" in results:
+        lines += render_recall(results["recall"])
+    if "api" in results:
+        lines += render_api(results["api"])
+    if "capture" in results:
+        lines += render_capture(results["capture"])
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a shorter run (smaller account, shorter loads)")
+    parser.add_argument("--only", nargs="+", choices=["context", "recall", "api", "capture"])
+    parser.add_argument("--output", type=Path, default=HERE / "RESULTS.md")
+    args = parser.parse_args()
+    params = QUICK if args.quick else FULL
+    wanted = args.only or ["context", "recall", "api", "capture"]
+    print(f"machine: {machine_line()}", flush=True)
+    started = time.monotonic()
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="qiwei-bench-all-") as tmp_name:
+        tmp = Path(tmp_name)
+        if "context" in wanted:
+            results["context"] = bench_context(params["context"], tmp)
+        if "recall" in wanted:
+            results["recall"] = bench_recall(tmp)
+        if "api" in wanted:
+            results["api"] = bench_api(params["api"], tmp)
+        if "capture" in wanted:
+            results["capture"] = bench_capture(params["capture"], tmp)
+    command = ".venv/bin/python benchmarks/run_all.py" + (" --quick" if args.quick else "")
+    if args.only:
+        command += " --only " + " ".join(args.only)
+    text = render(results, quick=args.quick, command=command, seconds=time.monotonic() - started)
+    args.output.write_text(text, encoding="utf-8")
+    (args.output.with_suffix(".json")).write_text(json.dumps(results, ensure_ascii=False, indent=1), encoding="utf-8")
+    print("\n" + text)
+    print(f"written: {args.output}")
+    failed = [name for name, value in results.items() if _has_failure(value)]
+    if "api" in results and not results["api"]["rows"]:
+        failed.append("api")
+    return 1 if failed else 0
+
+
+def _has_failure(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.startswith("failed")
+    if isinstance(value, dict):
+        return any(_has_failure(v) for v in value.values())
+    return False
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
