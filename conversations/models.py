@@ -45,8 +45,12 @@ class WeComAccount(TimeStampedModel):
 
 
 class AccountMembership(TimeStampedModel):
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="account_memberships")
-    account = models.ForeignKey(WeComAccount, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="account_memberships", verbose_name=_("用户")
+    )
+    account = models.ForeignKey(
+        WeComAccount, on_delete=models.CASCADE, related_name="memberships", verbose_name=_("企微账号")
+    )
 
     class Meta:
         verbose_name = _("账号授权")
@@ -92,7 +96,7 @@ class MessageDirection(models.TextChoices):
 
 
 class Message(models.Model):
-    customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="messages")
+    customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="messages", verbose_name=_("客户"))
     external_id = models.CharField(_("外部消息 ID"), max_length=128)
     direction = models.CharField(_("方向"), max_length=16, choices=MessageDirection.choices)
     sender = models.CharField(_("发送人"), max_length=100, blank=True)
@@ -128,7 +132,7 @@ PROFILE_FIELD_NAMES = tuple(name for name, _label in PROFILE_FIELDS)
 
 
 class CustomerProfile(TimeStampedModel):
-    customer = models.OneToOneField(Customer, on_delete=models.CASCADE, related_name="profile")
+    customer = models.OneToOneField(Customer, on_delete=models.CASCADE, related_name="profile", verbose_name=_("客户"))
     preferred_name = models.CharField(_("称呼"), max_length=50, blank=True)
     city = models.CharField(_("城市"), max_length=50, blank=True)
     budget = models.CharField(_("预算"), max_length=50, blank=True)
@@ -154,7 +158,7 @@ class TaskStatus(models.TextChoices):
 
 
 class Task(TimeStampedModel):
-    customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="tasks")
+    customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="tasks", verbose_name=_("客户"))
     title = models.CharField(_("待办"), max_length=200)
     status = models.CharField(_("状态"), max_length=16, choices=TaskStatus.choices, default=TaskStatus.OPEN)
     due_at = models.DateTimeField(_("截止时间"), null=True, blank=True)
@@ -175,7 +179,7 @@ class AlertLevel(models.TextChoices):
 
 
 class Alert(TimeStampedModel):
-    customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="alerts")
+    customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="alerts", verbose_name=_("客户"))
     level = models.CharField(_("级别"), max_length=16, choices=AlertLevel.choices, default=AlertLevel.INFO)
     text = models.CharField(_("预警"), max_length=300)
     resolved = models.BooleanField(_("已处理"), default=False)
@@ -190,7 +194,9 @@ class Alert(TimeStampedModel):
 
 
 class Recommendation(TimeStampedModel):
-    customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="recommendations")
+    customer = models.ForeignKey(
+        Customer, on_delete=models.CASCADE, related_name="recommendations", verbose_name=_("客户")
+    )
     text = models.CharField(_("推荐/业务反馈"), max_length=300)
     feedback = models.CharField(_("客户反馈"), max_length=300, blank=True)
 
@@ -211,8 +217,10 @@ class DraftStatus(models.TextChoices):
 
 
 class Draft(TimeStampedModel):
-    customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="drafts")
-    reply_to = models.ForeignKey(Message, on_delete=models.SET_NULL, null=True, blank=True, related_name="drafts")
+    customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="drafts", verbose_name=_("客户"))
+    reply_to = models.ForeignKey(
+        Message, on_delete=models.SET_NULL, null=True, blank=True, related_name="drafts", verbose_name=_("回复的消息")
+    )
     session_id = models.CharField(_("模型会话 ID"), max_length=100, blank=True)
     client = models.CharField(_("模型客户端"), max_length=32, blank=True)
     reply = models.TextField(_("草稿回复"), blank=True)
@@ -249,7 +257,7 @@ class DeliveryStatus(models.TextChoices):
 
 
 class Delivery(TimeStampedModel):
-    draft = models.OneToOneField(Draft, on_delete=models.CASCADE, related_name="delivery")
+    draft = models.OneToOneField(Draft, on_delete=models.CASCADE, related_name="delivery", verbose_name=_("草稿"))
     idempotency_key = models.CharField(_("幂等键"), max_length=100, unique=True)
     upstream_id = models.CharField(_("上游消息 ID"), max_length=100, blank=True)
     status = models.CharField(_("状态"), max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.SENDING)

@@ -37,7 +37,9 @@ class MemoryCreatedBy(models.TextChoices):
 
 
 class MemoryItem(TimeStampedModel):
-    customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="memory_items")
+    customer = models.ForeignKey(
+        Customer, on_delete=models.CASCADE, related_name="memory_items", verbose_name=_("客户")
+    )
     type = models.CharField(_("类型"), max_length=16, choices=MemoryType.choices)
     key = models.CharField(_("稳定键"), max_length=200)
     content = models.TextField(_("内容"))
@@ -92,7 +94,9 @@ class MemoryItem(TimeStampedModel):
 class MemorySnapshot(models.Model):
     """An immutable, versioned rendering of a customer's active memory within the core limit."""
 
-    customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="memory_snapshots")
+    customer = models.ForeignKey(
+        Customer, on_delete=models.CASCADE, related_name="memory_snapshots", verbose_name=_("客户")
+    )
     version = models.PositiveIntegerField(_("版本"))
     content = models.TextField(_("快照内容"), blank=True)
     sha256 = models.CharField(_("内容哈希"), max_length=64)
@@ -124,8 +128,17 @@ class CaptureJobStatus(models.TextChoices):
 class CaptureJob(TimeStampedModel):
     """A durable extraction request: the row, not the broker message, is the source of truth."""
 
-    customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="capture_jobs")
-    message = models.ForeignKey(Message, on_delete=models.CASCADE, null=True, blank=True, related_name="capture_jobs")
+    customer = models.ForeignKey(
+        Customer, on_delete=models.CASCADE, related_name="capture_jobs", verbose_name=_("客户")
+    )
+    message = models.ForeignKey(
+        Message,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="capture_jobs",
+        verbose_name=_("来源消息"),
+    )
     # Grounded profile updates from a draft are captured through the same queue.
     payload = models.JSONField(_("附加数据"), default=dict, blank=True)
     status = models.CharField(
@@ -154,4 +167,4 @@ class CaptureJob(TimeStampedModel):
         ]
 
     def __str__(self) -> str:
-        return f"提取任务 #{self.pk} {self.status}"
+        return f"提取任务 #{self.pk} {self.get_status_display()}"

@@ -18,7 +18,7 @@ class CloseReason(models.TextChoices):
 
 
 class SessionEpoch(models.Model):
-    customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="epochs")
+    customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="epochs", verbose_name=_("客户"))
     session_id = models.CharField(_("会话 ID"), max_length=100, unique=True)
     parent_session_id = models.CharField(_("父会话 ID"), max_length=100, blank=True)
     memory_version = models.PositiveIntegerField(_("记忆快照版本"), null=True, blank=True)
