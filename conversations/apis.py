@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
@@ -35,13 +36,17 @@ class CustomerOutputSerializer(serializers.ModelSerializer):
 
 
 class CustomerListApi(AccountAPIView):
+    pagination_class = LimitOffsetPagination
+
+    @extend_schema(responses=CustomerOutputSerializer(many=True), summary="客户（会话）列表")
     def get(self, request: Request, account_id: str) -> Response:
         customers = Customer.objects.select_related("profile").order_by("-last_message_at", "conversation_id")
-        paginator = LimitOffsetPagination()
+        paginator = self.pagination_class()
         page = paginator.paginate_queryset(customers, request, view=self)
         return paginator.get_paginated_response(CustomerOutputSerializer(page, many=True).data)
 
 
 class CustomerDetailApi(AccountAPIView):
+    @extend_schema(responses=CustomerOutputSerializer, summary="客户（会话）详情")
     def get(self, request: Request, account_id: str, conversation_id: str, **kwargs: Any) -> Response:
         return Response(CustomerOutputSerializer(customer_get(conversation_id)).data)

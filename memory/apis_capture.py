@@ -52,6 +52,8 @@ def _search(query: str, conversation_id: str, limit: int) -> list[Message]:
 
 
 class MessageListApi(AccountAPIView):
+    pagination_class = LimitOffsetPagination
+
     @extend_schema(
         request=MessageInputSerializer(many=True),
         responses={
@@ -109,10 +111,12 @@ class MessageListApi(AccountAPIView):
             found = _search(query, conversation_id, limit)
             if direction:
                 found = [m for m in found if m.direction == direction]
-            return Response({"results": MessageOutputSerializer(found, many=True).data})
+            # The same page shape as the plain listing, so clients read one schema.
+            results = MessageOutputSerializer(found, many=True).data
+            return Response({"count": len(results), "next": None, "previous": None, "results": results})
         messages = Message.objects.filter(customer=customer).order_by("-sent_at", "-id")
         if direction:
             messages = messages.filter(direction=direction)
-        paginator = LimitOffsetPagination()
+        paginator = self.pagination_class()
         page = paginator.paginate_queryset(messages, request, view=self)
         return paginator.get_paginated_response(MessageOutputSerializer(page, many=True).data)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -39,20 +39,21 @@ class MessageSearchResultsSerializer(serializers.Serializer):
 
 
 class MessageSearchInputSerializer(serializers.Serializer):
-    q = serializers.CharField(max_length=200, trim_whitespace=True)
-    limit = serializers.IntegerField(min_value=1, max_value=200, default=50)
+    q = serializers.CharField(max_length=200, trim_whitespace=True, help_text="关键词，空格分隔多个词（需同时出现）")
+    limit = serializers.IntegerField(min_value=1, max_value=200, default=50, help_text="最多返回条数，1–200，默认 50")
 
 
 class ContextInputSerializer(serializers.Serializer):
-    message_id = serializers.IntegerField(min_value=1, required=False)
+    message_id = serializers.IntegerField(
+        min_value=1, required=False, help_text="要回复的客户消息 ID；默认最新一条客户消息"
+    )
 
 
 class ConversationContextApi(AccountAPIView):
     @extend_schema(
         summary="本轮上下文（AgentContextBuilder）",
-        parameters=[
-            OpenApiParameter("message_id", int, description="要回复的客户消息 ID；默认最新一条客户消息"),
-        ],
+        # The query serializer itself, so the documented bounds are the validated ones.
+        parameters=[ContextInputSerializer],
         responses=ContextOutputSerializer,
     )
     def get(self, request: Request, account_id: str, conversation_id: str, **kwargs: Any) -> Response:
@@ -76,10 +77,7 @@ def search_response(request: Request, conversation_id: str | None) -> Response:
 class AccountMessageSearchApi(AccountAPIView):
     @extend_schema(
         summary="全账号消息搜索（支持两个字的中文词）",
-        parameters=[
-            OpenApiParameter("q", str, required=True, description="关键词，空格分隔多个词（需同时出现）"),
-            OpenApiParameter("limit", int, description="最多返回条数，1–200，默认 50"),
-        ],
+        parameters=[MessageSearchInputSerializer],
         responses=MessageSearchResultsSerializer,
     )
     def get(self, request: Request, account_id: str, **kwargs: Any) -> Response:

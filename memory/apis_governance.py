@@ -38,6 +38,8 @@ GOVERNANCE = ("POST", "PATCH", "DELETE")
 class GovernanceReasonInput(serializers.Serializer):
     """Input that refuses unknown fields, so a typo is a 400 rather than a silent no-op."""
 
+    rejects_unknown_fields = True  # documented as additionalProperties: false
+
     reason = serializers.CharField(required=False, allow_blank=True, max_length=300, default="")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -114,7 +116,7 @@ class ProfileOutputSerializer(serializers.ModelSerializer):
 
 
 def _paginated(request: Request, view: Any, queryset: Any, serializer: type[serializers.BaseSerializer]) -> Response:
-    paginator: LimitOffsetPagination = LimitOffsetPagination()
+    paginator: LimitOffsetPagination = view.pagination_class()
     page: list[Any] | None = paginator.paginate_queryset(queryset, request, view=view)
     return paginator.get_paginated_response(serializer(page, many=True).data)
 
@@ -124,6 +126,7 @@ def _paginated(request: Request, view: Any, queryset: Any, serializer: type[seri
 
 class MemoryItemListApi(AccountAPIView):
     governance_methods = GOVERNANCE
+    pagination_class = LimitOffsetPagination
 
     class MemoryItemAddInput(GovernanceReasonInput):
         content = serializers.CharField(max_length=2000)
@@ -205,14 +208,17 @@ class MemoryItemDetailApi(AccountAPIView):
 
     @extend_schema(
         request=GovernanceReasonInput,
-        responses=inline_serializer(
-            "MemoryItemForgetOutput",
-            {
-                "item_id": serializers.IntegerField(),
-                "snapshot_version": serializers.IntegerField(),
-                "snapshots_redacted": serializers.IntegerField(),
-            },
-        ),
+        # Forgetting answers 200 with what was redacted (drf-spectacular would assume 204 for DELETE).
+        responses={
+            200: inline_serializer(
+                "MemoryItemForgetOutput",
+                {
+                    "item_id": serializers.IntegerField(),
+                    "snapshot_version": serializers.IntegerField(),
+                    "snapshots_redacted": serializers.IntegerField(),
+                },
+            )
+        },
     )
     def delete(self, request: Request, account_id: str, conversation_id: str, item_id: str) -> Response:
         item = selectors.memory_item_get(customer=customer_get(conversation_id), item_id=item_id)
@@ -257,6 +263,8 @@ class MemoryItemExpireApi(_MemoryItemActionApi):
 
 
 class MemoryItemHistoryApi(AccountAPIView):
+    pagination_class = LimitOffsetPagination
+
     @extend_schema(responses=MemoryItemHistoryOutputSerializer(many=True))
     def get(self, request: Request, account_id: str, conversation_id: str, item_id: str) -> Response:
         item = selectors.memory_item_get(customer=customer_get(conversation_id), item_id=item_id)
@@ -282,6 +290,8 @@ class SnapshotApi(AccountAPIView):
 
 
 class SnapshotListApi(AccountAPIView):
+    pagination_class = LimitOffsetPagination
+
     @extend_schema(responses=SnapshotVersionOutputSerializer(many=True))
     def get(self, request: Request, account_id: str, conversation_id: str) -> Response:
         snapshots = selectors.snapshot_list(customer=customer_get(conversation_id))
@@ -318,6 +328,8 @@ class ProfileApi(AccountAPIView):
 
 
 class AuditListApi(AccountAPIView):
+    pagination_class = LimitOffsetPagination
+
     @extend_schema(
         parameters=[
             OpenApiParameter("conversation_id", OpenApiTypes.STR),

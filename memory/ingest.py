@@ -22,6 +22,10 @@ from qiwei_site.tenancy import account_atomic
 MAX_TEXT_CHARS = 8000
 MAX_BATCH = 500
 MAX_SENDER_CHARS = 100
+# A message outside these years is garbage; dates before 1901 even serialize with Shanghai's
+# local-mean-time offset (+08:05:43), which is not a valid RFC 3339 date-time.
+SENT_AT_EARLIEST = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
+SENT_AT_LATEST = dt.datetime(2100, 1, 1, tzinfo=dt.UTC)
 
 
 @dataclass
@@ -76,6 +80,8 @@ def _clean(index: int, raw: Any) -> dict[str, Any]:
         raise _invalid(index, "sent_at 必须是 ISO 8601 时间 (sent_at must be an ISO 8601 datetime).")
     if timezone.is_naive(sent_at):
         raise _invalid(index, "sent_at 必须带时区，例如 +08:00 (sent_at needs a timezone offset).")
+    if not SENT_AT_EARLIEST <= sent_at < SENT_AT_LATEST:
+        raise _invalid(index, "sent_at 必须在 2000–2099 年之间 (sent_at must be within 2000–2099).")
     return {
         "external_id": str(external_id).strip(),
         "direction": direction,

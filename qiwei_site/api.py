@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import contextvars
+import inspect
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions as drf_exceptions
-from rest_framework import permissions
+from rest_framework import permissions, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -61,6 +65,70 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         body["errors"] = exc.detail
     response.data = body
     return response
+
+
+class ErrorOutputSerializer(serializers.Serializer):
+    """所有错误应答的正文：4xx，以及企微上游不可用时的 503 (the body of every error answer)."""
+
+    code = serializers.CharField(help_text="稳定的错误码，如 invalid、not_found、conflict")
+    detail = serializers.CharField(help_text="错误说明（中文在前，括号内英文）")
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        # Declared here because a class attribute `errors` would shadow `Serializer.errors`.
+        fields = super().get_fields()
+        fields["errors"] = serializers.DictField(required=False, help_text="字段级错误（仅 400 校验失败时）")
+        return fields
+
+
+_ERROR_DESCRIPTIONS = {
+    400: "请求参数或请求体无效 (invalid input)",
+    401: "未登录或令牌无效 (authentication required)",
+    403: "治理操作需要后台员工权限 (governance needs a staff user)",
+    404: "账号或对象不存在 (not found)",
+    409: "当前状态不允许该操作 (conflict)",
+}
+
+
+class QiweiAutoSchema(AutoSchema):
+    """drf-spectacular's schema plus the error answers every view can give, so clients (and
+    schemathesis) know each status code and its `{"code", "detail"}` body."""
+
+    def get_operation_id(self) -> str:
+        operation_id = super().get_operation_id()
+        # `/api/status` is an alias of `/api/status/`; both are routed, each needs its own id.
+        return operation_id if self.path.endswith("/") else f"{operation_id}_noslash"
+
+    def get_description(self) -> str:  # type: ignore[override]
+        # Only a view's own docstring: the one inherited from AccountAPIView is plumbing, not API docs.
+        own = type(self.view).__dict__.get("__doc__") or ""
+        return inspect.cleandoc(own) if own else ""
+
+    def error_status_codes(self) -> list[int]:
+        codes = [400, 401]
+        if isinstance(self.view, AccountAPIView):
+            if self.method in self.view.governance_methods:
+                codes.append(403)
+            codes.append(404)
+            if self.method in ("POST", "PATCH", "PUT", "DELETE"):
+                codes.append(409)
+        return codes
+
+    def _map_basic_serializer(self, serializer: Any, direction: Any) -> dict[str, Any]:
+        schema = super()._map_basic_serializer(serializer, direction)
+        # Inputs that answer 400 to an unknown field say so, so clients don't send typos.
+        if direction == "request" and getattr(serializer, "rejects_unknown_fields", False):
+            schema["additionalProperties"] = False
+        return schema
+
+    def _get_response_bodies(self, direction: Any = "response") -> dict[str, Any]:
+        responses = super()._get_response_bodies(direction)
+        if direction != "response":
+            return responses
+        for code in self.error_status_codes():
+            if str(code) not in responses:
+                response = OpenApiResponse(ErrorOutputSerializer, description=_ERROR_DESCRIPTIONS[code])
+                responses[str(code)] = self._get_response_for_code(response, str(code), direction=direction)
+        return responses
 
 
 class IsStaffForGovernance(permissions.BasePermission):
@@ -116,3 +184,24 @@ class AccountAPIView(APIView):
         finally:
             if self._account_token is not None:
                 _current_account.reset(self._account_token)
+
+
+API_PATH_PREFIXES = ("/api/", "/workbench/api/")
+
+
+class ApiJsonNotFoundMiddleware:
+    """A URL under /api/ that no route matches (`drafts/abc/` where an integer id is expected)
+    gets the API's `{"code", "detail"}` 404 instead of Django's HTML page."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (
+            response.status_code == 404
+            and request.path.startswith(API_PATH_PREFIXES)
+            and not response.get("Content-Type", "").startswith("application/json")
+        ):
+            return JsonResponse({"code": "not_found", "detail": "未找到 (not found)."}, status=404)
+        return response

@@ -12,6 +12,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.csrf import ensure_csrf_cookie
+from drf_spectacular.utils import extend_schema, extend_schema_serializer, inline_serializer
 from rest_framework import permissions, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -105,11 +106,13 @@ def memory_admin_url() -> str:
 # --- output serializers ---------------------------------------------------------------
 
 
+@extend_schema_serializer(component_name="WorkbenchAccount")
 class AccountOutputSerializer(serializers.Serializer):
     id = serializers.CharField()
     name = serializers.CharField()
 
 
+@extend_schema_serializer(component_name="WorkbenchConversation")
 class ConversationOutputSerializer(serializers.Serializer):
     conversation_id = serializers.CharField()
     display_name = serializers.CharField()
@@ -122,12 +125,14 @@ class ConversationOutputSerializer(serializers.Serializer):
     unresolved_alerts = serializers.IntegerField()
 
 
+@extend_schema_serializer(component_name="WorkbenchCustomer")
 class CustomerOutputSerializer(serializers.ModelSerializer):
     class Meta:
         model = Customer
         fields = ["conversation_id", "display_name", "session_mode", "auto_send_whitelisted", "last_message_at"]
 
 
+@extend_schema_serializer(component_name="WorkbenchMessage")
 class MessageOutputSerializer(serializers.ModelSerializer):
     direction_label = serializers.CharField(source="get_direction_display")
 
@@ -136,12 +141,14 @@ class MessageOutputSerializer(serializers.ModelSerializer):
         fields = ["id", "external_id", "direction", "direction_label", "sender", "text", "sent_at", "is_effective"]
 
 
+@extend_schema_serializer(component_name="WorkbenchTask")
 class TaskOutputSerializer(serializers.ModelSerializer):
     class Meta:
         model = Task
         fields = ["id", "title", "status", "due_at"]
 
 
+@extend_schema_serializer(component_name="WorkbenchAlert")
 class AlertOutputSerializer(serializers.ModelSerializer):
     level_label = serializers.CharField(source="get_level_display")
 
@@ -150,12 +157,14 @@ class AlertOutputSerializer(serializers.ModelSerializer):
         fields = ["id", "level", "level_label", "text", "created_at"]
 
 
+@extend_schema_serializer(component_name="WorkbenchSnapshot")
 class SnapshotOutputSerializer(serializers.ModelSerializer):
     class Meta:
         model = MemorySnapshot
         fields = ["version", "content", "char_count", "item_ids", "reason", "created_at"]
 
 
+@extend_schema_serializer(component_name="WorkbenchDraft")
 class DraftOutputSerializer(serializers.ModelSerializer):
     status_label = serializers.CharField(source="get_status_display")
     delivery = serializers.SerializerMethodField()
@@ -192,6 +201,7 @@ class DraftOutputSerializer(serializers.ModelSerializer):
         }
 
 
+@extend_schema_serializer(component_name="WorkbenchAuditEvent")
 class AuditOutputSerializer(serializers.ModelSerializer):
     class Meta:
         model = AuditEvent
@@ -211,18 +221,44 @@ class WorkbenchAccountListApi(APIView):
 
     permission_classes = [permissions.IsAuthenticated]
 
+    @extend_schema(
+        responses=inline_serializer("WorkbenchAccountList", {"results": AccountOutputSerializer(many=True)}),
+        summary="当前用户可见的企微账号",
+    )
     def get(self, request: Request) -> Response:
         accounts = accounts_for_user(request.user).order_by("id")
         return Response({"results": AccountOutputSerializer(accounts, many=True).data})
 
 
 class WorkbenchConversationListApi(AccountAPIView):
+    @extend_schema(
+        responses=inline_serializer("WorkbenchConversationList", {"results": ConversationOutputSerializer(many=True)}),
+        summary="工作台会话列表（本地数据）",
+    )
     def get(self, request: Request, account_id: str) -> Response:
         customers = workbench_conversation_list()
         return Response({"results": ConversationOutputSerializer(customers, many=True).data})
 
 
+class OverviewOutputSerializer(serializers.Serializer):
+    account_id = serializers.CharField()
+    customer = CustomerOutputSerializer()
+    messages = MessageOutputSerializer(many=True)
+    profile = inline_serializer(
+        "WorkbenchProfileField",
+        {"name": serializers.CharField(), "label": serializers.CharField(), "value": serializers.CharField()},
+        many=True,
+    )
+    tasks = TaskOutputSerializer(many=True)
+    alerts = AlertOutputSerializer(many=True)
+    snapshot = SnapshotOutputSerializer(allow_null=True)
+    drafts = DraftOutputSerializer(many=True)
+    audit = AuditOutputSerializer(many=True)
+    memory_admin_url = serializers.CharField()
+
+
 class WorkbenchOverviewApi(AccountAPIView):
+    @extend_schema(responses=OverviewOutputSerializer, summary="工作台：一个客户的全部本地信息")
     def get(self, request: Request, account_id: str, conversation_id: str) -> Response:
         overview = workbench_overview(conversation_id=conversation_id)
         return Response(

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+    extend_schema_serializer,
+)
 from rest_framework import serializers, status
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
@@ -14,7 +20,7 @@ from rest_framework.response import Response
 from conversations.drafts import draft_approve, draft_reject, draft_send
 from conversations.models import Delivery, Draft, DraftStatus
 from conversations.selectors import customer_get
-from qiwei_site.api import AccountAPIView
+from qiwei_site.api import AccountAPIView, ErrorOutputSerializer
 from sessions_epoch.models import SessionEpoch
 from sessions_epoch.pipeline import draft_generate
 from sessions_epoch.selectors import draft_get, draft_list, epoch_list
@@ -100,6 +106,8 @@ class ReasonInputSerializer(serializers.Serializer):
 
 
 class DraftListApi(AccountAPIView):
+    pagination_class = LimitOffsetPagination
+
     class GenerateInputSerializer(serializers.Serializer):
         reason = serializers.CharField(required=False, allow_blank=True, max_length=300)
 
@@ -111,7 +119,7 @@ class DraftListApi(AccountAPIView):
     def get(self, request: Request, account_id: str, conversation_id: str) -> Response:
         customer = customer_get(conversation_id)
         drafts = draft_list(customer=customer, status=request.query_params.get("status") or None)
-        paginator = LimitOffsetPagination()
+        paginator = self.pagination_class()
         page = paginator.paginate_queryset(drafts, request, view=self)
         return paginator.get_paginated_response(DraftOutputSerializer(page, many=True).data)
 
@@ -133,6 +141,7 @@ class DraftDetailApi(AccountAPIView):
 
 
 class DraftApproveApi(AccountAPIView):
+    @extend_schema_serializer(component_name="DraftApproveInput")
     class InputSerializer(serializers.Serializer):
         text = serializers.CharField(required=False, allow_blank=True, max_length=4000, trim_whitespace=False)
         reason = serializers.CharField(required=False, allow_blank=True, max_length=300)
@@ -164,7 +173,10 @@ class DraftRejectApi(AccountAPIView):
 class DraftSendApi(AccountAPIView):
     @extend_schema(
         request=ReasonInputSerializer,
-        responses={200: DeliveryOutputSerializer},
+        responses={
+            200: DeliveryOutputSerializer,
+            503: OpenApiResponse(ErrorOutputSerializer, description="企微上游不可用，未发送，草稿保留可重试"),
+        },
         summary="发送已批准的草稿（幂等：重复请求返回同一条发送记录）",
     )
     def post(self, request: Request, account_id: str, draft_id: int) -> Response:
@@ -177,9 +189,11 @@ class DraftSendApi(AccountAPIView):
 
 
 class EpochListApi(AccountAPIView):
+    pagination_class = LimitOffsetPagination
+
     @extend_schema(responses=EpochOutputSerializer(many=True), summary="模型会话 Epoch 列表")
     def get(self, request: Request, account_id: str, conversation_id: str) -> Response:
         epochs = epoch_list(customer=customer_get(conversation_id))
-        paginator = LimitOffsetPagination()
+        paginator = self.pagination_class()
         page = paginator.paginate_queryset(epochs, request, view=self)
         return paginator.get_paginated_response(EpochOutputSerializer(page, many=True).data)
