@@ -206,7 +206,9 @@ def main() -> int:
         if args.mode == "redis":
             import redis
 
-            redis.Redis.from_url(args.redis_url).delete(queue, f"_kombu.binding.{queue}")
+            redis.Redis.from_url(args.redis_url).delete(
+                queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}"
+            )
 
     ingest_seconds = ingested - started
     end_to_end = finished - started
