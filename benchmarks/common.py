@@ -3,10 +3,12 @@ optional PostgreSQL account databases, percentile helpers and the JSON hand-off 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
 import platform
+import shutil
 import statistics
 import sys
 import tempfile
@@ -38,6 +40,8 @@ def bench_environment(*, postgres: bool, tag: str, conn_max_age: int = 0) -> dic
 
 def setup_django(env: dict[str, str]) -> None:
     os.environ.update(env)
+    if os.environ.get("QIWEI_BENCH_KEEP") != "1":  # keep the data dir (logs, databases) for a post-mortem
+        atexit.register(shutil.rmtree, env["QIWEI_DATA_DIR"], ignore_errors=True)
     sys.path.insert(0, str(ROOT))
     if "DATABASE_URL" in env and env["DATABASE_URL"].startswith("postgres"):
         _create_pg_database(env["DATABASE_URL"].rsplit("/", 1)[1].split("?", 1)[0])
