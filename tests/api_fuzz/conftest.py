@@ -42,6 +42,7 @@ class Seeded:
     erasable_ids: list[str]
     items: list[tuple[str, str]] = field(default_factory=list)  # (conversation_id, item_id) to keep
     forgettable: list[tuple[str, str]] = field(default_factory=list)  # ... for DELETE (forget)
+    retirable: list[tuple[str, str]] = field(default_factory=list)  # ... for reject and expire
     draft_ids: list[int] = field(default_factory=list)
 
 
@@ -94,14 +95,14 @@ def seeded(account, staff_user) -> Seeded:
                 actor=staff_user,
                 reason="测试数据",
             )
-            target = data.forgettable if index == 2 else data.items
+            target = [data.items, data.retirable, data.forgettable][index]
             target.append((conversation_id, str(item.pk)))
         # Inferences, so confirm and reject have something they may act on.
         for index, content in enumerate(["可能近期有换工作的打算", "可能是给父母买房"]):
             item = MemoryItemFactory(
                 customer=customer, type=MemoryType.HYPOTHESIS, key=f"hypothesis:fuzz_{index}", content=content
             )
-            data.items.append((conversation_id, str(item.pk)))
+            (data.retirable if index else data.items).append((conversation_id, str(item.pk)))
         snapshot_refresh(customer=customer, reason="测试初始化")
         pending = DraftFactory(customer=customer, reply=f"{customer.display_name}您好，周六上午方便看房吗？")
         approved = DraftFactory(customer=customer, reply="这套两居室离地铁站步行5分钟", status=DraftStatus.APPROVED)

@@ -2,8 +2,9 @@
 mostly swapped for ids that exist, read from the JSON file named by QIWEI_FUZZ_IDS, so cases get
 past the 404 and reach validation and the services.
 
-Destructive operations get their own rows (forget: `forgettable`, erase: `erasable_ids`) so the
-other operations keep finding data. No Django import here: this runs inside the CLI process."""
+Destructive operations get their own rows (forget: `forgettable`, reject and expire: `retirable`,
+erase: `erasable_ids`) so the other operations keep finding data. No Django import here: this
+runs inside the CLI process."""
 
 from __future__ import annotations
 
@@ -34,7 +35,12 @@ def real_choices(ids: dict[str, Any], label: str, keys: set[str]) -> list[dict[s
     """Every consistent set of existing values for the path parameters named in `keys`."""
     base = {"account_id": ids["account_id"]} if "account_id" in keys else {}
     if "item_id" in keys:
-        pairs = ids["forgettable"] if label.startswith("DELETE ") else ids["items"]
+        if label.startswith("DELETE "):
+            pairs = ids["forgettable"]
+        elif label.endswith(("/reject/", "/expire/")):
+            pairs = ids["retirable"]  # they end an item's life; edit and confirm need active ones
+        else:
+            pairs = ids["items"]
         return [{**base, "conversation_id": conversation_id, "item_id": item_id} for conversation_id, item_id in pairs]
     if "conversation_id" in keys:
         conversations = ids["erasable_ids"] if label.endswith("/erase/") else ids["conversation_ids"]
