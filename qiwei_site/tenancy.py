@@ -98,7 +98,8 @@ def account_database_config(account_id: str) -> dict[str, Any]:
         if "{account}" not in template:
             raise ImproperlyConfigured("QIWEI_ACCOUNT_DATABASE_URL must contain '{account}'.")
         config = environ.Env.db_url_config(template.replace("{account}", account_id.replace("-", "_")))
-        config.setdefault("CONN_MAX_AGE", 0)
+        config.setdefault("CONN_MAX_AGE", settings.QIWEI_DB_CONN_MAX_AGE)
+        config["CONN_HEALTH_CHECKS"] = True
         return config
     path = Path(settings.QIWEI_DATA_DIR) / "accounts" / f"{account_id}.sqlite3"
     return {
