@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import logging
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -382,6 +383,9 @@ def run_smoke(*, keep: bool = False, on_step: Callable[[StepResult], None] | Non
     report = SmokeReport(account_id=account_id)
     eager = celery_app.conf.task_always_eager
     celery_app.conf.task_always_eager = True  # capture runs inline: the check needs no worker
+    trace_logger = logging.getLogger("celery.app.trace")
+    trace_level = trace_logger.level
+    trace_logger.setLevel(logging.WARNING)  # one line per step, not one per inline task
     try:
         with use_account(account_id):
             for name, func in STEPS:
@@ -395,6 +399,7 @@ def run_smoke(*, keep: bool = False, on_step: Callable[[StepResult], None] | Non
                     on_step(result)
     finally:
         celery_app.conf.task_always_eager = eager
+        trace_logger.setLevel(trace_level)
         if not keep:
             account_delete(account_id=account_id, actor=ACTOR)
     return report
