@@ -6,6 +6,7 @@ an absent server is a failure, never a skip.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -166,3 +167,25 @@ def non_eager() -> Iterator[None]:
         yield
     finally:
         app.conf.task_always_eager = previous
+
+
+@contextlib.contextmanager
+def celery_sending_to(broker_url: str) -> Iterator[None]:
+    """Make this process's Celery app send to `broker_url`, dropping connection and producer pools
+    cached by earlier tests (they would keep sending to the old broker)."""
+    from qiwei_site.celery import app
+
+    def reset_pools() -> None:
+        if app._pool is not None:  # type: ignore[attr-defined]
+            app._pool.force_close_all()  # type: ignore[attr-defined]
+        app._pool = None  # type: ignore[attr-defined]
+        app.amqp._producer_pool = None
+
+    previous = app.conf.broker_url
+    app.conf.broker_url = broker_url
+    reset_pools()
+    try:
+        yield
+    finally:
+        reset_pools()
+        app.conf.broker_url = previous

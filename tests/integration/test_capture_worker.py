@@ -15,9 +15,8 @@ from conversations.services import account_create
 from memory.capture.jobs import capture_sweep
 from memory.ingest import messages_ingest
 from memory.models import CaptureJob, CaptureJobStatus, MemoryItem, MemoryStatus
-from qiwei_site.celery import app
 from qiwei_site.tenancy import use_account
-from tests.integration.conftest import wait_until
+from tests.integration.conftest import celery_sending_to, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -56,17 +55,10 @@ def broker(redis_broker_url, non_eager, monkeypatch, settings) -> Iterator[str]:
     monkeypatch.setenv("QIWEI_CAPTURE_RETRY_BASE_SECONDS", "1")
     settings.QIWEI_CAPTURE_STUCK_SECONDS = STUCK_SECONDS
     settings.QIWEI_CAPTURE_RETRY_BASE_SECONDS = 1
-    previous = app.conf.broker_url
-    app.conf.broker_url = redis_broker_url
-    app.__dict__.pop("_pool", None)
-    app._pool = None  # type: ignore[attr-defined]
     try:
-        yield redis_broker_url
+        with celery_sending_to(redis_broker_url):
+            yield redis_broker_url
     finally:
-        if app._pool is not None:  # type: ignore[attr-defined]
-            app._pool.force_close_all()  # type: ignore[attr-defined]
-            app._pool = None  # type: ignore[attr-defined]
-        app.conf.broker_url = previous
         redis.Redis.from_url(redis_broker_url).flushdb()
 
 
