@@ -34,3 +34,12 @@ def customer_get(conversation_id: str) -> Customer:
     if customer is None:
         raise NotFound(f"会话 {conversation_id} 不存在 (no such conversation).", code="conversation_not_found")
     return customer
+
+
+def account_ids_for_command(account_id: str | None) -> list[str]:
+    """The named account (NotFound if unknown) or every active account, for operator commands."""
+    if account_id:
+        if not WeComAccount.objects.filter(pk=account_id).exists():
+            raise NotFound(f"账号 {account_id} 不存在 (no such account).", code="account_not_found")
+        return [account_id]
+    return list(WeComAccount.objects.filter(is_active=True).order_by("pk").values_list("pk", flat=True))

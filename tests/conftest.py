@@ -96,3 +96,18 @@ def staff_client(staff_user) -> APIClient:
 @pytest.fixture
 def agent_client(agent_user) -> APIClient:
     return client_for(agent_user)
+
+
+@pytest.fixture
+def admin_client(staff_user, account):
+    """A supervisor logged in to admin with `acme` chosen in the account switcher."""
+    from django.test import Client
+
+    from qiwei_site.middleware import SESSION_KEY
+
+    client = Client()
+    client.force_login(staff_user)
+    session = client.session
+    session[SESSION_KEY] = account.id
+    session.save()
+    return client

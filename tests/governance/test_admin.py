@@ -2,26 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
 from django.test import Client
 from django.urls import reverse
 
 from conversations.models import AuditEvent, CustomerProfile
 from memory.governance import memory_item_add, memory_item_edit
 from memory.models import MemoryCreatedBy, MemoryItem, MemorySnapshot, MemoryStatus, MemoryType
-from qiwei_site.middleware import SESSION_KEY
 
 CHANGELIST = "/admin/memory/memoryitem/"
-
-
-@pytest.fixture
-def admin_client(staff_user, account) -> Client:
-    client = Client()
-    client.force_login(staff_user)
-    session = client.session
-    session[SESSION_KEY] = account.id
-    session.save()
-    return client
 
 
 def last_history(item):

@@ -2,26 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
-from django.test import Client
-
 from conversations.drafts import draft_approve, draft_send
 from conversations.models import AuditEvent, DraftStatus
-from qiwei_site.middleware import SESSION_KEY
 from sessions_epoch.services import epoch_for_turn
 from tests.factories import DraftFactory
 
 DRAFTS = "/admin/conversations/draft/"
-
-
-@pytest.fixture
-def admin_client(staff_user, account) -> Client:
-    client = Client()
-    client.force_login(staff_user)
-    session = client.session
-    session[SESSION_KEY] = account.id
-    session.save()
-    return client
 
 
 def test_draft_admin_approves_through_the_service(admin_client, customer, staff_user):

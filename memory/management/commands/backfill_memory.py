@@ -7,7 +7,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from conversations.models import Customer, WeComAccount
+from conversations.models import Customer
+from conversations.selectors import account_ids_for_command
 from memory.capture.backfill import Totals, customer_backfill
 from qiwei_site.errors import ApplicationError
 from qiwei_site.tenancy import account_atomic, use_account
@@ -25,13 +26,10 @@ class Command(BaseCommand):
         parser.add_argument("--dry-run", action="store_true", help="只统计，不写入（所有改动回滚）")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        account_id = options.get("account")
-        if account_id:
-            if not WeComAccount.objects.filter(pk=account_id).exists():
-                raise CommandError(f"账号 {account_id} 不存在 (no such account).")
-            account_ids = [account_id]
-        else:
-            account_ids = list(WeComAccount.objects.filter(is_active=True).values_list("pk", flat=True))
+        try:
+            account_ids = account_ids_for_command(options.get("account"))
+        except ApplicationError as exc:
+            raise CommandError(exc.detail) from None
         dry_run = bool(options.get("dry_run"))
         totals = Totals()
         for current in account_ids:

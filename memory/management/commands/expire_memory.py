@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from conversations.models import WeComAccount
+from conversations.selectors import account_ids_for_command
 from memory.governance import memory_items_expire_due
 from qiwei_site.errors import ApplicationError
 from qiwei_site.tenancy import use_account
@@ -19,13 +19,10 @@ class Command(BaseCommand):
         parser.add_argument("--account", help="只处理该账号；缺省处理所有启用的账号 (account id; default: all active).")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        account_id = options.get("account")
-        if account_id:
-            if not WeComAccount.objects.filter(pk=account_id).exists():
-                raise CommandError(f"账号 {account_id} 不存在 (no such account).")
-            account_ids = [account_id]
-        else:
-            account_ids = list(WeComAccount.objects.filter(is_active=True).values_list("id", flat=True))
+        try:
+            account_ids = account_ids_for_command(options.get("account"))
+        except ApplicationError as exc:
+            raise CommandError(exc.detail) from None
         total = 0
         for current in account_ids:
             try:
