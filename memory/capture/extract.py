@@ -49,7 +49,7 @@ class Candidate:
 _SENTENCE_RE = re.compile(r"[^。！？!?\n]+[。！？!?]*|[。！？!?]+")
 _CLAUSE_SPLIT_RE = re.compile(
     r"[，,；;：:]|(?<!Mr)(?<!Mrs)(?<!Ms)(?<!Dr)(?:(?<!\d)\.|\.(?!\d))|(?<!不)但是|(?<!不)但(?!是)|不过|可是|然而|只是说|"
-    r"\bbut\b|\bhowever\b|\balthough\b|\bthough\b|\band\s+(?=(?:i|i'd|i'm|we|we'd|no|not|don't|please)\b)",
+    r"(?<!anything\s)(?<!all\s)\bbut\b|\bhowever\b|\balthough\b|\bthough\b|\band\s+(?=(?:i|i'd|i'm|we|we'd|no|not|don't|please)\b)",
     re.IGNORECASE,
 )
 
@@ -71,7 +71,7 @@ def _clauses(text: str) -> list[tuple[list[str], bool]]:
 
 _QUESTION_RE = re.compile(
     r"[吗嘛]|(?<![一么])么\s*$|呢\s*$|有没有|是否|能否|能不能|可不可以|可以吗|行不行|好不好|是不是|会不会|要不要|"
-    r"多少|几[个套间室楼号点层居房]|什么|啥|哪|(?<!不)怎么|如何|为什么|为啥|咋|"
+    r"多少|多久|多长时间|几[个套间室楼号点层居房]|什么|啥|哪|(?<!不)怎么|如何|为什么|为啥|咋|"
     r"^\s*(?:do|does|did|is|are|was|were|can|could|would|will|have|has|any|what|which|where|when|how|why|who|"
     r"should|shall|may)\b",
     re.IGNORECASE,
@@ -93,12 +93,21 @@ _REPORTING_RE = re.compile(
     r"\b(?:said|says|told\s+me|thinks|wants|heard|apparently)\b",
     re.IGNORECASE,
 )
+# The customer's own saying ("我跟你说，…", "forget what I said earlier, …") introduces their own words.
+_FIRST_PERSON_SAYING_RE = re.compile(
+    r"^(?:那|嗯|好|哦|就是|其实|这样|还有)*(?:我|我们)(?:再|先|就|刚才|刚刚|之前|前面|跟你们?|和你们?|给你们?|想)*"
+    r"(?:说|讲|补充|强调)(?:一下|一句|下)?[了过]?$|"
+    r"^(?:(?:please|so|ok|okay|sorry|actually|just)\s+)*(?:forget|ignore|disregard|scratch|never\s+mind)\b"
+    r"[^.]*\b(?:i|we)(?:'ve|\s+have|\s+just)?\s+(?:said|told\s+you|wrote|mentioned)\b[\w\s]*$|"
+    r"^(?:like|as)\s+(?:i|we)(?:'ve|\s+have)?\s+(?:said|mentioned|told\s+you)(?:\s+(?:before|earlier))?$",
+    re.IGNORECASE,
+)
 _CONDITIONAL_RE = re.compile(
     r"如果|假如|假设|万一|倘若|(?<![主就还要])要是|的话|若是|\bif\b|\bunless\b|\bsuppose\b|\bin\s+case\b|\bwhat\s+if\b",
     re.IGNORECASE,
 )
 _STRONG_HEDGE_RE = re.compile(
-    r"还没想好|没想好|还没定|没定|不确定|不一定|看情况|再说吧|说不准|不好说|随便|都行|都可以|无所谓|还在考虑|再考虑|"
+    r"不是非要|不是一定要|不是必须|不必|没必要|未必|不非得|不一定非要|还没想好|没想好|还没定|没定|不确定|不一定|看情况|再说吧|说不准|不好说|随便|都行|都可以|无所谓|还在考虑|再考虑|"
     r"\bnot\s+sure\b|\bundecided\b|\bhaven't\s+decided\b|\bdepends\b|\bwhatever\b|\bdon't\s+mind\b|\bno\s+preference\b",
     re.IGNORECASE,
 )
@@ -112,27 +121,47 @@ _DOUBLE_NEGATION_RE = re.compile(
     r"\bit's\s+not\s+that\s+i\s+(?:don't|do\s+not)\b|\bdon't\s+mind\b",
     re.IGNORECASE,
 )
+# A negated aversion ("不介意一楼", "并不排斥老小区", "I don't hate the top floor") is acceptance, not a
+# preference: writing one would overstate what was said, so these clauses yield nothing.
+_NEGATED_AVERSION_RE = re.compile(
+    r"(?:不|没|并不|也不|从不|倒不)(?:是|太|是很|怎么|大|那么|算)?(?:讨厌|反感|嫌弃|拒绝|排斥|介意|在意|在乎|害怕|怕|抗拒|"
+    r"排除|忌讳|讲究|挑)|没(?:什么|啥)?(?:意见|要求|讲究)|"
+    r"\b(?:don't|do\s+not|doesn't|never|wouldn't|would\s+not)\s+(?:really\s+)?(?:hate|dislike|mind|object\s+to|rule\s+out)\b|"
+    r"\bnot\s+(?:against|opposed\s+to|bothered\s+by|fussy|picky)\b|\bwouldn't\s+say\s+no\b|\bopen\s+to\b",
+    re.IGNORECASE,
+)
 
 # --- triggers -----------------------------------------------------------------------------
 
 # (regex, type, confidence, importance). Longer phrases first; constraints before preferences so
 # "不喜欢" never reads as "喜欢".
 _ZH_TRIGGERS: tuple[tuple[str, str, float, int], ...] = (
+    # A softened negated want ("不是很想要", "没那么喜欢") is still a constraint, held less firmly.
+    (
+        r"(?:不是很|不是太|不是特别|不是那么|并不是很|也不是很|不太|不怎么|不大|不算太|不算很|没那么|没有那么|没太|没有很|"
+        r"没特别|没有特别)(?:想要|想住|想租|想买|喜欢|愿意|希望|需要|中意|倾向于?|能接受|接受得了|接受)|"
+        r"(?<!不)(?:有点|有些|有一点)(?:介意|怕|嫌|不喜欢|抗拒|排斥)|"
+        r"不用(?=配|带(?:家具|家电|装修|车位|阳台|电梯|花园|院子|露台|地下室|储藏室))",
+        CONSTRAINT,
+        0.55,
+        2,
+    ),
+    # "最好不要顶楼" is a clear wish, but softer than "不要顶楼".
+    (r"尽量别|最好别|最好不要|尽量不要|尽量避免|最好避开|尽量避开", CONSTRAINT, 0.7, 3),
     (r"绝对不要|坚决不要|千万不要|千万别|打死也不|死活不要|绝不", CONSTRAINT, 0.95, 5),
     (
-        r"不考虑|不予考虑|不能接受|接受不了|无法接受|不接受|受不了|排除|别推荐|不要推荐|别给我推荐|不要给我推荐",
+        r"不考虑|不予考虑|不能接受|不可以接受|接受不了|无法接受|没法接受|没办法接受|不接受|受不了|排除|别推荐|不要推荐|别给我推荐|不要给我推荐",
         CONSTRAINT,
         0.9,
         4,
     ),
     (
-        r"别给我看|不想看|不想要|不想住|不想租|不想买|不要有|不想有|不能有|不能是|不能在|不要在|不要是|别是|不能要",
+        r"别给我看|不想看|不想要|不希望(?:是|有|在)?|不愿意(?:住|租|买|要)?|不想住|不想租|不想买|不要有|不想有|不能有|不能是|不能在|不要在|不要是|别是|不能要",
         CONSTRAINT,
         0.9,
         4,
     ),
-    (r"不太喜欢|不是很喜欢|不怎么喜欢|不大喜欢|不太想要|不太想", CONSTRAINT, 0.65, 3),
-    (r"不喜欢|讨厌|反感|嫌弃|拒绝|避开|最怕|很怕|害怕", CONSTRAINT, 0.85, 4),
+    (r"不喜欢|讨厌|反感|嫌弃|拒绝|避开|避免|最怕|很怕|害怕|(?:比较|很|非常|特别|挺)介意", CONSTRAINT, 0.85, 4),
     (r"(?<![要要])不要(?!紧|钱|客气|急|着急)", CONSTRAINT, 0.85, 4),
     (r"不需要|不用考虑|(?:^|我|我们|也|就|都)不(?:住|租|买|看|选|找)", CONSTRAINT, 0.75, 3),
     (r"必须是|必须有|必须要|必须|一定要|一定得|务必|非要", PREFERENCE, 0.9, 4),
@@ -148,11 +177,24 @@ _ZH_TRIGGERS: tuple[tuple[str, str, float, int], ...] = (
     ),
 )
 _EN_TRIGGERS: tuple[tuple[str, str, float, int], ...] = (
+    # Softened dislikes: still a constraint, held less firmly.
+    (
+        r"(?:don't|do\s+not)\s+(?:really|particularly|especially|exactly)\s+(?:want|like|need|love)|"
+        r"not\s+(?:really\s+|much\s+of\s+|too\s+|that\s+|so\s+)?(?:a\s+)?(?:big\s+|huge\s+|great\s+)?fan\s+of|"
+        r"not\s+(?:too\s+|that\s+|so\s+|very\s+|really\s+)?(?:keen\s+on|crazy\s+about|into)|"
+        r"(?:i|we)(?:(?:\s+would|'d)\s+(?:rather|prefer)|\s+prefer)\s+not(?:\s+to)?(?=\s+(?:have|live|rent|buy|stay|be|get|"
+        r"take|share|deal\s+with|a|an|the|any|too|on|in|near|with|facing)\b)|"
+        r"no\s+longer\s+(?:want|need)|(?:i'm|i\s+am|we're|we\s+are)\s+not\s+looking\s+for",
+        CONSTRAINT,
+        0.6,
+        3,
+    ),
     (r"absolutely\s+no|definitely\s+no|never\s+(?:want|accept)|under\s+no\s+circumstances", CONSTRAINT, 0.95, 5),
     (
         r"(?:don't|do\s+not|won't|will\s+not|wouldn't|would\s+not)\s+(?:want|consider|accept|take|like|need)|"
-        r"can't\s+(?:accept|stand|do)|cannot\s+(?:accept|stand|do)|not\s+interested\s+in|no\s+interest\s+in|"
-        r"(?:don't|do\s+not)\s+(?:show|recommend|send)\s+me|rule\s+out|exclude|avoid|dislike|hate",
+        r"(?:can't|cannot|couldn't|could\s+not)\s+(?:accept|stand|bear|do|live\s+with)|not\s+interested\s+in|no\s+interest\s+in|"
+        r"(?:don't|do\s+not)\s+(?:show|recommend|send)\s+me|rule\s+out|exclude|avoid|dislike|hate|"
+        r"anything\s+but|(?:i|we)\s+(?:want|need|would\s+like|'d\s+like)\s+neither|^neither",
         CONSTRAINT,
         0.85,
         4,
@@ -165,7 +207,11 @@ _EN_TRIGGERS: tuple[tuple[str, str, float, int], ...] = (
     ),
     (r"must\s+have|must\s+be|has\s+to\s+be|have\s+to\s+have|need\s+to\s+have|it\s+must", PREFERENCE, 0.9, 4),
     (
-        r"(?:i|we)(?:\s+would|'d)\s+(?:prefer|like|love)|(?:i|we)\s+(?:really\s+)?(?:prefer|love|like|want|need)|"
+        r"(?:i|we)(?:\s+would|'d)\s+(?:(?:much|really|still)\s+)?(?:prefer|like|love)|"
+        # "I'd rather talk tomorrow" is about the chat, not the flat: "rather" counts only before a home.
+        r"(?:i|we)(?:\s+would|'d)\s+(?:much\s+)?rather(?=\s+(?:have|live|rent|buy|stay|be|get|take|a|an|the|go\s+with)\b)|"
+        r"(?:i|we)\s+(?:(?:now|really|actually|still|also|definitely|strongly|do|only|just|mostly)\s+){0,2}"
+        r"(?:prefer|love|like|want|need)|(?:i'm|i\s+am|we're|we\s+are)\s+(?:a\s+)?(?:big\s+|huge\s+)?fan\s+of|"
         r"(?:i'm|i\s+am|we're|we\s+are)\s+(?:looking\s+for|interested\s+in|after)|my\s+preference\s+is|"
         r"^(?:ideally|preferably)|^prefer|^looking\s+for",
         PREFERENCE,
@@ -187,7 +233,7 @@ _DEICTIC = re.compile(
 )
 
 _OBJ_LEAD = re.compile(
-    r"^(?:(?:住在|住|租在|租|买在|买|找|选|要|是|在|个|一个|一套|一间|一处|那种|这种|有|能|可以|用|带个|到|给我|给|推荐|看|"
+    r"^(?:(?:至少|起码|最少|住在|住|租在|租|买在|买|找|选|要|是|在|个|一个|一套|一间|一处|那种|这种|有|能|可以|用|带个|到|给我|给|推荐|看|"
     r"考虑|接受|选择)\s*)+"
 )
 _OBJ_TRAIL = re.compile(
@@ -195,7 +241,8 @@ _OBJ_TRAIL = re.compile(
     r"就可以|即可|为主|优先|最好|比较好|更好|好了|的话|啦|咯|谢谢|哈哈|为宜|为好|吧谢谢|之类|等等|这种|那种)+$"
 )
 _EN_OBJ_LEAD = re.compile(
-    r"^(?:(?:to\s+)?(?:live|rent|buy|stay|be|have|get|see|find|consider|take|accept)(?:\s+(?:in|on|at))?\s+|"
+    r"^(?:(?:to\s+)?(?:live|living|rent|renting|buy|buying|stay|staying|be|being|have|having|get|see|find|consider|"
+    r"take|accept)(?:\s+(?:in|on|at))?\s+|at\s+least\s+|at\s+most\s+|no\s+(?:more|less|fewer)\s+than\s+|"
     r"(?:a|an|the|some|any|more|something|somewhere|anything|one|ones|place|places|apartment|apartments|flat|flats|"
     r"home|house|unit|units|property|properties|that\s+is|that's|which\s+is|with|for)\s+)+",
     re.IGNORECASE,
@@ -205,12 +252,13 @@ _EN_OBJ_TRAIL = re.compile(
     r"ones?|though|really|at\s+all|for\s+sure))+$",
     re.IGNORECASE,
 )
-_OBJ_SPLIT_RE = re.compile(r"、|和|或者|或是|或|及|以及|还有|跟|\s+and\s+|\s+or\s+|/", re.IGNORECASE)
+_OBJ_SPLIT_RE = re.compile(r"、|和|或者|或是|或|及|以及|还有|跟|\s+and\s+|\s+n?or\s+|/", re.IGNORECASE)
 _CJK_RE = re.compile(r"[\u4e00-\u9fff]")
 _EN_STOP_OBJECTS = frozenset(
     {"to", "it", "a", "the", "some", "that", "this", "more", "one", "something", "anything", "them", "those", "these",
      "too", "that one", "this one", "to do", "to know", "to see", "to ask", "to check", "help", "you", "know",
-     "apartment", "apartments", "flat", "flats", "place", "home", "house", "unit", "room", "property"}
+     "apartment", "apartments", "flat", "flats", "place", "home", "house", "unit", "room", "property",
+     "at least", "at most", "least", "minimum", "maximum"}
 )  # fmt: skip
 
 
@@ -546,6 +594,8 @@ def _valid_object(obj: str) -> bool:
         return False  # "I want to know the price" asks for information, it states no preference
     if not _CJK_RE.search(obj) and (obj.lower() in _EN_STOP_OBJECTS or not re.search(r"[A-Za-z]{3,}", obj)):
         return False
+    if re.match(r"(?:你|您|you\b)", obj, re.IGNORECASE):
+        return False  # "不希望你们再打电话" is about us, not about the home
     # A lone CJK character ("好", "行") carries no stable meaning.
     return not (_CJK_RE.fullmatch(obj) and len(obj) == 1)
 
@@ -609,6 +659,49 @@ def _statement_candidates(clause: str, *, hedged: bool) -> list[Candidate]:
     return candidates
 
 
+# "不要顶楼也不要一楼", "我要整租不要合租": a second trigger inside one clause starts a second statement with
+# its own polarity, so the clause is cut there (only when the first part already holds a trigger:
+# "顶楼也不要" keeps its fronted object).
+_COORDINATED_SPLIT_RE = re.compile(
+    r"(?=(?:也|又|还|而且|并且|同时)(?:不要|不考虑|不想|不喜欢|不能|不接受|别|要|想要|喜欢|希望|需要|必须|最好))|"
+    r"(?<![不没别也又还就都可])(?=不要(?!紧|钱|客气|急|着急)|不考虑|不想要|不喜欢|不能接受|不接受)"
+)
+
+
+_CONNECTOR_RE = re.compile(r"^(?:也|又|还|而且|并且|同时)")
+
+
+def _complete(piece: str) -> bool:
+    """A piece states something on its own: a trigger with an object, or a profile fact."""
+    trigger = _trigger(piece, False)
+    if trigger is None:
+        return False
+    return bool(_objects_for(piece, trigger[0], False)) or bool(_profile_facts(piece, confidence=0.0)[0])
+
+
+def _coordinated(clause: str) -> list[str]:
+    if not _CJK_RE.search(clause):
+        return [clause]
+    first = _trigger(clause, False)
+    if first is None or _THIRD_PARTY_RE.search(clause[: first[0].start()]):
+        return [clause]  # the subject of the first part governs the rest; keep it together
+    pieces: list[str] = []
+    buffer = ""
+    for raw in _COORDINATED_SPLIT_RE.split(clause):
+        buffer += raw
+        if pieces:
+            buffer = _CONNECTOR_RE.sub("", buffer)
+        # "最好" + "不要顶楼", "顶楼" + "也不要": a part with nothing to say joins its neighbour.
+        if _complete(buffer):
+            pieces.append(buffer)
+            buffer = ""
+    if buffer and pieces:
+        pieces[-1] += buffer
+    elif buffer:
+        pieces.append(buffer)
+    return pieces
+
+
 def extract_candidates(text: str) -> list[Candidate]:
     """Candidates from one customer message, in order, one per key (the last statement wins)."""
     text = normalise_text(text)
@@ -623,6 +716,8 @@ def extract_candidates(text: str) -> list[Candidate]:
             if skip_next:
                 skip_next = False
                 continue
+            if _FIRST_PERSON_SAYING_RE.search(clause):
+                continue  # "我跟你说", "forget what I said earlier": the customer's own words follow
             if _REPORTING_RE.search(clause):
                 # "我老婆说，不要顶楼": everything after the reporting verb is someone else's words.
                 skip_rest = True
@@ -632,10 +727,15 @@ def extract_candidates(text: str) -> list[Candidate]:
                 continue
             if (last and question_mark) or _QUESTION_RE.search(clause):
                 continue
-            if _DOUBLE_NEGATION_RE.search(clause) or _STRONG_HEDGE_RE.search(clause):
+            if (
+                _DOUBLE_NEGATION_RE.search(clause)
+                or _NEGATED_AVERSION_RE.search(clause)
+                or _STRONG_HEDGE_RE.search(clause)
+            ):
                 continue
             hedged = _WEAK_HEDGE_RE.search(clause) is not None
-            for candidate in _statement_candidates(clause, hedged=hedged):
-                found.pop(candidate.key, None)
-                found[candidate.key] = candidate
+            for piece in _coordinated(clause):
+                for candidate in _statement_candidates(piece, hedged=hedged):
+                    found.pop(candidate.key, None)
+                    found[candidate.key] = candidate
     return list(found.values())
