@@ -81,7 +81,7 @@ _QUESTION_RE = re.compile(
 _THIRD_PARTY_RE = re.compile(
     r"朋友|老婆|老公|妻子|丈夫|爱人|媳妇|太太|我妈|妈妈|母亲|我爸|爸爸|父亲|父母|爸妈|家人|家里人|同事|室友|"
     r"女朋友|男朋友|女友|男友|对象|孩子|儿子|女儿|闺蜜|哥哥|姐姐|弟弟|妹妹|邻居|房东|中介|老板|领导|别人|有人|"
-    r"人家|大家|他们|她们|(?<!其)他|她|亲戚|公婆|岳父|岳母|老人|说|觉得|认为|听|"
+    r"人家|大家|他们|她们|(?<!其)他|她|亲戚|公婆|岳父|岳母|老人|(?<!老实)(?<!坦白)(?<!坦白地)说(?!实话|真的)|觉得|认为|听|"
     r"\bmy\s+(?:wife|husband|partner|friend|friends|mom|mother|dad|father|parents|boss|colleague|colleagues|"
     r"roommate|roommates|girlfriend|boyfriend|son|daughter|kids|children|family|sister|brother)\b|"
     r"\b(?:he|she|they|his|her|their|someone|somebody|people|others|landlord|agent|said|says|thinks)\b",
@@ -96,7 +96,7 @@ _REPORTING_RE = re.compile(
 # The customer's own saying ("我跟你说，…", "forget what I said earlier, …") introduces their own words.
 _FIRST_PERSON_SAYING_RE = re.compile(
     r"^(?:那|嗯|好|哦|就是|其实|这样|还有)*(?:我|我们)(?:再|先|就|刚才|刚刚|之前|前面|跟你们?|和你们?|给你们?|想)*"
-    r"(?:说|讲|补充|强调)(?:一下|一句|下)?[了过]?$|"
+    r"(?:说|讲|补充|强调)(?:一下|一句|下)?[了过]{0,2}$|"
     r"^(?:(?:please|so|ok|okay|sorry|actually|just)\s+)*(?:forget|ignore|disregard|scratch|never\s+mind)\b"
     r"[^.]*\b(?:i|we)(?:'ve|\s+have|\s+just)?\s+(?:said|told\s+you|wrote|mentioned)\b[\w\s]*$|"
     r"^(?:like|as)\s+(?:i|we)(?:'ve|\s+have)?\s+(?:said|mentioned|told\s+you)(?:\s+(?:before|earlier))?$",
@@ -166,7 +166,12 @@ _ZH_TRIGGERS: tuple[tuple[str, str, float, int], ...] = (
     (r"不需要|不用考虑|(?:^|我|我们|也|就|都)不(?:住|租|买|看|选|找)", CONSTRAINT, 0.75, 3),
     (r"必须是|必须有|必须要|必须|一定要|一定得|务必|非要", PREFERENCE, 0.9, 4),
     (r"我更喜欢|更喜欢|比较喜欢|最喜欢|特别喜欢|很喜欢|挺喜欢|喜欢", PREFERENCE, 0.85, 3),
-    (r"更倾向于|更倾向|倾向于|倾向|偏好|偏爱|首选|优先考虑|中意|钟意|看中|看上|心仪", PREFERENCE, 0.8, 3),
+    (
+        r"更想要?|比较想要?|更倾向于|更倾向|倾向于|倾向|偏好|偏爱|首选|优先考虑|中意|钟意|看中|看上|心仪",
+        PREFERENCE,
+        0.8,
+        3,
+    ),
     (r"最好是|最好能|最好有|最好(?!的)", PREFERENCE, 0.8, 3),
     (r"希望是|希望能|希望有|希望", PREFERENCE, 0.8, 3),
     (
@@ -244,7 +249,7 @@ _EN_OBJ_LEAD = re.compile(
     r"^(?:(?:to\s+)?(?:live|living|rent|renting|buy|buying|stay|staying|be|being|have|having|get|see|find|consider|"
     r"take|accept)(?:\s+(?:in|on|at))?\s+|at\s+least\s+|at\s+most\s+|no\s+(?:more|less|fewer)\s+than\s+|"
     r"(?:a|an|the|some|any|more|something|somewhere|anything|one|ones|place|places|apartment|apartments|flat|flats|"
-    r"home|house|unit|units|property|properties|that\s+is|that's|which\s+is|with|for)\s+)+",
+    r"home|house|unit|units|property|properties|that\s+is|that's|which\s+is|with|for|and|or|nor)\s+)+",
     re.IGNORECASE,
 )
 _EN_OBJ_TRAIL = re.compile(
@@ -679,6 +684,15 @@ def _complete(piece: str) -> bool:
     return bool(_objects_for(piece, trigger[0], False)) or bool(_profile_facts(piece, confidence=0.0)[0])
 
 
+# "我说了不要顶楼", "I said no pets": the customer repeating themselves, not reporting someone else.
+_FIRST_PERSON_LEAD_RE = re.compile(
+    r"^(?:我|我们)(?:刚才|刚刚|之前|已经|前面|早就|都)*(?:说过|说了|讲过|讲了|说)了?\s*|"
+    r"^(?:(?:as|like)\s+)?(?:i|we)(?:'ve|\s+have|\s+already|\s+just)?\s+(?:said|told\s+you|mentioned)"
+    r"(?:\s+(?:before|earlier|already))?\s*",
+    re.IGNORECASE,
+)
+
+
 def _coordinated(clause: str) -> list[str]:
     if not _CJK_RE.search(clause):
         return [clause]
@@ -718,6 +732,7 @@ def extract_candidates(text: str) -> list[Candidate]:
                 continue
             if _FIRST_PERSON_SAYING_RE.search(clause):
                 continue  # "我跟你说", "forget what I said earlier": the customer's own words follow
+            clause = _FIRST_PERSON_LEAD_RE.sub("", clause) or clause
             if _REPORTING_RE.search(clause):
                 # "我老婆说，不要顶楼": everything after the reporting verb is someone else's words.
                 skip_rest = True
