@@ -590,6 +590,12 @@ def _objects_for(clause: str, match: re.Match[str], is_english: bool) -> list[st
     return [o for o in (_clean_zh_object(part) for part in _split_objects(obj)) if o]
 
 
+_BARE_AMOUNT_RE = re.compile(
+    r"^(?:超过|超出|高于|低于|多于|少于|大于|小于)\s*[\d.,一二两三四五六七八九十百千万]+\s*(?:块钱|块|元|万|千|k|w)?$",
+    re.IGNORECASE,
+)
+
+
 def _valid_object(obj: str) -> bool:
     if not obj or len(obj) > MAX_OBJECT_CHARS or _DEICTIC.match(obj.lower()):
         return False
@@ -599,6 +605,8 @@ def _valid_object(obj: str) -> bool:
         return False  # "I want to know the price" asks for information, it states no preference
     if not _CJK_RE.search(obj) and (obj.lower() in _EN_STOP_OBJECTS or not re.search(r"[A-Za-z]{3,}", obj)):
         return False
+    if _BARE_AMOUNT_RE.match(obj):
+        return False  # "别超过5000" caps an amount we cannot attribute (rent? deposit?): not a constraint
     if re.match(r"(?:你|您|you\b)", obj, re.IGNORECASE):
         return False  # "不希望你们再打电话" is about us, not about the home
     # A lone CJK character ("好", "行") carries no stable meaning.

@@ -34,6 +34,7 @@ def keys(text: str) -> set[tuple[str, str]]:
         ("我不希望是合租", {("constraint", "constraint:合租")}),
         ("不需要车位", {("constraint", "constraint:车位")}),
         ("最好不要顶楼，夏天太晒", {("constraint", "constraint:顶楼")}),
+        ("尽量别超过5000，最好有电梯", {("preference", "preference:电梯")}),
         # Coordinated objects
         ("不要顶楼也不要一楼", {("constraint", "constraint:顶楼"), ("constraint", "constraint:一楼")}),
         ("不要顶楼，也不要一楼", {("constraint", "constraint:顶楼"), ("constraint", "constraint:一楼")}),
@@ -112,6 +113,7 @@ def test_extract_candidates_generalises_to_everyday_phrasing(text, expected):
         "我还要上班，晚上再聊",
         "还需要多久",
         "也要问一下我老婆",
+        "不要超过5000",
         # Someone else's words, even when coordinated or questioned
         "我老婆不要顶楼也不要一楼",
         "有没有不要顶楼也不要一楼的",
