@@ -154,7 +154,8 @@ def run_load(base: str, token: str, clients: int, seconds: float, kind: str) -> 
 
 
 def bench_backend(backend: str, clients: list[int], seconds: float, workers: int) -> list[dict]:
-    # `postgres-persistent`: the same with connections kept open (conn_max_age=60 in the URLs).
+    # `postgres`: connections closed after every request (QIWEI_DB_CONN_MAX_AGE=0), the baseline;
+    # `postgres-persistent`: the shipped default, connections kept open for 60 s.
     persistent = backend == "postgres-persistent"
     env = bench_environment(
         postgres=backend.startswith("postgres"), tag=f"api-{backend}", conn_max_age=60 if persistent else 0
@@ -221,7 +222,7 @@ def main() -> None:
         nargs="+",
         choices=BACKENDS,
         default=["sqlite", "postgres"],
-        help="postgres-persistent: PostgreSQL with connections kept open between requests (conn_max_age=60)",
+        help="postgres: connections closed per request (baseline); postgres-persistent: the default, kept 60 s",
     )
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--json", help="write the rows here as JSON")

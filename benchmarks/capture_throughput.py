@@ -4,7 +4,7 @@ refresh, from the first ingest until every capture job is `done`, in one of four
 - `bare`: the capture service (`capture_message`) called for each message, no job rows or queue;
 - `direct`: each durable job run in this process (`capture_job_run`: claim, run, done), no broker;
 - `filesystem`: the embedded default broker and a real `celery worker` subprocess;
-- `filesystem-poll`: the same with the broker polled every 0.1 s (benchmarks/settings_fs_poll.py);
+- `filesystem-1s`: the same at kombu's default 1 s polling (benchmarks/settings_fs_1s.py);
 - `redis`: Redis (`--redis-url`, a queue of its own) and a real `celery worker` subprocess.
 
     .venv/bin/python benchmarks/capture_throughput.py --mode direct [--messages 2000] [--customers 20]
@@ -56,7 +56,7 @@ MESSAGES = [
     "别推荐合租的，我要整租",
 ]
 INGEST_BATCH = 50
-MODES = ["bare", "direct", "filesystem", "filesystem-poll", "redis"]
+MODES = ["bare", "direct", "filesystem", "filesystem-1s", "redis"]
 
 
 def batches(total: int, customers: int, seed: int) -> list[tuple[str, list[dict[str, Any]]]]:
@@ -154,8 +154,8 @@ def main() -> int:
     queue = f"qiwei_bench_{uuid.uuid4().hex[:8]}"
     if args.mode == "redis":
         env["CELERY_BROKER_URL"] = args.redis_url
-    if args.mode == "filesystem-poll":
-        env["DJANGO_SETTINGS_MODULE"] = "benchmarks.settings_fs_poll"
+    if args.mode == "filesystem-1s":
+        env["DJANGO_SETTINGS_MODULE"] = "benchmarks.settings_fs_1s"
     setup_django(env)
 
     from conversations.services import account_create
@@ -176,7 +176,7 @@ def main() -> int:
     total = sum(len(batch) for _cid, batch in plan)
 
     worker = None
-    if args.mode in ("filesystem", "filesystem-poll", "redis"):
+    if args.mode in ("filesystem", "filesystem-1s", "redis"):
         worker = start_worker(env, args.concurrency, queue, Path(env["QIWEI_DATA_DIR"]) / "worker.log")
     try:
         with use_account(ACCOUNT):

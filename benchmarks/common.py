@@ -20,9 +20,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PG_BASE = os.environ.get("QIWEI_BENCH_POSTGRES", "postgres://postgres@127.0.0.1:5432")
 
 
-def bench_environment(*, postgres: bool, tag: str, conn_max_age: int = 0) -> dict[str, str]:
-    """Environment variables for a fresh, isolated benchmark installation (`conn_max_age` keeps
-    PostgreSQL connections open between requests; the shipped default closes them)."""
+def bench_environment(*, postgres: bool, tag: str, conn_max_age: int = 60) -> dict[str, str]:
+    """Environment variables for a fresh, isolated benchmark installation (`conn_max_age`: seconds a
+    PostgreSQL connection stays open between requests; the shipped default is 60, 0 closes it)."""
     data_dir = tempfile.mkdtemp(prefix=f"qiwei-bench-{tag}-")
     env = {
         "DJANGO_SETTINGS_MODULE": "qiwei_site.settings.local",
@@ -31,9 +31,9 @@ def bench_environment(*, postgres: bool, tag: str, conn_max_age: int = 0) -> dic
     }
     if postgres:
         run = uuid.uuid4().hex[:6]
-        query = f"?conn_max_age={conn_max_age}&conn_health_checks=true" if conn_max_age else ""
-        env["DATABASE_URL"] = f"{PG_BASE}/qiwei_bench_default_{run}{query}"
-        env["QIWEI_ACCOUNT_DATABASE_URL"] = f"{PG_BASE}/qiwei_bench_{run}_{{account}}{query}"
+        env["QIWEI_DB_CONN_MAX_AGE"] = str(conn_max_age)
+        env["DATABASE_URL"] = f"{PG_BASE}/qiwei_bench_default_{run}"
+        env["QIWEI_ACCOUNT_DATABASE_URL"] = f"{PG_BASE}/qiwei_bench_{run}_{{account}}"
         env["QIWEI_BENCH_RUN"] = run
     return env
 
