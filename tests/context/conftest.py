@@ -10,6 +10,7 @@ import pytest
 
 from conversations.models import Customer, Message, MessageDirection
 from tests.factories import BASE_TIME, CustomerFactory, MessageFactory
+from tests.integration.conftest import postgres_accounts  # noqa: F401 - shared fixture
 
 FILLER = [
     "好的，我看一下",
@@ -66,40 +67,8 @@ def knowledge_root(tmp_path, settings) -> Path:
     return root
 
 
-POSTGRES = ("127.0.0.1", 5432)
-
 
 @pytest.fixture
-def postgres_account_url(settings):
-    """Account databases on the machine's PostgreSQL (qiwei_test_<account>), dropped afterwards.
-
-    Skips with a reason when PostgreSQL is unreachable; fails instead under QIWEI_REQUIRE_INTEGRATION=1.
-    """
-    import os
-    import socket
-    import uuid
-
-    try:
-        with socket.create_connection(POSTGRES, timeout=1):
-            pass
-    except OSError as exc:
-        message = f"PostgreSQL is not reachable at {POSTGRES[0]}:{POSTGRES[1]} ({exc})"
-        if os.environ.get("QIWEI_REQUIRE_INTEGRATION") == "1":
-            pytest.fail(f"{message}; QIWEI_REQUIRE_INTEGRATION=1 forbids skipping")
-        pytest.skip(message)
-    import psycopg
-    from psycopg import sql
-
-    from qiwei_site import tenancy
-
-    settings.QIWEI_ACCOUNT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/qiwei_test_{account}"
-    account_id = f"ctx{uuid.uuid4().hex[:8]}"
-    yield account_id
-    tenancy.unregister_account_database(account_id)
-    tenancy._migrated.discard(tenancy.alias_for(account_id))
-    with psycopg.connect(
-        host=POSTGRES[0], port=POSTGRES[1], user="postgres", dbname="postgres", autocommit=True
-    ) as conn:
-        conn.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(f"qiwei_test_{account_id}"))
-        )
+def postgres_account_url(postgres_accounts) -> str:  # noqa: F811 - the shared fixture
+    """An account id whose database lives on the machine's PostgreSQL (dropped afterwards)."""
+    return postgres_accounts("ctx")
