@@ -30,7 +30,7 @@ class WeComAccount(TimeStampedModel):
         _("账号 ID"),
         primary_key=True,
         max_length=40,
-        validators=[RegexValidator(ACCOUNT_ID_RE.pattern, _("只能使用小写字母、数字、下划线和连字符"))],
+        validators=[RegexValidator(ACCOUNT_ID_RE.pattern, _("只能使用小写字母、数字和下划线"))],
     )
     name = models.CharField(_("名称"), max_length=100)
     is_active = models.BooleanField(_("启用"), default=True)

@@ -378,7 +378,7 @@ STEPS: list[tuple[str, Callable[..., str]]] = [
 
 
 def run_smoke(*, keep: bool = False, on_step: Callable[[StepResult], None] | None = None) -> SmokeReport:
-    account_id = f"smoke-{uuid.uuid4().hex[:8]}"
+    account_id = f"smoke_{uuid.uuid4().hex[:8]}"
     account_create(account_id=account_id, name="端到端检查（临时）", actor=ACTOR)
     report = SmokeReport(account_id=account_id)
     eager = celery_app.conf.task_always_eager

@@ -28,7 +28,9 @@ from django.db.models import Model
 
 logger = logging.getLogger(__name__)
 
-ACCOUNT_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
+# No hyphen: the id names a PostgreSQL database and a file as it is, so two ids can never map to
+# one database (a `shop-1` turned into `shop_1` would have shared `shop_1`'s data).
+ACCOUNT_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_]{0,39}$")
 ACCOUNT_APPS = frozenset({"conversations", "memory", "sessions_epoch"})
 # Models of ACCOUNT_APPS that live in `default` (the registry and who may see what).
 DEFAULT_DB_MODELS = frozenset({"conversations.wecomaccount", "conversations.accountmembership"})
@@ -56,9 +58,9 @@ class InvalidAccountId(ValueError):
 def validate_account_id(account_id: str) -> str:
     if not isinstance(account_id, str) or not ACCOUNT_ID_RE.match(account_id):
         raise InvalidAccountId(
-            f"账号 ID {account_id!r} 不合法：只能使用小写字母、数字、下划线和连字符，"
+            f"账号 ID {account_id!r} 不合法：只能使用小写字母、数字和下划线，"
             "以字母或数字开头，最长 40 个字符 "
-            "(account id must match [a-z0-9][a-z0-9_-]{0,39})."
+            "(account id must match [a-z0-9][a-z0-9_]{0,39})."
         )
     return account_id
 
@@ -97,7 +99,7 @@ def account_database_config(account_id: str) -> dict[str, Any]:
 
         if "{account}" not in template:
             raise ImproperlyConfigured("QIWEI_ACCOUNT_DATABASE_URL must contain '{account}'.")
-        config = environ.Env.db_url_config(template.replace("{account}", account_id.replace("-", "_")))
+        config = environ.Env.db_url_config(template.replace("{account}", validate_account_id(account_id)))
         config.setdefault("CONN_MAX_AGE", settings.QIWEI_DB_CONN_MAX_AGE)
         config["CONN_HEALTH_CHECKS"] = True
         return config

@@ -63,7 +63,7 @@ def postgres_accounts(settings) -> Iterator[Callable[[str], str]]:
         host=POSTGRES[0], port=POSTGRES[1], user="postgres", dbname="postgres", autocommit=True
     ) as conn:
         for value in made:
-            name = f"qiwei_it_{value.replace('-', '_')}"
+            name = f"qiwei_it_{value}"
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 

@@ -20,7 +20,7 @@ def test_agent_console_smoke_passes_every_step_and_cleans_up():
     lines = out.getvalue().splitlines()
     assert sum(line.startswith("PASS") for line in lines) == len(STEPS), out.getvalue()
     assert f"{len(STEPS)} passed, 0 failed" in lines
-    assert not WeComAccount.objects.filter(id__startswith="smoke-").exists()
+    assert not WeComAccount.objects.filter(id__startswith="smoke_").exists()
 
 
 @pytest.mark.django_db(transaction=True)
