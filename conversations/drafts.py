@@ -127,6 +127,8 @@ def _claim(draft: Draft, *, text: str, auto: bool) -> tuple[Delivery, bool]:
     if existing is None:
         try:
             with account_atomic():
+                # Re-check under the draft's lock: a reviewer may have rejected it since the first look.
+                _check_sendable(Draft.objects.select_for_update().get(pk=draft.pk), auto=auto)
                 delivery = Delivery.objects.create(
                     draft=draft,
                     idempotency_key=idempotency_key_for(draft),
@@ -146,6 +148,7 @@ def _claim(draft: Draft, *, text: str, auto: bool) -> tuple[Delivery, bool]:
         return existing, False
     # A conditional update: of many retries, exactly one re-claims the failed or abandoned row.
     with account_atomic():
+        _check_sendable(Draft.objects.select_for_update().get(pk=draft.pk), auto=auto)
         claimed = Delivery.objects.filter(
             pk=existing.pk, status=existing.status, updated_at=existing.updated_at
         ).update(

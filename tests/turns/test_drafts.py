@@ -172,3 +172,25 @@ def test_twenty_concurrent_sends_make_one_delivery_and_one_upstream_call(draft, 
     assert len(LoopbackGateway.sent_records()) == 1
     assert Delivery.objects.get(draft_id=draft.pk).status == DeliveryStatus.SENT
     assert AuditEvent.objects.filter(action="draft_sent").count() == 1
+
+
+def test_draft_rejected_while_a_send_is_under_way_is_never_sent(draft, agent_user, staff_user, monkeypatch):
+    # Given an approved draft, and a second reviewer who rejects it just after the sender's first check
+    from conversations import drafts
+
+    draft_approve(draft=draft, actor=agent_user, reason="通过")
+    original_claim = drafts._claim
+
+    def claim_after_reject(*args, **kwargs):
+        draft_reject(draft=draft, actor=staff_user, reason="内容不妥，撤回")
+        return original_claim(*args, **kwargs)
+
+    monkeypatch.setattr(drafts, "_claim", claim_after_reject)
+    calls = []
+    monkeypatch.setattr(LoopbackGateway, "send", lambda self, **kwargs: calls.append(kwargs) or "up-1")
+    # When the send goes on, then it is refused, nothing reaches the customer, and the draft stays rejected
+    with pytest.raises(Conflict) as refused:
+        draft_send(draft=draft, actor=agent_user, reason="发送")
+    assert refused.value.code == "draft_rejected"
+    assert calls == [] and not Delivery.objects.filter(draft=draft).exists()
+    assert Draft.objects.get(pk=draft.pk).status == DraftStatus.REJECTED
