@@ -133,7 +133,9 @@ class MemoryItemListApi(AccountAPIView):
         type = serializers.ChoiceField(choices=MemoryType.choices, default=MemoryType.FACT)
         key = serializers.CharField(required=False, max_length=200)
         importance = serializers.IntegerField(min_value=1, max_value=5, default=5)
-        source_message_ids = serializers.ListField(child=serializers.IntegerField(), required=False, default=list)
+        source_message_ids = serializers.ListField(
+            child=serializers.IntegerField(min_value=1, max_value=2**63 - 1), required=False, default=list
+        )
         expires_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
 
     @extend_schema(

@@ -58,10 +58,12 @@ def _clean(index: int, raw: Any) -> dict[str, Any]:
     text = raw.get("text")
     if not isinstance(text, str) or not text.strip():
         raise _invalid(index, "text 不能为空 (text must be a non-empty string).")
+    if "\x00" in text:
+        raise _invalid(index, "text 不能包含空字符 (text must not contain NUL).")
     if len(text) > MAX_TEXT_CHARS:
         raise _invalid(index, f"text 最长 {MAX_TEXT_CHARS} 个字符 (text is at most {MAX_TEXT_CHARS} chars).")
     sender = raw.get("sender") or ""
-    if not isinstance(sender, str) or len(sender) > MAX_SENDER_CHARS:
+    if not isinstance(sender, str) or len(sender) > MAX_SENDER_CHARS or "\x00" in sender:
         raise _invalid(index, f"sender 必须是最长 {MAX_SENDER_CHARS} 个字符的文本 (sender must be a short string).")
     sent_at_raw = raw.get("sent_at")
     if sent_at_raw in (None, ""):

@@ -82,6 +82,8 @@ def _terms(query: str) -> list[str]:
     query = (query or "").strip()
     if not query:
         raise ValidationFailed("请输入搜索关键词 (q is required).", code="empty_query")
+    if "\x00" in query:
+        raise ValidationFailed("搜索关键词不能包含空字符 (q must not contain NUL).", code="invalid_query")
     if len(query) > MAX_QUERY_CHARS:
         raise ValidationFailed(
             f"搜索关键词最长 {MAX_QUERY_CHARS} 个字符 (q is at most {MAX_QUERY_CHARS} chars).", code="query_too_long"
