@@ -338,22 +338,23 @@ def _scrub_reasons(customer: Customer, contents: set[str]) -> None:
         for snapshot in MemorySnapshot.objects.filter(customer=customer, reason__contains=content):
             snapshot.reason = _scrub(snapshot.reason, contents)
             snapshot.save(update_fields=["reason"])
-        for row in MemoryItem.history.filter(customer_id=customer.pk, history_change_reason__contains=content):
-            row.history_change_reason = _scrub(row.history_change_reason or "", contents)
-            row.save(update_fields=["history_change_reason"])
+        for history in (MemoryItem.history, CustomerProfile.history, Draft.history):
+            for row in history.filter(customer_id=customer.pk, history_change_reason__contains=content):
+                row.history_change_reason = _scrub(row.history_change_reason or "", contents)
+                row.save(update_fields=["history_change_reason"])
 
 
-def _forget_profile_value(customer: Customer, key: str, contents: set[str], *, actor: Any, reason: str) -> bool:
+def _forget_profile_value(customer: Customer, key: str, contents: set[str], *, actor: Any, reason: str) -> set[str]:
     """Forgetting `profile:<field>` also clears the field and its past values in the profile history,
-    or the profile would keep saying what memory forgot."""
+    or the profile would keep saying what memory forgot. Returns the bare values forgotten."""
     field = key.removeprefix("profile:")
     labels = dict(PROFILE_FIELDS)
     if not key.startswith("profile:") or field not in labels:
-        return False
+        return set()
     prefix = f"{labels[field]}："
     values = {c.removeprefix(prefix) for c in contents if c.startswith(prefix)}
     if not values:
-        return False
+        return set()
     profile = CustomerProfile.objects.filter(customer=customer).first()
     if profile is not None and getattr(profile, field) in values:
         setattr(profile, field, "")
@@ -361,7 +362,7 @@ def _forget_profile_value(customer: Customer, key: str, contents: set[str], *, a
         profile.save(update_fields=[field, "updated_at"])
     CustomerProfile.history.filter(customer_id=customer.pk, **{f"{field}__in": values}).update(**{field: ""})
     _scrub_structured_updates(customer, field, values)
-    return True
+    return values
 
 
 def _scrub_structured_updates(customer: Customer, field: str, values: set[str]) -> None:
@@ -374,16 +375,29 @@ def _scrub_structured_updates(customer: Customer, field: str, values: set[str]) 
             return True
         return False
 
+    def scrub_dropped(dropped: Any) -> bool:
+        # Ungrounded updates the pipeline dropped: [{"field": ..., "value": ..., ...}, ...]
+        changed = False
+        for entry in dropped if isinstance(dropped, list) else []:
+            if isinstance(entry, dict) and entry.get("field") == field and entry.get("value") in values:
+                entry["value"] = FORGOTTEN_MARK
+                changed = True
+        return changed
+
     for job in CaptureJob.objects.filter(customer=customer):
         if scrub((job.payload or {}).get("profile_updates")):
             CaptureJob.objects.filter(pk=job.pk).update(payload=job.payload)
     # Queryset updates: a scrub must not add history rows that would carry the old value's context.
     for draft in Draft.objects.filter(customer=customer):
-        if scrub(draft.profile_updates):
-            Draft.objects.filter(pk=draft.pk).update(profile_updates=draft.profile_updates)
+        if scrub(draft.profile_updates) | scrub_dropped(draft.dropped_updates):
+            Draft.objects.filter(pk=draft.pk).update(
+                profile_updates=draft.profile_updates, dropped_updates=draft.dropped_updates
+            )
     for row in Draft.history.filter(customer_id=customer.pk):
-        if scrub(row.profile_updates):
-            Draft.history.filter(history_id=row.history_id).update(profile_updates=row.profile_updates)
+        if scrub(row.profile_updates) | scrub_dropped(row.dropped_updates):
+            Draft.history.filter(history_id=row.history_id).update(
+                profile_updates=row.profile_updates, dropped_updates=row.dropped_updates
+            )
 
 
 def memory_item_forget(*, item: MemoryItem, actor: Any, reason: str) -> dict[str, Any]:
@@ -403,7 +417,10 @@ def memory_item_forget(*, item: MemoryItem, actor: Any, reason: str) -> dict[str
             stamp_history(dependant, actor=actor, reason=reason)
             dependant.save(update_fields=["superseded_by", "updated_at"])
         item_id, item_type = item.pk, item.type
-        profile_cleared = _forget_profile_value(customer, item.key, contents, actor=actor, reason=reason)
+        profile_values = _forget_profile_value(customer, item.key, contents, actor=actor, reason=reason)
+        # A supervisor types the bare value ("8000元"), not the rendered item ("预算：8000元").
+        contents |= profile_values
+        reason = _scrub(reason, contents)
         item.delete()
         # Deleting wrote one more history row (with the content): remove them all afterwards.
         history_deleted, _ = MemoryItem.history.filter(id=item_id).delete()
@@ -420,7 +437,7 @@ def memory_item_forget(*, item: MemoryItem, actor: Any, reason: str) -> dict[str
                 "type": item_type,
                 "history_rows_deleted": history_deleted,
                 "snapshots_redacted": redacted,
-                "profile_field_cleared": profile_cleared,
+                "profile_field_cleared": bool(profile_values),
             },
         )
     return {"item_id": item_id, "snapshot_version": snapshot.version, "snapshots_redacted": redacted}

@@ -151,3 +151,19 @@ def test_forgetting_a_profile_item_clears_the_profile_value_everywhere(customer,
     assert CustomerProfile.objects.get(customer=customer).budget == ""
     assert "47500" not in dump_account_database()
     assert Draft.objects.get(customer=customer).profile_updates["city"] == "上海"
+
+
+def test_forgetting_a_profile_item_scrubs_the_bare_value_from_reasons_and_dropped_updates(customer, staff_user):
+    # Given a supervisor who quoted the bare value in a reason, and a draft that dropped it as ungrounded
+    customer_profile_update(
+        customer=customer, changes={"budget": "83100元"}, actor=staff_user, reason="客户电话里说预算83100元"
+    )
+    item = MemoryItem.objects.get(key="profile:budget")
+    DraftFactory(
+        customer=customer, dropped_updates=[{"field": "budget", "value": "83100元", "reason": "客户原话中没有"}]
+    )
+    assert "83100" in dump_account_database()
+    # When the item is forgotten
+    memory_item_forget(item=item, actor=staff_user, reason="客户要求删除预算")
+    # Then no trace of the value is left: not in audit reasons, profile history or dropped updates
+    assert "83100" not in dump_account_database()
