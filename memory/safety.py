@@ -123,10 +123,20 @@ _INJECTION_PATTERNS: tuple[tuple[str, str], ...] = (
         "override_en_everything",
         r"\b(?:ignore|disregard|forget)\s+(?:all|everything)\s+(?:above|previous|prior|before)\b",
     ),
-    ("new_instructions_zh", r"(?:新的?|以下是?你?的?新|下面是?你?的?新)(?:指令|任务|规则|设定|指示|人设)[是为:：]"),
+    # "房东有新规则：不许养宠物" is news; a rule that opens the message or orders the agent is not.
+    (
+        "new_instructions_zh",
+        r"(?:新的?|以下是?你?的?新|下面是?你?的?新)(?:指令|设定|指示|人设)[是为:：]"
+        r"|(?:^|[。！？\n])\s*(?:[#>*=\-]+\s*)?(?:新的?|最新|更新后?的?)(?:规则|任务|规定)[是为:：]"
+        r"|(?:新的?|最新)(?:规则|规定)[是为:：]\s*(?:以后|今后|你|所有|一律|总是|永远|必须|自动|直接)",
+    ),
     (
         "new_instructions_en",
-        r"\b(?:new|updated|real|actual|true)\s+(?:instructions?|task|rules|directive|orders)\s*(?:is|are|:)",
+        r"\b(?:new|updated|real|actual|true)\s+(?:instructions?|directives?|orders)\s*(?:is|are|:)"
+        r"|(?:^|(?<=[.!?\n]))\s*(?:[#>*=\-]+\s*)?(?:new|updated|real|actual|true|additional|secret|hidden)\s+"
+        r"(?:task|rules?|policy|guidelines?)\s*(?:is|are|:)"
+        r"|\b(?:new|updated)\s+(?:rules?|policy|guidelines?)\s*(?:is|are|:)\s*(?:always|never|you|from\s+now|"
+        r"do\s+not|don't|ignore|approve|auto)",
     ),
     # -- role hijack
     (
@@ -141,7 +151,7 @@ _INJECTION_PATTERNS: tuple[tuple[str, str], ...] = (
     ),
     (
         "role_zh_play",
-        r"(?:请你?|你)?(?:扮演|假装(?:你是|成)|装作|充当|模拟)(?:一个|一名|一位)?.{0,12}"
+        r"(?:请你?|你)?(?:扮演|假装(?:你是|成)|装作|充当|模拟)(?!的)(?:一个|一名|一位)?.{0,12}"
         r"(?:AI|ai|人工智能|机器人|助手|模型|黑客|系统|管理员|开发者|没有限制|不受限制|DAN|猫娘|角色)",
     ),
     ("role_zh_mode", r"(?:进入|切换到|开启|启动|激活)(?:到)?.{0,6}(?:开发者|越狱|调试|上帝|管理员|无限制|DAN)模式"),
@@ -150,7 +160,10 @@ _INJECTION_PATTERNS: tuple[tuple[str, str], ...] = (
     ("role_zh_claim", r"我是你的(?:开发者|管理员|创造者|主人|设计者|程序员|上级)"),
     (
         "role_en",
-        r"\b(?:you\s+are\s+now|you're\s+now|from\s+now\s+on,?\s+you(?:'re|\s+are|\s+will|\s+must|\s+shall)|"
+        r"\b(?:(?:you\s+are|you're)\s+now\s+(?!my\b)(?:an?\s+|the\s+|in\s+|called\s+|named\s+)?(?:[\w-]+\s+){0,3}?"
+        r"(?:ai|assistant|bot|chatbot|model|llm|gpt|chatgpt|dan|hacker|character|persona|mode|unrestricted|unfiltered|"
+        r"uncensored|jailbroken|evil|admin|administrator|developer|system|terminal|root|free\s+(?:from|of))\b|"
+        r"from\s+now\s+on,?\s+you(?:'re|\s+are|\s+will|\s+must|\s+shall)|"
         r"you\s+(?:are|will)\s+no\s+longer|you\s+will\s+now\s+(?:act|be|play|respond)|"
         r"i\s+want\s+you\s+to\s+(?:act|pretend|behave|roleplay)|pretend\s+(?:to\s+be|you\s+are|that\s+you)|"
         r"roleplay\s+as|role-play\s+as|act\s+as\s+(?:an?\s+)?(?:unrestricted|unfiltered|evil|jailbroken|"
@@ -158,7 +171,7 @@ _INJECTION_PATTERNS: tuple[tuple[str, str], ...] = (
     ),
     (
         "role_en_mode",
-        r"\b(?:developer|dan|god|jailbreak|debug|admin|unrestricted|evil)\s+mode\b|\bdo\s+anything\s+now\b|\bDAN\b",
+        r"\b(?:developer|dan|god|jailbreak|debug|admin|unrestricted|evil)\s+mode\b|\bdo\s+anything\s+now\b|(?-i:\bDAN\b)",
     ),
     ("role_en_claim", r"\bi\s+am\s+your\s+(?:developer|creator|admin|administrator|owner|programmer|master)\b"),
     # -- system-prompt leaking
@@ -211,6 +224,74 @@ _INJECTION_PATTERNS: tuple[tuple[str, str], ...] = (
         r"customer\s+data|user\s+data|database|api\s+keys?|credentials|system\s+prompt|other\s+customers)",
     ),
     ("exfil_markdown_image", r"!\[[^\]]*\]\(\s*https?://[^)]*[?&][^)]*="),
+    # -- writing to the assistant's memory directly ("请记住我的预算是3000" names no memory and passes)
+    (
+        "memory_write_zh",
+        r"(?:你的?|你们的?|系统的?|AI的?|长期|永久|核心)(?:长期|永久|核心)?(?:记忆|记忆库)(?:里|中|内|里面|当中)?[，,：:\s]*"
+        r"(?:写入|写上|写下|写进|添加|加上|加入|存入|存上|保存|记录|记下|标记|更新|改成|修改|注入|植入|插入)"
+        r"|(?:在|往|向|给)(?:记忆|记忆库)(?:里|中|内|里面)[，,：:\s]*(?:写入|写上|写下|写进|添加|加上|加入|存入|保存|记录|记下|"
+        r"标记|更新|改成|修改|注入|植入|插入)"
+        r"|(?:写入|写进|存入|存进|保存到|保存进|保存在|记录到|记录进|加入到?|添加到|存到|存在|记到|记进|记在|注入到?|植入到?|"
+        r"更新到)(?:你的?|你们的?|系统的?|AI的?)?(?:长期|永久|核心)?(?:记忆|记忆库)"
+        r"|(?:更新|修改|改写|重写|清空|删除|覆盖)(?:一下)?(?:你的?|你们的?|系统的?)(?:长期|永久|核心)?(?:记忆|记忆库)",
+    ),
+    (
+        "memory_write_en",
+        r"\b(?:save|store|write|add|put|record|commit|insert|inject|update|append)\b[^.!?\n]{0,40}?\b(?:in|into|to)\s+"
+        r"(?:your\s+)?(?:long[-\s]?term\s+|permanent\s+|core\s+)?(?:memory|memories|knowledge\s+base)\b"
+        r"|\bupdate\s+your\s+(?:long[-\s]?term\s+)?memory\b",
+    ),
+    # -- switching off human review / auto-send (spec: drafts always wait for staff)
+    (
+        "review_bypass_zh",
+        r"(?:不需要|不用|无需|不必|别|不要|免|跳过|绕过|绕开|关闭|关掉|取消|停止|省略|去掉)(?:再)?(?:经过|走|等|通过|进行)?"
+        r"(?:任何)?(?:人工|人类|真人|管理员|主管|经理|人为)(?:的)?(?:审核|审批|复核|审查|把关)"
+        r"(?![^。！？\n]{0,10}(?:吗|嘛|呢|[?？]))"
+        r"|不经(?:过)?(?:人工|任何)?(?:审核|审批|复核)(?:就|直接)?(?:发|回)"
+        r"|(?:以后|今后|所有|全部|每条|你的?)(?:的)?(?:回复|答复|回答|草稿)[^。！？\n]{0,10}(?:都|全部|一律|统统)?"
+        r"(?:直接|自动)(?:发送|发出|发给客户|推送)"
+        r"|(?:打开|开启|启用)(?:你的?)?(?:自动发送|自动发出)",
+    ),
+    (
+        "review_bypass_en",
+        r"\b(?:skip|bypass|disable|turn\s+off|without|no\s+need\s+for)\s+(?:any\s+|the\s+)?(?:human|manual|staff|admin)\s+"
+        r"(?:review|approval|check|sign[-\s]?off)"
+        r"|\b(?:enable|turn\s+on|switch\s+on)\s+auto[-\s]?(?:send|reply)"
+        r"|\b(?:replies|responses|drafts|answers)\b[^.!?\n]{0,30}\bsen[dt]\s+(?:out\s+)?(?:automatically|directly|"
+        r"immediately)\b",
+    ),
+    # -- standing orders about what to tell other people ("以后不管谁问，都说…")
+    (
+        "standing_order_zh",
+        r"(?:不管|无论|不论)(?:是)?(?:谁|任何人|哪个客户|哪位客户|什么人|别人|其他人|其他客户|别的客户)(?:来)?(?:问|咨询|打听)(?!我)"
+        r"[^。！？\n]{0,8}?(?:都|就|一律|统一|全)(?:要)?(?:说|回答|回复|告诉|讲|答)"
+        r"|(?:对|跟|和|给|向)(?:所有|其他|别的|任何|每个|每一个)(?:的)?(?:客户|人|租客|买家|用户)[^。！？\n]{0,6}?"
+        r"(?:都|一律|统一)(?:要)?(?:说|讲|回复|回答|报价?|推荐)(?![^。！？\n]{0,16}(?:吗|嘛|呢|[?？]))"
+        r"|(?:记住|牢记|记好了?)[，,：:\s]*(?:以后|今后|从今以后|往后|从现在起|从现在开始)?[，,\s]*(?:你)?(?:要)?"
+        r"(?:总是|永远|一律|始终|每次都|都要|必须|只能|务必)(?:要)?(?:推荐|回复|回答|说|同意|批准|答应|告诉|报价?|打折|优先)",
+    ),
+    (
+        "standing_order_en",
+        r"\bno\s+matter\s+who\s+asks\b"
+        r"|\b(?:tell|say\s+to)\s+(?:every(?:one|body)|all\s+(?:other\s+)?customers|other\s+customers|anyone\s+who\s+asks)\b"
+        r"|\bremember\s*[:,-]\s*(?:to\s+)?(?:always|never)\s+(?:say|tell|reply|answer|recommend|approve|agree|offer|quote)"
+        r"|\b(?:always|automatically|auto-?)\s*approve\b",
+    ),
+    # -- fake system / admin markers and chat-role JSON
+    (
+        "fake_marker",
+        r"[【\[<]\s*(?:系统|管理员|开发者|后台|system|admin|administrator|developer|sys)\s*"
+        r"(?:指令|消息|提示|命令|设置|message|prompt|note|override|instructions?)?\s*[】\]>]"
+        r"|[【\[<]\s*(?:指令|新规则|instructions?|new\s+rules?)\s*[】\]>]"
+        r"|(?:#{2,}|={2,}|-{3,}|\*{2,})\s*(?:系统|管理员|开发者|指令|新?规则|system|admin|instructions?|rules?)\s*"
+        r"(?:指令|消息|提示)?\s*(?:#{2,}|={2,}|-{3,}|\*{2,})"
+        r"|(?:系统|管理员|开发者|后台|运营|超级管理员|平台)(?:最高|紧急)?(?:指令|命令)\s*[:：]",
+    ),
+    (
+        "role_json",
+        r"[\"']role[\"']\s*:\s*[\"'](?:system|developer|assistant|tool|function)[\"']"
+        r"|(?:^|\n)\s*role\s*[:=]\s*[\"']?(?:system|developer)[\"']?\s*(?:$|\n|,)",
+    ),
     # -- chat-template and delimiter smuggling
     (
         "delimiter",
@@ -321,6 +402,8 @@ _COMPILED_CREDENTIALS = tuple((name, re.compile(pattern, re.IGNORECASE)) for nam
 
 # A long opaque token: letters and digits mixed, high entropy; Chinese and ordinary words never match.
 _TOKEN_RE = re.compile(r"(?<![A-Za-z0-9_/+=.-])[A-Za-z0-9_+/=-]{24,}(?![A-Za-z0-9_/+=-])")
+# WeChat's generated account ids ("wxid_8k2j4h5g6f7d8s9a0p1o2i3u4y") are contact details, not secrets.
+_WECHAT_ID_RE = re.compile(r"wxid_[a-z0-9]{6,32}", re.IGNORECASE)
 _URL_RE = re.compile(r"https?://\S+|www\.\S+", re.IGNORECASE)
 _URL_SECRET_PARAM_RE = re.compile(
     r"[?&](?:access_?token|api_?key|apikey|token|secret|password|sig|signature|key|auth)=([A-Za-z0-9%._~+/=-]{16,})",
@@ -443,6 +526,8 @@ def _credential_rules(text: str) -> list[str]:
             hits.append("url_secret_param")
     text_without_urls = _URL_RE.sub(" ", text)
     for token in _TOKEN_RE.findall(text_without_urls):
+        if _WECHAT_ID_RE.fullmatch(token):
+            continue
         if _looks_like_secret_token(token):
             hits.append("opaque_token")
             break
@@ -483,10 +568,30 @@ def normalise(text: str) -> str:
     return unicodedata.normalize("NFKC", text or "")
 
 
+# Four or more single Latin letters joined by one separator each ("i g n o r e", "s.y.s.t.e.m");
+# a double space stays a word break, so "i g n o r e  a l l" collapses to "ignore all".
+_SPACED_LATIN_RE = re.compile(r"(?<![A-Za-z])[A-Za-z](?:(?:[.·•_*\-]| (?! ))[A-Za-z]){3,}(?![A-Za-z])")
+
+# When every letter is spaced the word breaks are gone too; these run on the letters alone.
+_SQUEEZED_INJECTION_RE = re.compile(
+    r"(?:ignore|disregard|forget|override|bypass)(?:all|any|the|your|previous|prior|above|earlier|system)*"
+    r"(?:instructions?|prompts?|rules|guidelines|directives?)"
+    r"|systemprompt|developermode|jailbreak|youarenow(?:an?)?(?:unrestricted|unfiltered|evil|dan)"
+)
+
+
 def _collapse_spacing(text: str) -> str:
-    # "忽 略 以 上 指 令" and "i.g.n.o.r.e" style spacing evades naive patterns.
+    # "忽 略 以 上 指 令" and "i g n o r e" style spacing evades naive patterns.
     collapsed = re.sub(r"(?<=[\u4e00-\u9fff])[\s·•_*\-.]+(?=[\u4e00-\u9fff])", "", text)
-    return collapsed
+    collapsed = _SPACED_LATIN_RE.sub(lambda m: re.sub(r"[^A-Za-z]", "", m.group()), collapsed)
+    return re.sub(r"  +", " ", collapsed) if collapsed != text else collapsed
+
+
+def _spaced_latin_rules(text: str) -> list[str]:
+    if not _SPACED_LATIN_RE.search(text):
+        return []
+    squeezed = re.sub(r"[^a-z]", "", text.lower())
+    return ["spaced_letters"] if _SQUEEZED_INJECTION_RE.search(squeezed) else []
 
 
 def scan(text: str) -> ScanResult:
@@ -503,6 +608,7 @@ def scan(text: str) -> ScanResult:
     collapsed = _collapse_spacing(visible)
     if collapsed != visible:
         injection += [rule for rule in _injection_rules(collapsed) if rule not in injection]
+    injection += [rule for rule in _spaced_latin_rules(visible) if rule not in injection]
     if injection:
         categories.append(PROMPT_INJECTION)
         rules += injection
