@@ -71,7 +71,7 @@ def _clauses(text: str) -> list[tuple[list[str], bool]]:
 
 _QUESTION_RE = re.compile(
     r"[吗嘛]|(?<![一么])么\s*$|呢\s*$|有没有|是否|能否|能不能|可不可以|可以吗|行不行|好不好|是不是|会不会|要不要|"
-    r"多少|多久|多长时间|几[个套间室楼号点层居房]|什么|啥|哪|(?<!不)怎么|如何|为什么|为啥|咋|"
+    r"多少|多久|多长时间|谁|难道|岂|几[个套间室楼号点层居房]|什么|啥|哪|(?<!不)怎么|如何|为什么|为啥|咋|"
     r"^\s*(?:do|does|did|is|are|was|were|can|could|would|will|have|has|any|what|which|where|when|how|why|who|"
     r"should|shall|may)\b",
     re.IGNORECASE,
@@ -89,7 +89,8 @@ _THIRD_PARTY_RE = re.compile(
 )
 # Reported speech or hearsay: the rest of the sentence is someone else's words.
 _REPORTING_RE = re.compile(
-    r"(?:说|讲|觉得|认为|表示|建议|要求|希望|想要|交代|提到)[了过]?\s*$|听说|据说|听人说|听别人说|网上说|"
+    # "现在不想要了" ends like "我老婆想要，" but refuses instead of reporting.
+    r"(?<!不)(?:说|讲|觉得|认为|表示|建议|要求|希望|想要|交代|提到)[了过]?\s*$|听说|据说|听人说|听别人说|网上说|"
     r"\b(?:said|says|told\s+me|thinks|wants|heard|apparently)\b",
     re.IGNORECASE,
 )
@@ -131,11 +132,49 @@ _NEGATED_AVERSION_RE = re.compile(
     re.IGNORECASE,
 )
 
+# A joke or irony ("开玩笑的", "…才怪", "just kidding") says the opposite of the words: the whole
+# sentence yields nothing, and a sentence that is only the joke marker retracts the one before.
+_JOKE_RE = re.compile(
+    r"(?<![不没别])(?<!不是)(?<!没有)开(?:个|了个|了)?玩笑|逗你(?:的|玩)|说着玩|骗你的|才怪|"
+    r"(?<!not\s)(?<!no\s)\bkidding\b|\bjk\b|(?<!not\s)\bjoking\b|\byeah\s+right\b|\bas\s+if\b",
+    re.IGNORECASE,
+)
+# "不是我喜欢高层（是我老婆）", "it's not that I like…", "I wouldn't say I like…": the customer
+# disowns the statement that follows.
+_DISOWNED_RE = re.compile(
+    r"^(?:又|并|也|倒)?不是(?:我|我们|咱们)(?!说|讲)|"
+    r"\b(?:it's|it\s+is|its)\s+not\s+(?:that|me|us)\b|^not\s+that\b|"
+    r"\b(?:wouldn't|would\s+not|won't|can't|cannot|couldn't)\s+(?:really\s+)?say\b|\bnot\s+(?:saying|to\s+say)\b",
+    re.IGNORECASE,
+)
+# A past state ("我以前喜欢高层", "I used to want…") is no longer what the customer wants: it yields
+# nothing itself, but its object carries to a following "现在不要了" / "not anymore".
+_PAST_RE = re.compile(
+    r"(?:^|我|我们|咱们|俺)(?:以前|之前|原来|原先|过去|曾经|本来(?!就)|原本|当初|早先|一开始|起初|刚开始)"
+    r"(?!说|讲|提|跟|和|给|问|告诉)|"
+    r"\b(?:used\s+to|previously|originally|initially|at\s+first)\b",
+    re.IGNORECASE,
+)
+# "not anymore", "now I don't": a reversal with no object of its own.
+_EN_REVERSAL_RE = re.compile(
+    r"^(?:(?:and|so|but)\s+)?(?:(?:now|these\s+days)\s+)?(?:not\s+any\s*more|not\s+now|no\s+longer|"
+    r"(?:i|we)\s+(?:don't|do\s+not|no\s+longer)(?:\s+any\s*more)?)$",
+    re.IGNORECASE,
+)
+_ADDRESS_PHRASE_RE = re.compile(r"叫我|称呼我|喊我|\bcall\s+me\b|\baddress\s+me\b", re.IGNORECASE)
+
 # --- triggers -----------------------------------------------------------------------------
 
 # (regex, type, confidence, importance). Longer phrases first; constraints before preferences so
 # "不喜欢" never reads as "喜欢".
 _ZH_TRIGGERS: tuple[tuple[str, str, float, int], ...] = (
+    # "不再喜欢高层" withdraws a preference: a constraint, held less firmly than "不要".
+    (
+        r"不再(?:喜欢|想要|要|需要|考虑|想住|想租|想买|希望|中意|倾向于?|偏好|接受)",
+        CONSTRAINT,
+        0.7,
+        3,
+    ),
     # A softened negated want ("不是很想要", "没那么喜欢") is still a constraint, held less firmly.
     (
         r"(?:不是很|不是太|不是特别|不是那么|并不是很|也不是很|不太|不怎么|不大|不算太|不算很|没那么|没有那么|没太|没有很|"
@@ -189,7 +228,7 @@ _EN_TRIGGERS: tuple[tuple[str, str, float, int], ...] = (
         r"not\s+(?:too\s+|that\s+|so\s+|very\s+|really\s+)?(?:keen\s+on|crazy\s+about|into)|"
         r"(?:i|we)(?:(?:\s+would|'d)\s+(?:rather|prefer)|\s+prefer)\s+not(?:\s+to)?(?=\s+(?:have|live|rent|buy|stay|be|get|"
         r"take|share|deal\s+with|a|an|the|any|too|on|in|near|with|facing)\b)|"
-        r"no\s+longer\s+(?:want|need)|(?:i'm|i\s+am|we're|we\s+are)\s+not\s+looking\s+for",
+        r"no\s+longer\s+(?:want|need|like|love|prefer|consider)|(?:i'm|i\s+am|we're|we\s+are)\s+not\s+looking\s+for",
         CONSTRAINT,
         0.6,
         3,
@@ -230,7 +269,8 @@ _COMPILED_EN = tuple((re.compile(p, re.IGNORECASE), t, c, i) for p, t, c, i in _
 _ZH_SUBJECT_FILLERS = re.compile(
     r"^(?:嗯+|哦+|啊+|呃+|那个|其实|反正|总之|另外|还有|然后|而且|并且|所以|我个人|个人|本人|我们|咱们|我这边|我|俺|自己|"
     r"也|都|还|就|真的|实在|确实|比较|更|最|主要|一般|肯定|绝对|真心|非常|特别|是|还是|这边|的话|总体上|整体上|"
-    r"说实话|老实说|坦白说|目前|现在|暂时|这次)+"
+    r"说实话|老实说|坦白说|目前|现在|暂时|这次|以前|之前|原来|原先|过去|曾经|本来|原本|当初|早先|一开始|起初|刚开始|"
+    r"后来|如今|这会儿)+"
 )
 _ZH_TRAILING_FILLERS = re.compile(r"(?:我们|我|也|都|还|就|真的|是|的话|这种|那种|这类|那类|的)+$")
 _DEICTIC = re.compile(
@@ -406,6 +446,19 @@ _EN_NAME_BLOCK = frozenset(
 )
 
 
+# "不要再叫我王总了", "don't call me Mr Wang": a refused form of address is no 称呼.
+_ADDRESS_NEGATED_ZH = re.compile(r"不|别|甭|勿|莫|没")
+_ADDRESS_NEGATED_EN = re.compile(r"\b(?:don't|do\s+not|never|stop|no\s+need\s+to|not)\b", re.IGNORECASE)
+_NAME_TRAIL = re.compile(r"(?:了|吧|啊|呀|哈|啦|嘛|呢|哦|喔|就行|就好|就可以|即可|好了|就成|便可)+$")
+# "叫我王总不太好" judges the name instead of choosing it.
+_NAME_JUNK = re.compile(r"不|没|别|吗|么|好|行|对|错|怪|别扭")
+# A city right after a negation ("我不在北京", "我不会搬到上海") is not where the customer is.
+_NEGATED_PLACE_ZH = re.compile(r"(?:不|没|别|并非)[\u4e00-\u9fff]{0,3}$")
+_NEGATED_PLACE_EN = re.compile(r"\bnot\b|n't\b|\bno\s+longer\b|\bnever\b", re.IGNORECASE)
+_NO_LONGER_EN = re.compile(r"\bany\s*more\b|\bno\s+longer\b", re.IGNORECASE)
+_NEGATED_LAYOUT_ZH = re.compile(r"(?:不|没)(?:是|再)?(?:要|想要|想|找|租|买|考虑)?$")
+
+
 def _profile_candidate(field_name: str, value: str, *, confidence: float, clause: str) -> Candidate:
     value = " ".join(value.split())[:MAX_VALUE_CHARS]
     return Candidate(
@@ -479,10 +532,17 @@ def _profile_facts(clause: str, *, confidence: float) -> tuple[list[Candidate], 
         found.append(_profile_candidate("budget", budget[0], confidence=confidence, clause=clause))
         spans.append(budget[1])
     layout = _layout(clause)
+    if layout and _NEGATED_LAYOUT_ZH.search(clause[: layout[1][0]]):
+        layout = None  # "我不是要两居室"
     if layout:
         found.append(_profile_candidate("layout", layout[0], confidence=confidence, clause=clause))
         spans.append(layout[1])
     city = _CITY_ZH_RE.search(clause) or _CITY_EN_RE.search(clause)
+    if city and _CJK_RE.search(city.group("city")):
+        if _NEGATED_PLACE_ZH.search(clause[: city.start("city")]):
+            city = None
+    elif city and (_NEGATED_PLACE_EN.search(clause[: city.start()]) or _NO_LONGER_EN.search(clause)):
+        city = None
     if city:
         name = city.group("city")
         found.append(
@@ -490,6 +550,10 @@ def _profile_facts(clause: str, *, confidence: float) -> tuple[list[Candidate], 
         )
         spans.append(city.span())
     district = _DISTRICT_ZH_RE.search(clause)
+    if district and _NEGATED_PLACE_ZH.search(
+        clause[: district.start()] + clause[district.start() : district.start() + 1]
+    ):
+        district = None  # "我不在浦东新区": the lead "在" belongs to the negation window
     if district:
         area = district.group("area") or district.group("named") or ""
         if area and not _NOT_DISTRICT.search(area) and not _CITY_ZH_RE.fullmatch(area):
@@ -514,6 +578,10 @@ def _address(clause: str) -> Candidate | None:
     match = _ADDRESS_ZH_RE.search(clause)
     name = ""
     if match:
+        if _ADDRESS_NEGATED_ZH.search(clause[: match.start() + 1]) or _ADDRESS_NEGATED_ZH.search(
+            clause[match.start() : match.start() + 2]
+        ):
+            return None
         if match.group("name") is not None:
             name = match.group("name")
             if _NAME_BLOCK.match(name):
@@ -530,6 +598,8 @@ def _address(clause: str) -> Candidate | None:
         en = _ADDRESS_EN_RE.search(clause)
         if en is None:
             return None
+        if _ADDRESS_NEGATED_EN.search(clause[: en.start()]) or _NO_LONGER_EN.search(clause):
+            return None
         name = en.group("name")
         first = name.split()[0].rstrip(".")
         lead = en.group(0).lower()
@@ -538,8 +608,8 @@ def _address(clause: str) -> Candidate | None:
         # "I'm Wang" is a name only with a title; "I'm Looking" is not a name at all.
         if lead.startswith(("i'm", "i am")) and first.lower() not in {"mr", "mrs", "ms", "miss", "dr"}:
             return None
-    name = name.strip()
-    if not name:
+    name = _NAME_TRAIL.sub("", name.strip()).strip()
+    if not name or (_CJK_RE.search(name) and _NAME_JUNK.search(name)):
         return None
     return Candidate(
         type=FACT,
@@ -555,7 +625,7 @@ def _address(clause: str) -> Candidate | None:
 
 # --- preferences and constraints ----------------------------------------------------------
 
-_NEGATED_PREF_PREFIX = re.compile(r"(?:不|没|别|并不|也不|从不)\s*$")
+_NEGATED_PREF_PREFIX = re.compile(r"(?:不|没|别|并不|也不|从不|不再|不是|并不是|也不是)\s*$")
 # "你最好早点联系我" is about us, but "麻烦你帮我找…" is the customer's own request.
 _SECOND_PERSON_PREFIX = re.compile(r"^(?:你们|你|您)(?!帮|给|替)|它")
 
@@ -596,8 +666,23 @@ _BARE_AMOUNT_RE = re.compile(
 )
 
 
+# Service requests ("我要投诉", "我想要退押金", "I want a refund") ask us to act; they say nothing
+# about the home the customer wants.
+_SERVICE_REQUEST_RE = re.compile(
+    r"^(?:投诉|举报|退押金|退定金|退订金|退租金|退房租|退款|退钱|退费|退租|退房|换房|换租|换一套|维修|报修|修理|修一下|"
+    r"开发票|开票|发票|开收据|收据|赔偿|索赔|转人工|人工|客服|经理|解约|解除合同|续租|续约|打电话|联系)|"
+    r"^(?:my\s+)?(?:refund|deposit\s+back|money\s+back|invoice|receipt|repairs?|complain|complaint|manager|human|"
+    r"supervisor|fix)\b",
+    re.IGNORECASE,
+)
+
+
 def _valid_object(obj: str) -> bool:
     if not obj or len(obj) > MAX_OBJECT_CHARS or _DEICTIC.match(obj.lower()):
+        return False
+    if obj.startswith("的"):
+        return False  # "我喜欢的不是高层", "我最讨厌的就是中介费": a cleft we do not parse
+    if _SERVICE_REQUEST_RE.match(obj):
         return False
     if not re.search(r"[\u4e00-\u9fffA-Za-z]", obj):
         return False
@@ -619,6 +704,8 @@ def _statement_candidates(clause: str, *, hedged: bool) -> list[Candidate]:
     address = _address(clause)
     if address is not None:
         return [address]
+    if _ADDRESS_PHRASE_RE.search(clause):
+        return []  # a refused or judged form of address ("不要叫我老王") is no statement about the home
     trigger = _trigger(clause, is_english)
     # Profile facts only from positive statements: "不要两居室" is a constraint, not a layout.
     positive = trigger is None or trigger[1] == PREFERENCE
@@ -724,41 +811,115 @@ def _coordinated(clause: str) -> list[str]:
     return pieces
 
 
+def _object_of(candidate: Candidate) -> str:
+    return re.split(r"：|: ", candidate.content, maxsplit=1)[-1]
+
+
+def _reversed(carried: list[Candidate], clause: str, *, hedged: bool) -> list[Candidate]:
+    """A past statement's objects under the polarity of "现在不要了" / "现在喜欢了" / "not anymore"."""
+    is_english = not _CJK_RE.search(clause)
+    trigger = None if is_english and _EN_REVERSAL_RE.search(clause) else _trigger(clause, is_english)
+    if trigger is None and not (is_english and _EN_REVERSAL_RE.search(clause)):
+        return []
+    if trigger is None:
+        memory_type, confidence, importance = CONSTRAINT, 0.6, 3
+    else:
+        _, memory_type, confidence, importance = trigger
+        if _THIRD_PARTY_RE.search(clause[: trigger[0].start()]):
+            return []
+    if hedged:
+        confidence, importance = min(confidence, 0.5), max(1, importance - 1)
+    reversed_: list[Candidate] = []
+    for past in carried:
+        obj = _object_of(past)
+        key_obj = object_key(obj)
+        if memory_type == PREFERENCE:
+            content, opposite = (f"Prefers: {obj}" if is_english else f"偏好：{obj}"), f"{CONSTRAINT}:{key_obj}"
+        else:
+            content, opposite = (f"Excludes: {obj}" if is_english else f"不考虑：{obj}"), f"{PREFERENCE}:{key_obj}"
+        reversed_.append(
+            Candidate(
+                type=memory_type,
+                key=f"{memory_type}:{key_obj}",
+                content=content,
+                confidence=confidence,
+                importance=importance,
+                supersedes_keys=(opposite,),
+                clause=clause,
+            )
+        )
+    return reversed_
+
+
+def _sentence_candidates(clauses: list[str], question_mark: bool) -> list[Candidate]:
+    found: list[Candidate] = []
+    skip_rest = False
+    skip_next = False
+    # Preferences/constraints of a past clause ("我以前喜欢高层"), waiting for "现在不要了".
+    carried: list[Candidate] = []
+    for index, clause in enumerate(clauses):
+        last = index == len(clauses) - 1
+        pending, carried = carried, []
+        if skip_rest:
+            break
+        if skip_next:
+            skip_next = False
+            continue
+        if _FIRST_PERSON_SAYING_RE.search(clause):
+            continue  # "我跟你说", "forget what I said earlier": the customer's own words follow
+        clause = _FIRST_PERSON_LEAD_RE.sub("", clause) or clause
+        if _REPORTING_RE.search(clause):
+            # "我老婆说，不要顶楼": everything after the reporting verb is someone else's words.
+            skip_rest = True
+            continue
+        if _CONDITIONAL_RE.search(clause):
+            skip_next = not last and not re.search(r"(?:我|就).{0,4}(?:要|想|喜欢)", clause)
+            continue
+        if (last and question_mark) or _QUESTION_RE.search(clause):
+            continue
+        if (
+            _DOUBLE_NEGATION_RE.search(clause)
+            or _NEGATED_AVERSION_RE.search(clause)
+            or _STRONG_HEDGE_RE.search(clause)
+            or _DISOWNED_RE.search(clause)
+        ):
+            continue
+        hedged = _WEAK_HEDGE_RE.search(clause) is not None
+        if _PAST_RE.search(clause):
+            # "I used to like X" reads as "I like X" once the past marker is gone.
+            source = clause if _CJK_RE.search(clause) else " ".join(_PAST_RE.sub(" ", clause).split())
+            carried = [
+                candidate
+                for piece in _coordinated(source)
+                for candidate in _statement_candidates(piece, hedged=False)
+                if candidate.type in {PREFERENCE, CONSTRAINT}
+            ]
+            continue
+        own = [candidate for piece in _coordinated(clause) for candidate in _statement_candidates(piece, hedged=hedged)]
+        if pending and not any(candidate.type in {PREFERENCE, CONSTRAINT} for candidate in own):
+            own += _reversed(pending, clause, hedged=hedged)
+        found += own
+    return found
+
+
 def extract_candidates(text: str) -> list[Candidate]:
     """Candidates from one customer message, in order, one per key (the last statement wins)."""
     text = normalise_text(text)
-    found: dict[str, Candidate] = {}
+    per_sentence: list[list[Candidate]] = []
     for clauses, question_mark in _clauses(text):
-        skip_rest = False
-        skip_next = False
-        for index, clause in enumerate(clauses):
-            last = index == len(clauses) - 1
-            if skip_rest:
-                break
-            if skip_next:
-                skip_next = False
-                continue
-            if _FIRST_PERSON_SAYING_RE.search(clause):
-                continue  # "我跟你说", "forget what I said earlier": the customer's own words follow
-            clause = _FIRST_PERSON_LEAD_RE.sub("", clause) or clause
-            if _REPORTING_RE.search(clause):
-                # "我老婆说，不要顶楼": everything after the reporting verb is someone else's words.
-                skip_rest = True
-                continue
-            if _CONDITIONAL_RE.search(clause):
-                skip_next = not last and not re.search(r"(?:我|就).{0,4}(?:要|想|喜欢)", clause)
-                continue
-            if (last and question_mark) or _QUESTION_RE.search(clause):
-                continue
-            if (
-                _DOUBLE_NEGATION_RE.search(clause)
-                or _NEGATED_AVERSION_RE.search(clause)
-                or _STRONG_HEDGE_RE.search(clause)
-            ):
-                continue
-            hedged = _WEAK_HEDGE_RE.search(clause) is not None
-            for piece in _coordinated(clause):
-                for candidate in _statement_candidates(piece, hedged=hedged):
-                    found.pop(candidate.key, None)
-                    found[candidate.key] = candidate
+        jokes = [index for index, clause in enumerate(clauses) if _JOKE_RE.search(clause)]
+        if jokes:
+            # The joke takes back what came before it; "开玩笑的" with nothing before it in its own
+            # sentence takes back the previous sentence. What follows ("其实我喜欢低层") stands.
+            joke = jokes[-1]
+            said_before = any(_trigger(c, not _CJK_RE.search(c)) for c in clauses[: joke + 1])
+            if per_sentence and not said_before:
+                per_sentence[-1] = []
+            clauses = clauses[joke + 1 :]
+        per_sentence.append(_sentence_candidates(clauses, question_mark) if clauses else [])
+    found: dict[str, Candidate] = {}
+    for candidates in per_sentence:
+        for candidate in candidates:
+            found.pop(candidate.key, None)
+            found[candidate.key] = candidate
     return list(found.values())
