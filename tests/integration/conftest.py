@@ -22,6 +22,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 POSTGRES = ("127.0.0.1", 5432)
 REDIS = ("127.0.0.1", 6379)
+RABBITMQ = ("127.0.0.1", 5672)
 PG_URL_TEMPLATE = "postgres://postgres@127.0.0.1:5432/{name}"
 
 
@@ -71,6 +72,12 @@ def postgres_accounts(settings) -> Iterator[Callable[[str], str]]:
 def redis_broker_url() -> str:
     require_server("Redis", REDIS)
     return f"redis://{REDIS[0]}:{REDIS[1]}/{int(os.environ.get('QIWEI_TEST_REDIS_DB', '13'))}"
+
+
+@pytest.fixture
+def rabbitmq_broker_url() -> str:
+    require_server("RabbitMQ", RABBITMQ)
+    return f"amqp://guest:guest@{RABBITMQ[0]}:{RABBITMQ[1]}//"
 
 
 class WorkerProcess:

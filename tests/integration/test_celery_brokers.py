@@ -1,4 +1,4 @@
-"""A real Celery worker on the Redis broker runs account tasks inside the right account."""
+"""A real Celery worker on Redis (and on RabbitMQ) runs account tasks inside the right account."""
 
 from __future__ import annotations
 
@@ -16,12 +16,23 @@ pytestmark = pytest.mark.integration
 
 @pytest.mark.django_db(transaction=True)
 def test_celery_worker_on_redis_runs_task_in_the_named_account(redis_broker_url, celery_worker_factory, non_eager):
-    # Given two accounts and a real worker on Redis
+    _worker_runs_task_in_the_named_account(redis_broker_url, celery_worker_factory)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_celery_worker_on_rabbitmq_runs_task_in_the_named_account(
+    rabbitmq_broker_url, celery_worker_factory, non_eager
+):
+    _worker_runs_task_in_the_named_account(rabbitmq_broker_url, celery_worker_factory)
+
+
+def _worker_runs_task_in_the_named_account(broker_url, celery_worker_factory):
+    # Given two accounts and a real worker on the broker
     account_create(account_id="north", name="北区")
     account_create(account_id="south", name="南区")
-    worker = celery_worker_factory(redis_broker_url)
+    worker = celery_worker_factory(broker_url)
     # When a ping is queued for `south`
-    with app.connection_for_write(redis_broker_url) as conn:
+    with app.connection_for_write(broker_url) as conn:
         account_ping.apply_async(args=["south", "巡检-1"], connection=conn)
 
     def pinged(account_id: str) -> bool:
