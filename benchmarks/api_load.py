@@ -66,7 +66,7 @@ def prepare(env: dict[str, str]) -> str:
 
     from conversations.models import Customer, CustomerProfile, Message
     from conversations.services import account_create, membership_grant
-    from qiwei_site.tenancy import use_account
+    from qiwei_site.platform.tenancy import use_account
 
     account = account_create(account_id=ACCOUNT, name="压测账号")
     user = get_user_model().objects.create_user("bench", password="bench-pass", is_staff=True)

@@ -164,7 +164,7 @@ def main() -> int:
     from memory.ingest import messages_ingest
     from memory.models import CaptureJob, CaptureJobStatus, MemoryItem, MemorySnapshot
     from qiwei_site.celery import app
-    from qiwei_site.tenancy import use_account
+    from qiwei_site.platform.tenancy import use_account
 
     app.conf.task_default_queue = queue
     stages = StageTimer()

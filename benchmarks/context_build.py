@@ -222,7 +222,7 @@ def main() -> int:
 
     from conversations.services import account_create
     from memory.context import AgentContextBuilder
-    from qiwei_site.tenancy import use_account
+    from qiwei_site.platform.tenancy import use_account
 
     rng = random.Random(args.seed)
     rows: list[dict[str, Any]] = []

@@ -8,17 +8,11 @@ from django.contrib import admin, messages
 from django.http import HttpRequest
 from simple_history.admin import SimpleHistoryAdmin
 
-from conversations.models import (
-    AccountMembership,
-    AuditEvent,
-    Customer,
-    CustomerProfile,
-    Message,
-    WeComAccount,
-)
+from conversations.models import AuditEvent, Customer, CustomerProfile, Message
 from conversations.services import account_create
-from qiwei_site.admin_site import AccountHistoryAdminMixin, AccountScopedAdminMixin, ReadOnlyAdminMixin
-from qiwei_site.errors import ApplicationError
+from qiwei_site.platform.admin_site import AccountHistoryAdminMixin, AccountScopedAdminMixin, ReadOnlyAdminMixin
+from qiwei_site.platform.errors import ApplicationError
+from qiwei_site.platform.models import AccountMembership, WeComAccount
 
 
 @admin.register(WeComAccount)

@@ -12,7 +12,7 @@ from rest_framework.response import Response
 
 from conversations.models import Customer
 from conversations.selectors import customer_get
-from qiwei_site.api import AccountAPIView
+from qiwei_site.platform.api import AccountAPIView
 
 
 class CustomerOutputSerializer(serializers.ModelSerializer):

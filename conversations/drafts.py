@@ -18,10 +18,10 @@ from django.utils import timezone
 from conversations import gateway as upstream
 from conversations.models import Customer, Delivery, DeliveryStatus, Draft, DraftStatus, SessionMode
 from conversations.services import audit_record
-from qiwei_site.errors import Conflict, ValidationFailed
-from qiwei_site.errors import UpstreamUnavailable as UpstreamUnavailableError
-from qiwei_site.history import actor_identity, stamp_history
-from qiwei_site.tenancy import account_atomic
+from qiwei_site.platform.errors import Conflict, ValidationFailed
+from qiwei_site.platform.errors import UpstreamUnavailable as UpstreamUnavailableError
+from qiwei_site.platform.history import actor_identity, stamp_history
+from qiwei_site.platform.tenancy import account_atomic
 
 logger = logging.getLogger(__name__)
 

@@ -1,64 +1,23 @@
-"""WeCom accounts (default DB) and per-account customer data: customers, messages, profiles,
-business state, drafts, deliveries and the audit trail (DESIGN §5).
+"""Per-account customer data: customers, messages, profiles, business state, drafts,
+deliveries and the audit trail (DESIGN §5).
 
-Every model here except `WeComAccount` and `AccountMembership` lives only in the account's
-own database (see qiwei_site.tenancy).
+Every model here lives only in the account's own database (see qiwei_site.platform.tenancy);
+the account registry itself is qiwei_site.platform.models.
 """
 
 from __future__ import annotations
 
-from django.conf import settings
-from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
-from qiwei_site.models import TimeStampedModel
-from qiwei_site.tenancy import ACCOUNT_ID_RE
+from qiwei_site.platform.models import TimeStampedModel
 
 
 def account_history() -> HistoricalRecords:
     """History settings that work across databases (the user lives in `default`)."""
     return HistoricalRecords(user_db_constraint=False, use_base_model_db=True, inherit=False)
-
-
-# --- default database -----------------------------------------------------------------
-
-
-class WeComAccount(TimeStampedModel):
-    id = models.CharField(
-        _("账号 ID"),
-        primary_key=True,
-        max_length=40,
-        validators=[RegexValidator(ACCOUNT_ID_RE.pattern, _("只能使用小写字母、数字和下划线"))],
-    )
-    name = models.CharField(_("名称"), max_length=100)
-    is_active = models.BooleanField(_("启用"), default=True)
-
-    class Meta:
-        verbose_name = _("企微账号")
-        verbose_name_plural = _("企微账号")
-        ordering = ["id"]
-
-    def __str__(self) -> str:
-        return f"{self.name} ({self.id})"
-
-
-class AccountMembership(TimeStampedModel):
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="account_memberships", verbose_name=_("用户")
-    )
-    account = models.ForeignKey(
-        WeComAccount, on_delete=models.CASCADE, related_name="memberships", verbose_name=_("企微账号")
-    )
-
-    class Meta:
-        verbose_name = _("账号授权")
-        verbose_name_plural = _("账号授权")
-        constraints = [models.UniqueConstraint(fields=["user", "account"], name="uniq_membership")]
-
-    def __str__(self) -> str:
-        return f"{self.user_id} → {self.account_id}"
 
 
 # --- account databases ----------------------------------------------------------------

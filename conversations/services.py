@@ -7,10 +7,11 @@ from typing import Any
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
 
-from conversations.models import AccountMembership, AuditEvent, Customer, CustomerProfile, WeComAccount
-from qiwei_site.errors import Conflict, ValidationFailed
-from qiwei_site.history import actor_identity, stamp_history
-from qiwei_site.tenancy import InvalidAccountId, account_atomic, ensure_account_database, validate_account_id
+from conversations.models import AuditEvent, Customer, CustomerProfile
+from qiwei_site.platform.errors import Conflict, ValidationFailed
+from qiwei_site.platform.history import actor_identity, stamp_history
+from qiwei_site.platform.models import AccountMembership, WeComAccount
+from qiwei_site.platform.tenancy import InvalidAccountId, account_atomic, ensure_account_database, validate_account_id
 
 
 def audit_record(
@@ -49,7 +50,7 @@ def account_create(*, account_id: str, name: str, actor: Any = None) -> WeComAcc
             account = WeComAccount.objects.create(id=account_id, name=name.strip())
     except IntegrityError:
         raise Conflict(f"账号 {account_id} 已存在 (account already exists).", code="account_exists") from None
-    from qiwei_site.tenancy import use_account
+    from qiwei_site.platform.tenancy import use_account
 
     with use_account(account_id):
         audit_record(action="account_created", actor=actor, payload={"account_id": account_id, "name": name})
@@ -58,7 +59,7 @@ def account_create(*, account_id: str, name: str, actor: Any = None) -> WeComAcc
 
 def account_delete(*, account_id: str, actor: Any = None) -> None:
     """Delete a (temporary) account: its registry row and its whole database."""
-    from qiwei_site.tenancy import drop_account_database
+    from qiwei_site.platform.tenancy import drop_account_database
 
     WeComAccount.objects.filter(pk=account_id).delete()
     drop_account_database(account_id)

@@ -7,7 +7,7 @@ from typing import Any
 from celery import shared_task
 
 from conversations.gateway import upstream_status_refresh as _refresh
-from qiwei_site.tenancy import use_account
+from qiwei_site.platform.tenancy import use_account
 
 
 @shared_task(name="conversations.tasks.upstream_status_refresh", ignore_result=True)

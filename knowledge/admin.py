@@ -10,7 +10,7 @@ from django.http import HttpRequest
 
 from knowledge.models import KnowledgeDocument, KnowledgeSection
 from knowledge.services import knowledge_index
-from qiwei_site.errors import ApplicationError
+from qiwei_site.platform.errors import ApplicationError
 
 
 class KnowledgeSectionInline(admin.TabularInline):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from qiwei_site.models import TimeStampedModel
+from qiwei_site.platform.models import TimeStampedModel
 
 
 class KnowledgeDocument(TimeStampedModel):

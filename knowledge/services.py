@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db import transaction
 
 from knowledge.models import KnowledgeDocument, KnowledgeSection
-from qiwei_site.errors import ValidationFailed
+from qiwei_site.platform.errors import ValidationFailed
 
 logger = logging.getLogger(__name__)
 

@@ -35,8 +35,8 @@ from memory.governance import (
 from memory.models import CaptureJob, MemoryItem, MemorySnapshot, MemoryStatus
 from memory.profile import customer_profile_update
 from memory.selectors import memory_item_sources, snapshot_list
-from qiwei_site.admin_site import AccountHistoryAdminMixin, AccountScopedAdminMixin, ReadOnlyAdminMixin
-from qiwei_site.errors import ApplicationError
+from qiwei_site.platform.admin_site import AccountHistoryAdminMixin, AccountScopedAdminMixin, ReadOnlyAdminMixin
+from qiwei_site.platform.errors import ApplicationError
 
 ERROR_ATTR = "_memory_admin_error"
 

@@ -18,8 +18,8 @@ from rest_framework.response import Response
 from conversations.models import Message, MessageDirection
 from conversations.selectors import customer_get
 from memory.ingest import messages_ingest
-from qiwei_site.api import AccountAPIView
-from qiwei_site.errors import ValidationFailed
+from qiwei_site.platform.api import AccountAPIView
+from qiwei_site.platform.errors import ValidationFailed
 
 SEARCH_LIMIT_MAX = 100
 

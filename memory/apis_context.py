@@ -11,7 +11,7 @@ from rest_framework.response import Response
 
 from conversations.models import Message
 from memory.providers import PrefetchRequest, SearchScope, get_provider
-from qiwei_site.api import AccountAPIView
+from qiwei_site.platform.api import AccountAPIView
 
 
 class SectionOutputSerializer(serializers.Serializer):

@@ -30,7 +30,7 @@ from memory.governance import (
 )
 from memory.models import MemoryItem, MemorySnapshot, MemoryType
 from memory.profile import customer_profile_update
-from qiwei_site.api import AccountAPIView
+from qiwei_site.platform.api import AccountAPIView
 
 GOVERNANCE = ("POST", "PATCH", "DELETE")
 

@@ -35,7 +35,7 @@ from conversations.models import (
 from conversations.services import audit_record
 from memory import recall as recall_module
 from memory.snapshots import effective_items, render_snapshot, snapshot_current
-from qiwei_site.tenancy import current_alias
+from qiwei_site.platform.tenancy import current_alias
 
 logger = logging.getLogger(__name__)
 

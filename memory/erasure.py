@@ -13,7 +13,7 @@ from django.db.models import Model
 
 from conversations.models import Customer
 from conversations.services import audit_record
-from qiwei_site.tenancy import account_atomic, is_account_model
+from qiwei_site.platform.tenancy import account_atomic, is_account_model
 
 
 def _historical_models_with_customer() -> list[type[Model]]:

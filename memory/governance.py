@@ -27,9 +27,9 @@ from memory.models import (
     MemoryType,
 )
 from memory.snapshots import SECTION_TITLES, snapshot_refresh
-from qiwei_site.errors import Conflict, ValidationFailed
-from qiwei_site.history import stamp_history
-from qiwei_site.tenancy import account_atomic
+from qiwei_site.platform.errors import Conflict, ValidationFailed
+from qiwei_site.platform.history import stamp_history
+from qiwei_site.platform.tenancy import account_atomic
 
 FORGOTTEN_MARK = "［已遗忘内容已移除］"
 SNAPSHOT_HEADINGS = frozenset(f"## {title}" for _type, title in SECTION_TITLES)

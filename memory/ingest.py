@@ -15,9 +15,9 @@ from conversations.models import Customer, Message, MessageDirection
 from conversations.services import audit_record, customer_get_or_create
 from memory.capture.jobs import enqueue_after_commit
 from memory.models import CaptureJob
-from qiwei_site.errors import ValidationFailed
-from qiwei_site.history import stamp_history
-from qiwei_site.tenancy import account_atomic
+from qiwei_site.platform.errors import ValidationFailed
+from qiwei_site.platform.history import stamp_history
+from qiwei_site.platform.tenancy import account_atomic
 
 MAX_TEXT_CHARS = 8000
 MAX_BATCH = 500

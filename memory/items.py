@@ -19,9 +19,9 @@ from conversations.models import Customer
 from conversations.services import audit_record
 from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem, MemoryStatus, MemoryType
 from memory.snapshots import snapshot_refresh
-from qiwei_site.errors import ValidationFailed
-from qiwei_site.history import stamp_history
-from qiwei_site.tenancy import account_atomic
+from qiwei_site.platform.errors import ValidationFailed
+from qiwei_site.platform.history import stamp_history
+from qiwei_site.platform.tenancy import account_atomic
 
 CREATED = "created"
 EVIDENCE_ADDED = "evidence_added"

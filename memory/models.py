@@ -8,7 +8,7 @@ from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
 from conversations.models import Customer, Message, account_history
-from qiwei_site.models import TimeStampedModel
+from qiwei_site.platform.models import TimeStampedModel
 
 
 class MemoryType(models.TextChoices):

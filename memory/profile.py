@@ -14,9 +14,9 @@ from conversations.services import audit_record
 from memory.items import memory_item_put, memory_item_supersede, normalize_content
 from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem, MemoryStatus, MemoryType
 from memory.snapshots import snapshot_refresh
-from qiwei_site.errors import ValidationFailed
-from qiwei_site.history import stamp_history
-from qiwei_site.tenancy import account_atomic
+from qiwei_site.platform.errors import ValidationFailed
+from qiwei_site.platform.history import stamp_history
+from qiwei_site.platform.tenancy import account_atomic
 
 PROFILE_LABELS: dict[str, str] = dict(PROFILE_FIELDS)
 PROFILE_ITEM_IMPORTANCE = 4

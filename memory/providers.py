@@ -11,7 +11,7 @@ from typing import Any
 from conversations.models import Message
 from conversations.selectors import customer_get
 from memory.context import AgentContextBuilder, BuiltContext
-from qiwei_site.errors import NotFound, ValidationFailed
+from qiwei_site.platform.errors import NotFound, ValidationFailed
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from django.db.models import QuerySet
 
 from conversations.models import Message
 from conversations.selectors import customer_get
-from qiwei_site.errors import ValidationFailed
-from qiwei_site.tenancy import current_alias
+from qiwei_site.platform.errors import ValidationFailed
+from qiwei_site.platform.tenancy import current_alias
 
 logger = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from django.db.models import QuerySet
 
 from conversations.models import AuditEvent, Customer, Message
 from memory.models import MemoryItem, MemorySnapshot
-from qiwei_site.errors import NotFound, ValidationFailed
+from qiwei_site.platform.errors import NotFound, ValidationFailed
 
 
 def memory_item_list(*, customer: Customer, filters: Mapping[str, Any] | None = None) -> QuerySet[MemoryItem]:

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from conversations.models import Customer
 from memory.models import MemoryItem, MemorySnapshot, MemoryStatus, MemoryType
-from qiwei_site.tenancy import account_atomic
+from qiwei_site.platform.tenancy import account_atomic
 
 # Confirmed knowledge first; hypotheses stand apart, only as questions to confirm.
 SECTION_TITLES: tuple[tuple[str, str], ...] = (

@@ -20,5 +20,5 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/", include("conversations.urls_global")),
     path("api/accounts/<str:account_id>/", include(account_api)),
-    path("", include("qiwei_site.workbench_urls")),
+    path("", include("qiwei_site.workbench.urls")),
 ]

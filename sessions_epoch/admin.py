@@ -13,8 +13,8 @@ from simple_history.admin import SimpleHistoryAdmin
 
 from conversations.drafts import draft_approve, draft_reject
 from conversations.models import Delivery, Draft, DraftStatus
-from qiwei_site.admin_site import AccountHistoryAdminMixin, AccountScopedAdminMixin, ReadOnlyAdminMixin
-from qiwei_site.errors import ApplicationError
+from qiwei_site.platform.admin_site import AccountHistoryAdminMixin, AccountScopedAdminMixin, ReadOnlyAdminMixin
+from qiwei_site.platform.errors import ApplicationError
 from sessions_epoch.models import SessionEpoch
 
 

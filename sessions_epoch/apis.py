@@ -20,7 +20,7 @@ from rest_framework.response import Response
 from conversations.drafts import draft_approve, draft_reject, draft_send
 from conversations.models import Delivery, Draft, DraftStatus
 from conversations.selectors import customer_get
-from qiwei_site.api import AccountAPIView, ErrorOutputSerializer
+from qiwei_site.platform.api import AccountAPIView, ErrorOutputSerializer
 from sessions_epoch.models import SessionEpoch
 from sessions_epoch.pipeline import draft_generate
 from sessions_epoch.selectors import draft_get, draft_list, epoch_list

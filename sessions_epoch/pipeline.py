@@ -15,9 +15,9 @@ from typing import Any
 from conversations.drafts import draft_auto_send_blockers, draft_send
 from conversations.models import PROFILE_FIELD_NAMES, Customer, Draft, Message, MessageDirection
 from conversations.services import audit_record
-from qiwei_site.errors import UpstreamUnavailable
-from qiwei_site.history import stamp_history
-from qiwei_site.tenancy import account_atomic
+from qiwei_site.platform.errors import UpstreamUnavailable
+from qiwei_site.platform.history import stamp_history
+from qiwei_site.platform.tenancy import account_atomic
 from sessions_epoch.clients import ModelClient, ModelResult, SessionRef, get_client
 from sessions_epoch.models import CloseReason, SessionEpoch
 from sessions_epoch.services import epoch_count_turn, epoch_for_turn, epoch_rotate

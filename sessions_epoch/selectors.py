@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import QuerySet
 
 from conversations.models import Customer, Draft, DraftStatus
-from qiwei_site.errors import NotFound, ValidationFailed
+from qiwei_site.platform.errors import NotFound, ValidationFailed
 from sessions_epoch.models import SessionEpoch
 
 

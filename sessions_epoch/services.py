@@ -15,8 +15,8 @@ from django.utils import timezone
 from conversations.models import Customer
 from conversations.services import audit_record
 from memory.snapshots import snapshot_current
-from qiwei_site.history import stamp_history
-from qiwei_site.tenancy import account_atomic
+from qiwei_site.platform.history import stamp_history
+from qiwei_site.platform.tenancy import account_atomic
 from sessions_epoch.models import CloseReason, SessionEpoch
 
 CLOSED_EPOCHS_KEPT = 50

@@ -5,7 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from conversations.selectors import customer_get
-from qiwei_site.tenancy import use_account
+from qiwei_site.platform.tenancy import use_account
 from sessions_epoch.pipeline import draft_generate
 
 

@@ -9,9 +9,9 @@ from django.db import connections
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from conversations.models import WeComAccount
 from conversations.services import account_create, membership_grant
-from qiwei_site import tenancy
+from qiwei_site.platform import tenancy
+from qiwei_site.platform.models import WeComAccount
 from tests.factories import StaffUserFactory, UserFactory
 
 
@@ -103,7 +103,7 @@ def admin_client(staff_user, account):
     """A supervisor logged in to admin with `acme` chosen in the account switcher."""
     from django.test import Client
 
-    from qiwei_site.middleware import SESSION_KEY
+    from qiwei_site.platform.middleware import SESSION_KEY
 
     client = Client()
     client.force_login(staff_user)

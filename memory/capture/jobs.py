@@ -20,7 +20,7 @@ from django.utils import timezone
 from conversations.models import Customer, Message, MessageDirection
 from conversations.services import audit_record
 from memory.models import CaptureJob, CaptureJobStatus
-from qiwei_site.tenancy import account_atomic, current_account, on_account_commit
+from qiwei_site.platform.tenancy import account_atomic, current_account, on_account_commit
 
 logger = logging.getLogger(__name__)
 

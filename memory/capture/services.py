@@ -16,8 +16,8 @@ from memory.items import CREATED, EVIDENCE_ADDED, SUPERSEDED, UNCHANGED, memory_
 from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem, MemoryStatus
 from memory.safety import scan
 from memory.snapshots import snapshot_refresh
-from qiwei_site.errors import ValidationFailed
-from qiwei_site.tenancy import account_atomic
+from qiwei_site.platform.errors import ValidationFailed
+from qiwei_site.platform.tenancy import account_atomic
 
 CAPTURE_REASON = "客户原话自动提取"
 STALE = "stale"

@@ -10,9 +10,9 @@ import logging
 
 from celery import shared_task
 
-from conversations.models import WeComAccount
 from memory.capture.jobs import capture_job_run, capture_sweep
-from qiwei_site.tenancy import use_account
+from qiwei_site.platform.models import WeComAccount
+from qiwei_site.platform.tenancy import use_account
 
 logger = logging.getLogger(__name__)
 

@@ -6,9 +6,9 @@ import logging
 
 from celery import shared_task
 
-from conversations.models import WeComAccount
 from memory.governance import memory_items_expire_due
-from qiwei_site.tenancy import use_account
+from qiwei_site.platform.models import WeComAccount
+from qiwei_site.platform.tenancy import use_account
 
 __all__ = ["memory_expire_account", "memory_expire_all"]
 

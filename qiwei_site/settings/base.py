@@ -68,7 +68,7 @@ CACHES = {
 
 # --- Applications ----------------------------------------------------------------------
 INSTALLED_APPS = [
-    "qiwei_site.admin_config.QiweiAdminConfig",
+    "qiwei_site.platform.admin_config.QiweiAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -80,11 +80,13 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "simple_history",
-    "qiwei_site",
+    "qiwei_site.platform",
     "conversations",
     "knowledge",
     "memory",
     "sessions_epoch",
+    "qiwei_site.workbench",
+    "qiwei_site.operations",
 ]
 
 MIDDLEWARE = [
@@ -97,8 +99,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "simple_history.middleware.HistoryRequestMiddleware",
-    "qiwei_site.middleware.AdminAccountMiddleware",
-    "qiwei_site.api.ApiJsonNotFoundMiddleware",
+    "qiwei_site.platform.middleware.AdminAccountMiddleware",
+    "qiwei_site.platform.middleware.ApiJsonNotFoundMiddleware",
 ]
 
 ROOT_URLCONF = "qiwei_site.urls"
@@ -120,7 +122,7 @@ TEMPLATES = [
 ]
 
 # --- Databases: `default` holds staff, the account registry and the knowledge index;
-# each WeCom account gets its own database, registered lazily by qiwei_site.tenancy.
+# each WeCom account gets its own database, registered lazily by qiwei_site.platform.tenancy.
 DATABASES = {
     "default": env.db_url("DATABASE_URL", default=f"sqlite:///{QIWEI_DATA_DIR / 'default.sqlite3'}"),
 }
@@ -139,7 +141,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     )
 # A template such as postgres://user@host:5432/qiwei_acct_{account}; empty = SQLite files.
 QIWEI_ACCOUNT_DATABASE_URL = env_str("QIWEI_ACCOUNT_DATABASE_URL", "")
-DATABASE_ROUTERS = ["qiwei_site.tenancy.AccountRouter"]
+DATABASE_ROUTERS = ["qiwei_site.platform.tenancy.AccountRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -171,10 +173,10 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_SCHEMA_CLASS": "qiwei_site.api.QiweiAutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "qiwei_site.platform.api.QiweiAutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
-    "EXCEPTION_HANDLER": "qiwei_site.api.exception_handler",
+    "EXCEPTION_HANDLER": "qiwei_site.platform.api.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 SPECTACULAR_SETTINGS = {

@@ -18,7 +18,7 @@ from memory.governance import memory_item_add, memory_item_edit
 from memory.models import CaptureJob, MemoryItem, MemorySnapshot, MemoryType
 from memory.profile import customer_profile_update
 from memory.snapshots import snapshot_refresh
-from qiwei_site.middleware import SESSION_KEY
+from qiwei_site.platform.middleware import SESSION_KEY
 from sessions_epoch.models import SessionEpoch
 from sessions_epoch.services import epoch_for_turn
 from tests.factories import BASE_TIME, CustomerFactory, DraftFactory, MessageFactory

@@ -134,6 +134,6 @@ def test_admin_customer_bulk_delete_is_not_offered(admin_client, account_rows):
 
 def test_admin_account_cannot_be_deleted(admin_client, account_rows, account):
     # when a supervisor tries to delete the account registry row
-    response = admin_client.get(reverse("admin:conversations_wecomaccount_delete", args=[account.pk]))
+    response = admin_client.get(reverse("admin:platform_wecomaccount_delete", args=[account.pk]))
     # then it is refused: the account's database would be orphaned
     assert response.status_code == 403

@@ -19,7 +19,7 @@ from conversations.models import Alert, Customer, DraftStatus, Message, Task
 from conversations.services import audit_record
 from memory.items import memory_item_put
 from memory.models import MemoryType
-from qiwei_site.demo_data import DEMO_CUSTOMERS
+from qiwei_site.operations.demo_data import DEMO_CUSTOMERS
 from tests.browser.conftest import ARTIFACTS, login
 from tests.factories import CustomerFactory, DraftFactory, MessageFactory
 

@@ -8,7 +8,7 @@ import pytest
 from conversations.models import AuditEvent, MessageDirection
 from memory.capture.services import capture_message
 from memory.models import CaptureJob, CaptureJobStatus, MemoryItem, MemorySnapshot, MemoryStatus, MemoryType
-from qiwei_site.errors import ValidationFailed
+from qiwei_site.platform.errors import ValidationFailed
 from tests.factories import CustomerFactory, MessageFactory
 
 

@@ -24,7 +24,7 @@ from memory.context import (
 )
 from memory.models import MemoryType
 from memory.snapshots import snapshot_refresh
-from qiwei_site.tenancy import account_atomic
+from qiwei_site.platform.tenancy import account_atomic
 from tests.context.conftest import filler
 from tests.factories import MemoryItemFactory, TaskFactory
 

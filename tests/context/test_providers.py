@@ -18,7 +18,7 @@ from memory.providers import (
     SearchScope,
     get_provider,
 )
-from qiwei_site.errors import NotFound, ValidationFailed
+from qiwei_site.platform.errors import NotFound, ValidationFailed
 from tests.factories import MemoryItemFactory
 
 IN = MessageDirection.INBOUND

@@ -8,8 +8,8 @@ from django.db import connections
 from conversations.models import Message, MessageDirection
 from conversations.services import account_create
 from memory.search import FTS_TABLE, PG_INDEX, search_messages
-from qiwei_site.errors import NotFound, ValidationFailed
-from qiwei_site.tenancy import current_alias, use_account
+from qiwei_site.platform.errors import NotFound, ValidationFailed
+from qiwei_site.platform.tenancy import current_alias, use_account
 from tests.factories import CustomerFactory
 
 IN, OUT = MessageDirection.INBOUND, MessageDirection.OUTBOUND

@@ -6,7 +6,7 @@ import pytest
 
 from conversations.models import AuditEvent, Customer, SessionMode
 from conversations.services import customer_update
-from qiwei_site.errors import ValidationFailed
+from qiwei_site.platform.errors import ValidationFailed
 from tests.factories import CustomerFactory
 
 

@@ -24,7 +24,7 @@ from memory.governance import (
 from memory.items import memory_item_put
 from memory.models import CaptureJob, MemoryItem, MemoryType
 from memory.profile import customer_profile_update
-from qiwei_site.tenancy import current_alias
+from qiwei_site.platform.tenancy import current_alias
 from tests.factories import CustomerFactory, DraftFactory
 
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 from conversations.models import AuditEvent
 from memory.models import MemoryItem, MemoryStatus, MemoryType
 from memory.tasks import memory_expire_account, memory_expire_all
-from qiwei_site.tenancy import use_account
+from qiwei_site.platform.tenancy import use_account
 from tests.factories import CustomerFactory
 
 

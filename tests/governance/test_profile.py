@@ -8,7 +8,7 @@ from conversations.models import AuditEvent, CustomerProfile
 from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem, MemorySnapshot, MemoryStatus
 from memory.profile import customer_profile_update
 from memory.snapshots import snapshot_current
-from qiwei_site.errors import ValidationFailed
+from qiwei_site.platform.errors import ValidationFailed
 from tests.factories import CustomerFactory, MessageFactory
 
 

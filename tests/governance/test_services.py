@@ -20,7 +20,7 @@ from memory.governance import (
 )
 from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem, MemorySnapshot, MemoryStatus, MemoryType
 from memory.snapshots import snapshot_current
-from qiwei_site.errors import Conflict, ValidationFailed
+from qiwei_site.platform.errors import Conflict, ValidationFailed
 from tests.factories import CustomerFactory, MessageFactory
 
 

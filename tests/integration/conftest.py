@@ -56,7 +56,7 @@ def postgres_accounts(settings) -> Iterator[Callable[[str], str]]:
 
     yield account_id
 
-    from qiwei_site import tenancy
+    from qiwei_site.platform import tenancy
 
     for value in made:
         tenancy.unregister_account_database(value)

@@ -15,7 +15,7 @@ from conversations.services import account_create
 from memory.capture.jobs import capture_sweep
 from memory.ingest import messages_ingest
 from memory.models import CaptureJob, CaptureJobStatus, MemoryItem, MemoryStatus
-from qiwei_site.tenancy import use_account
+from qiwei_site.platform.tenancy import use_account
 from tests.integration.conftest import celery_sending_to, wait_until
 
 pytestmark = pytest.mark.integration

@@ -7,8 +7,8 @@ import pytest
 from conversations.models import AuditEvent
 from conversations.services import account_create
 from qiwei_site.celery import app
-from qiwei_site.tasks import account_ping
-from qiwei_site.tenancy import use_account
+from qiwei_site.operations.tasks import account_ping
+from qiwei_site.platform.tenancy import use_account
 from tests.integration.conftest import wait_until
 
 pytestmark = pytest.mark.integration

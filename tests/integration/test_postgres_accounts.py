@@ -9,7 +9,7 @@ from django.db import connections
 
 from conversations.models import Customer, Message
 from conversations.services import account_create
-from qiwei_site.tenancy import use_account
+from qiwei_site.platform.tenancy import use_account
 from tests.factories import CustomerFactory, MessageFactory
 
 pytestmark = pytest.mark.integration

@@ -7,7 +7,7 @@ import pytest
 from conversations.models import AuditEvent
 from memory.items import CREATED, EVIDENCE_ADDED, SUPERSEDED, UNCHANGED, memory_item_put
 from memory.models import MemoryItem, MemorySnapshot, MemoryStatus, MemoryType
-from qiwei_site.errors import ValidationFailed
+from qiwei_site.platform.errors import ValidationFailed
 from tests.factories import CustomerFactory, MessageFactory
 
 

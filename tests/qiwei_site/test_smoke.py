@@ -8,9 +8,9 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from conversations.models import WeComAccount
 from memory.safety import ScanResult
-from qiwei_site.smoke import STEPS
+from qiwei_site.operations.smoke import STEPS
+from qiwei_site.platform.models import WeComAccount
 
 
 @pytest.mark.django_db(transaction=True)

@@ -10,12 +10,13 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connections
 
-from conversations.models import Customer, Message, WeComAccount
+from conversations.models import Customer, Message
 from conversations.services import account_create
 from memory.models import MemoryItem
-from qiwei_site import tenancy
-from qiwei_site.errors import ValidationFailed
-from qiwei_site.tenancy import CrossAccountAccess, NoAccountSelected, use_account
+from qiwei_site.platform import tenancy
+from qiwei_site.platform.errors import ValidationFailed
+from qiwei_site.platform.models import WeComAccount
+from qiwei_site.platform.tenancy import CrossAccountAccess, NoAccountSelected, use_account
 from tests.factories import CustomerFactory, MemoryItemFactory, MessageFactory
 
 

@@ -12,8 +12,8 @@ from conversations import gateway as upstream
 from conversations.drafts import draft_approve, draft_reject, draft_send
 from conversations.gateway import LoopbackGateway, upstream_status_cached
 from conversations.models import AuditEvent, Delivery, DeliveryStatus, Draft, DraftStatus
-from qiwei_site.errors import Conflict, UpstreamUnavailable, ValidationFailed
-from qiwei_site.tenancy import use_account
+from qiwei_site.platform.errors import Conflict, UpstreamUnavailable, ValidationFailed
+from qiwei_site.platform.tenancy import use_account
 from tests.factories import DraftFactory
 
 

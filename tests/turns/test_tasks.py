@@ -6,7 +6,7 @@ from conversations.drafts import draft_approve
 from conversations.gateway import LoopbackGateway
 from conversations.models import AuditEvent, Draft, DraftStatus
 from conversations.tasks import draft_send_task
-from qiwei_site.tenancy import no_account
+from qiwei_site.platform.tenancy import no_account
 from sessions_epoch.tasks import draft_generate_task
 from tests.factories import DraftFactory
 

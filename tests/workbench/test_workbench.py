@@ -9,7 +9,7 @@ from django.contrib.staticfiles import finders
 from django.test import Client
 
 from conversations.services import membership_grant
-from qiwei_site import tenancy
+from qiwei_site.platform import tenancy
 from tests.conftest import client_for
 from tests.factories import CustomerFactory, MessageFactory, UserFactory
 

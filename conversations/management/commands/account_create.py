@@ -5,7 +5,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from conversations.services import account_create
-from qiwei_site.errors import ApplicationError
+from qiwei_site.platform.errors import ApplicationError
 
 
 class Command(BaseCommand):

@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from knowledge.services import knowledge_index
-from qiwei_site.errors import ApplicationError
+from qiwei_site.platform.errors import ApplicationError
 
 
 class Command(BaseCommand):

@@ -8,10 +8,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from conversations.models import Customer
-from conversations.selectors import account_ids_for_command
 from memory.capture.backfill import Totals, customer_backfill
-from qiwei_site.errors import ApplicationError
-from qiwei_site.tenancy import account_atomic, use_account
+from qiwei_site.platform.errors import ApplicationError
+from qiwei_site.platform.selectors import account_ids_for_command
+from qiwei_site.platform.tenancy import account_atomic, use_account
 
 
 class _DryRunRollback(Exception):

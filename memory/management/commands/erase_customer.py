@@ -6,10 +6,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from conversations.models import Customer, WeComAccount
+from conversations.models import Customer
 from memory.erasure import customer_erase
-from qiwei_site.errors import ApplicationError
-from qiwei_site.tenancy import use_account
+from qiwei_site.platform.errors import ApplicationError
+from qiwei_site.platform.models import WeComAccount
+from qiwei_site.platform.tenancy import use_account
 
 
 class Command(BaseCommand):

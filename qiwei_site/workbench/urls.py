@@ -2,8 +2,8 @@
 
 from django.urls import path
 
-from qiwei_site import workbench
-from qiwei_site.auth_views import WorkbenchLoginView, WorkbenchLogoutView
+from qiwei_site.workbench import views as workbench
+from qiwei_site.workbench.auth_views import WorkbenchLoginView, WorkbenchLogoutView
 
 urlpatterns = [
     # Agents sign in at /login/ (settings.LOGIN_URL), not at /admin/login/, which only lets staff in.

@@ -12,9 +12,9 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 from simple_history.template_utils import HistoricalRecordContextHelper
 
-from conversations.selectors import accounts_for_user, user_can_access_account
-from qiwei_site.middleware import SESSION_KEY
-from qiwei_site.tenancy import current_account
+from qiwei_site.platform.middleware import SESSION_KEY
+from qiwei_site.platform.selectors import accounts_for_user, user_can_access_account
+from qiwei_site.platform.tenancy import current_account
 
 
 class QiweiAdminSite(admin.AdminSite):

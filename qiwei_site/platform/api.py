@@ -5,11 +5,10 @@ from __future__ import annotations
 import contextvars
 import inspect
 import logging
-from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions as drf_exceptions
@@ -19,9 +18,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from conversations.selectors import user_can_access_account
-from qiwei_site.errors import ApplicationError
-from qiwei_site.tenancy import _current_account, ensure_account_database, validate_account_id
+from qiwei_site.platform.errors import ApplicationError
+from qiwei_site.platform.selectors import user_can_access_account
+from qiwei_site.platform.tenancy import _current_account, ensure_account_database, validate_account_id
 
 logger = logging.getLogger(__name__)
 
@@ -184,24 +183,3 @@ class AccountAPIView(APIView):
         finally:
             if self._account_token is not None:
                 _current_account.reset(self._account_token)
-
-
-API_PATH_PREFIXES = ("/api/", "/workbench/api/")
-
-
-class ApiJsonNotFoundMiddleware:
-    """A URL under /api/ that no route matches (`drafts/abc/` where an integer id is expected)
-    gets the API's `{"code", "detail"}` 404 instead of Django's HTML page."""
-
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        response = self.get_response(request)
-        if (
-            response.status_code == 404
-            and request.path.startswith(API_PATH_PREFIXES)
-            and not response.get("Content-Type", "").startswith("application/json")
-        ):
-            return JsonResponse({"code": "not_found", "detail": "未找到 (not found)."}, status=404)
-        return response

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from qiwei_site.smoke import StepResult, run_smoke
+from qiwei_site.operations.smoke import StepResult, run_smoke
 
 
 class Command(BaseCommand):

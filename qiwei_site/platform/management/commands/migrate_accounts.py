@@ -4,8 +4,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from conversations.models import WeComAccount
-from qiwei_site.tenancy import ensure_account_database
+from qiwei_site.platform.models import WeComAccount
+from qiwei_site.platform.tenancy import ensure_account_database
 
 
 class Command(BaseCommand):

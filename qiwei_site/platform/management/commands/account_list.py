@@ -4,8 +4,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from conversations.models import WeComAccount
-from qiwei_site.tenancy import account_database_config
+from qiwei_site.platform.models import WeComAccount
+from qiwei_site.platform.tenancy import account_database_config
 
 
 class Command(BaseCommand):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from qiwei_site.tenancy import use_account
+from qiwei_site.platform.tenancy import use_account
 
 
-@shared_task(name="qiwei_site.tasks.account_ping")
+@shared_task(name="qiwei_site.operations.tasks.account_ping")
 def account_ping(account_id: str, marker: str = "") -> str:
     from conversations.services import audit_record
 

@@ -11,12 +11,13 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 from django.utils import timezone
 
-from conversations.models import Alert, Customer, Task, WeComAccount
+from conversations.models import Alert, Customer, Task
 from conversations.services import account_create, membership_grant
 from memory.ingest import messages_ingest
-from qiwei_site.demo_data import DEMO_ACCOUNT_ID, DEMO_ACCOUNT_NAME, DEMO_CUSTOMERS
-from qiwei_site.history import stamp_history
-from qiwei_site.tenancy import account_atomic, use_account
+from qiwei_site.operations.demo_data import DEMO_ACCOUNT_ID, DEMO_ACCOUNT_NAME, DEMO_CUSTOMERS
+from qiwei_site.platform.history import stamp_history
+from qiwei_site.platform.models import WeComAccount
+from qiwei_site.platform.tenancy import account_atomic, use_account
 
 
 class Command(BaseCommand):

@@ -4,4 +4,4 @@ from django.contrib.admin.apps import AdminConfig
 
 
 class QiweiAdminConfig(AdminConfig):
-    default_site = "qiwei_site.admin_site.QiweiAdminSite"
+    default_site = "qiwei_site.platform.admin_site.QiweiAdminSite"

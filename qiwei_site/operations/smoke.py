@@ -45,8 +45,8 @@ from memory.models import MemoryItem, MemorySnapshot, MemoryStatus, MemoryType
 from memory.profile import customer_profile_update
 from memory.snapshots import snapshot_current
 from qiwei_site.celery import app as celery_app
-from qiwei_site.history import stamp_history
-from qiwei_site.tenancy import use_account
+from qiwei_site.platform.history import stamp_history
+from qiwei_site.platform.tenancy import use_account
 from sessions_epoch.clients import ModelClient, ModelResult, OfflineClient, SessionRef
 from sessions_epoch.models import CloseReason, SessionEpoch
 from sessions_epoch.pipeline import draft_generate

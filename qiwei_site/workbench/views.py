@@ -30,10 +30,11 @@ from conversations.models import (
     Task,
     TaskStatus,
 )
-from conversations.selectors import accounts_for_user, customer_get
+from conversations.selectors import customer_get
 from memory.models import MemorySnapshot
 from memory.snapshots import snapshot_current
-from qiwei_site.api import AccountAPIView
+from qiwei_site.platform.api import AccountAPIView
+from qiwei_site.platform.selectors import accounts_for_user
 
 RECENT_MESSAGES = 30
 RECENT_AUDIT_EVENTS = 30

@@ -32,7 +32,8 @@ logger = logging.getLogger(__name__)
 # one database (a `shop-1` turned into `shop_1` would have shared `shop_1`'s data).
 ACCOUNT_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_]{0,39}$")
 ACCOUNT_APPS = frozenset({"conversations", "memory", "sessions_epoch"})
-# Models of ACCOUNT_APPS that live in `default` (the registry and who may see what).
+# Models of ACCOUNT_APPS that live in `default`: the registry as `conversations`' historical
+# migrations still name it (it now belongs to qiwei_site.platform, which lives in `default`).
 DEFAULT_DB_MODELS = frozenset({"conversations.wecomaccount", "conversations.accountmembership"})
 
 _current_account: contextvars.ContextVar[str | None] = contextvars.ContextVar("qiwei_account", default=None)
