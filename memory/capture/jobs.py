@@ -8,11 +8,15 @@ exponentially and are audited; the sweeper re-sends due jobs and recovers those 
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from celery import current_app
 from django.conf import settings
 from django.db.models import F, Q
 from django.utils import timezone
@@ -20,7 +24,7 @@ from django.utils import timezone
 from conversations.models import Customer, Message, MessageDirection
 from conversations.services import audit_record
 from memory.models import CaptureJob, CaptureJobStatus
-from qiwei_site.platform.tenancy import account_atomic, current_account, on_account_commit
+from qiwei_site.platform.tenancy import account_atomic, current_account, on_account_commit, use_account
 
 logger = logging.getLogger(__name__)
 
@@ -31,12 +35,35 @@ class _ClaimLost(Exception):
     """Another run re-claimed this job (we were presumed dead): roll our writes back."""
 
 
-def _send(account_id: str, job_ids: list[int]) -> None:
-    from memory.tasks.capture import capture_job_run_task
+# The task is named, not imported: memory.tasks imports this module, never the other way round.
+CAPTURE_TASK_NAME = "memory.tasks.capture_job_run_task"
+_inline: contextvars.ContextVar[bool] = contextvars.ContextVar("qiwei_capture_inline", default=False)
 
+
+@contextlib.contextmanager
+def capture_inline() -> Iterator[None]:
+    """Run the capture jobs queued inside this block at commit, in this thread, without a broker.
+
+    For one caller's own scope (the smoke check on a temporary account), instead of switching
+    the process-wide Celery configuration to eager.
+    """
+    token = _inline.set(True)
+    try:
+        yield
+    finally:
+        _inline.reset(token)
+
+
+def _send(account_id: str, job_ids: list[int]) -> None:
+    if _inline.get():
+        with use_account(account_id):
+            for job_id in job_ids:
+                capture_job_run(job_id=job_id)
+        return
+    task = current_app.tasks[CAPTURE_TASK_NAME]
     for job_id in job_ids:
         try:
-            capture_job_run_task.delay(account_id, job_id)
+            task.delay(account_id, job_id)
         except Exception:  # a broker outage must not fail the caller; the sweeper re-sends
             logger.exception("capture job %s could not be queued", job_id)
 

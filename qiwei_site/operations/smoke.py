@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-import logging
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from conversations.models import (
     SessionMode,
 )
 from conversations.services import account_create, account_delete, customer_get_or_create
+from memory.capture.jobs import capture_inline
 from memory.context import build_context
 from memory.governance import (
     memory_item_add,
@@ -44,7 +44,6 @@ from memory.items import memory_item_put
 from memory.models import MemoryItem, MemorySnapshot, MemoryStatus, MemoryType
 from memory.profile import customer_profile_update
 from memory.snapshots import snapshot_current
-from qiwei_site.celery import app as celery_app
 from qiwei_site.platform.history import stamp_history
 from qiwei_site.platform.tenancy import use_account
 from sessions_epoch.clients import ModelClient, ModelResult, OfflineClient, SessionRef
@@ -381,13 +380,9 @@ def run_smoke(*, keep: bool = False, on_step: Callable[[StepResult], None] | Non
     account_id = f"smoke_{uuid.uuid4().hex[:8]}"
     account_create(account_id=account_id, name="端到端检查（临时）", actor=ACTOR)
     report = SmokeReport(account_id=account_id)
-    eager = celery_app.conf.task_always_eager
-    celery_app.conf.task_always_eager = True  # capture runs inline: the check needs no worker
-    trace_logger = logging.getLogger("celery.app.trace")
-    trace_level = trace_logger.level
-    trace_logger.setLevel(logging.WARNING)  # one line per step, not one per inline task
     try:
-        with use_account(account_id):
+        # Capture runs inline (this block only): the check needs no worker and sends nothing to a broker.
+        with use_account(account_id), capture_inline():
             for name, func in STEPS:
                 try:
                     detail = func(account_id) if "account_id" in func.__code__.co_varnames[:1] else func()
@@ -398,8 +393,6 @@ def run_smoke(*, keep: bool = False, on_step: Callable[[StepResult], None] | Non
                 if on_step:
                     on_step(result)
     finally:
-        celery_app.conf.task_always_eager = eager
-        trace_logger.setLevel(trace_level)
         if not keep:
             account_delete(account_id=account_id, actor=ACTOR)
     return report
