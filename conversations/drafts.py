@@ -1,4 +1,5 @@
-"""Reviewing and sending drafts (spec §6, §8): approve, reject, send — idempotently, one delivery per draft.
+"""Drafts' writes (spec §6, §8): create (the turn pipeline's one way in), approve, reject, send —
+idempotently, one delivery per draft.
 
 Sending claims the Delivery row (unique per draft and per idempotency key) BEFORE calling the
 upstream, so concurrent or repeated requests find the claim and never call the upstream twice.
@@ -16,11 +17,11 @@ from django.db.models import F
 from django.utils import timezone
 
 from conversations import gateway as upstream
-from conversations.models import Customer, Delivery, DeliveryStatus, Draft, DraftStatus, SessionMode
+from conversations.models import Customer, Delivery, DeliveryStatus, Draft, DraftStatus, Message, SessionMode
 from conversations.services import audit_record
 from qiwei_site.platform.errors import Conflict, ValidationFailed
 from qiwei_site.platform.errors import UpstreamUnavailable as UpstreamUnavailableError
-from qiwei_site.platform.history import actor_identity, stamp_history
+from qiwei_site.platform.history import Actor, actor_identity, stamp_history
 from qiwei_site.platform.tenancy import account_atomic
 
 logger = logging.getLogger(__name__)
@@ -28,6 +29,61 @@ logger = logging.getLogger(__name__)
 # A claim older than this was left by a process that died mid-send; the upstream dedupes on the
 # idempotency key, so re-claiming it is safe.
 STALE_CLAIM_SECONDS = 300
+
+
+def draft_create(
+    *,
+    customer: Customer,
+    reply_to: Message | None,
+    session_id: str,
+    client: str,
+    reply: str,
+    confidence: float,
+    requires_human: bool,
+    reasons: list[str],
+    profile_updates: dict[str, str],
+    dropped_updates: list[dict[str, Any]],
+    error: str,
+    context_trace: dict[str, Any],
+    actor: Actor,
+    reason: str,
+) -> Draft:
+    """Save a generated draft with its trace (pending review) and audit it."""
+    with account_atomic():
+        draft = Draft(
+            customer=customer,
+            reply_to=reply_to,
+            session_id=session_id,
+            client=client,
+            reply=reply,
+            confidence=confidence,
+            requires_human=requires_human,
+            reasons=reasons,
+            profile_updates=profile_updates,
+            dropped_updates=dropped_updates,
+            error=error[:2000],
+            context_trace=context_trace,
+        )
+        draft.full_clean()
+        stamp_history(draft, actor=actor, reason=reason)
+        draft.save()
+        audit_record(
+            action="draft_generated",
+            conversation_id=customer.conversation_id,
+            actor=actor,
+            reason=reason,
+            payload={
+                "draft_id": draft.pk,
+                "client": client,
+                "session_id": session_id,
+                "confidence": draft.confidence,
+                "requires_human": draft.requires_human,
+                "grounded_fields": sorted(profile_updates),
+                "dropped_fields": [item["field"] for item in draft.dropped_updates],
+                "error": bool(draft.error),
+            },
+        )
+    return draft
 
 
 def idempotency_key_for(draft: Draft) -> str:

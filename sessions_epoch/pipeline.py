@@ -12,12 +12,10 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-from conversations.drafts import draft_auto_send_blockers, draft_send
+from conversations.drafts import draft_auto_send_blockers, draft_create, draft_send
 from conversations.models import PROFILE_FIELD_NAMES, Customer, Draft, Message, MessageDirection
 from conversations.services import audit_record
 from qiwei_site.platform.errors import UpstreamUnavailable
-from qiwei_site.platform.history import stamp_history
-from qiwei_site.platform.tenancy import account_atomic
 from sessions_epoch.clients import ModelClient, ModelResult, SessionRef, get_client
 from sessions_epoch.models import CloseReason, SessionEpoch
 from sessions_epoch.services import epoch_count_turn, epoch_for_turn, epoch_rotate
@@ -271,40 +269,22 @@ def draft_generate(
         },
         "grounding": {"evidence": evidence, "dropped_fields": [item["field"] for item in output.dropped + dropped]},
     }
-    with account_atomic():
-        draft = Draft(
-            customer=customer,
-            reply_to=latest,
-            session_id=epoch.session_id,
-            client=result.client,
-            reply=output.reply,
-            confidence=output.confidence,
-            requires_human=output.requires_human or bool(output.error),
-            reasons=output.reasons,
-            profile_updates=grounded,
-            dropped_updates=output.dropped + dropped,
-            error=output.error[:2000],
-            context_trace=trace,
-        )
-        draft.full_clean()
-        stamp_history(draft, actor=actor, reason=reason)
-        draft.save()
-        audit_record(
-            action="draft_generated",
-            conversation_id=customer.conversation_id,
-            actor=actor,
-            reason=reason,
-            payload={
-                "draft_id": draft.pk,
-                "client": result.client,
-                "session_id": epoch.session_id,
-                "confidence": draft.confidence,
-                "requires_human": draft.requires_human,
-                "grounded_fields": sorted(grounded),
-                "dropped_fields": [item["field"] for item in draft.dropped_updates],
-                "error": bool(draft.error),
-            },
-        )
+    draft = draft_create(
+        customer=customer,
+        reply_to=latest,
+        session_id=epoch.session_id,
+        client=result.client,
+        reply=output.reply,
+        confidence=output.confidence,
+        requires_human=output.requires_human or bool(output.error),
+        reasons=output.reasons,
+        profile_updates=grounded,
+        dropped_updates=output.dropped + dropped,
+        error=output.error,
+        context_trace=trace,
+        actor=actor,
+        reason=reason,
+    )
     _capture(customer=customer, draft=draft, updates=grounded, source_message_ids=source_message_ids, actor=actor)
     _maybe_auto_send(draft=draft, customer=customer)
     draft.refresh_from_db()
