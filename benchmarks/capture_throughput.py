@@ -160,8 +160,8 @@ def main() -> int:
 
     from conversations.services import account_create
     from memory.capture import jobs
+    from memory.capture.ingest import messages_ingest
     from memory.capture.services import capture_message
-    from memory.ingest import messages_ingest
     from memory.models import CaptureJob, CaptureJobStatus, MemoryItem, MemorySnapshot
     from qiwei_site.celery import app
     from qiwei_site.platform.tenancy import use_account

@@ -182,7 +182,7 @@ def naive_prompt(customer: Any) -> str:
     """The baseline: instructions, then every effective message of the customer, then the contract."""
     from conversations.models import Message
     from knowledge.context import project_context
-    from memory.context import QUOTE_END, QUOTE_NOTICE, output_contract, quote_line
+    from memory.context.builder import QUOTE_END, QUOTE_NOTICE, output_contract, quote_line
 
     lines = [
         quote_line(direction=m.direction, sender=m.sender, text=m.text, sent_at=m.sent_at)
@@ -221,7 +221,7 @@ def main() -> int:
     from django.db import connections
 
     from conversations.services import account_create
-    from memory.context import AgentContextBuilder
+    from memory.context.builder import AgentContextBuilder
     from qiwei_site.platform.tenancy import use_account
 
     rng = random.Random(args.seed)

@@ -1,22 +1,40 @@
-"""Admin for accounts (default DB) and, once an account is chosen, its customers and messages."""
+"""Admin for accounts (default DB) and, once an account is chosen, its messages, drafts (reviewed
+through the same services as the API), deliveries and audit. The customer page itself is registered
+by memory.admin: its profile inline saves through memory's profile service."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.contrib import admin, messages
+from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.html import format_html
 from simple_history.admin import SimpleHistoryAdmin
 
-from conversations.models import AuditEvent, Customer, CustomerProfile, Message
-from conversations.services import account_create
-from qiwei_site.platform.admin_site import AccountHistoryAdminMixin, AccountScopedAdminMixin, ReadOnlyAdminMixin
+from conversations.drafts import draft_approve, draft_reject
+from conversations.models import (
+    AuditEvent,
+    Delivery,
+    Draft,
+    DraftStatus,
+    Message,
+    RegistryAuditEvent,
+)
+from conversations.services import account_create, account_update, membership_grant, membership_revoke
+from qiwei_site.platform.admin_site import (
+    AccountHistoryAdminMixin,
+    AccountScopedAdminMixin,
+    ReadOnlyAdminMixin,
+    ServiceFormAdminMixin,
+)
 from qiwei_site.platform.errors import ApplicationError
 from qiwei_site.platform.models import AccountMembership, WeComAccount
 
 
 @admin.register(WeComAccount)
-class WeComAccountAdmin(admin.ModelAdmin):
+class WeComAccountAdmin(ServiceFormAdminMixin, admin.ModelAdmin):
     list_display = ["id", "name", "is_active", "created_at"]
     search_fields = ["id", "name"]
 
@@ -29,31 +47,47 @@ class WeComAccountAdmin(admin.ModelAdmin):
 
     def save_model(self, request: HttpRequest, obj: WeComAccount, form: Any, change: bool) -> None:
         if change:
-            super().save_model(request, obj, form, change)
+            changes = {field: form.cleaned_data[field] for field in form.changed_data if field in ("name", "is_active")}
+            account_update(account=obj, changes=changes, actor=request.user, reason="后台修改账号")
             return
-        try:
-            created = account_create(account_id=obj.id, name=obj.name, actor=request.user)
-        except ApplicationError as exc:
-            messages.error(request, exc.detail)
-            raise
+        created = account_create(account_id=obj.id, name=obj.name, actor=request.user, reason="后台创建账号")
         obj.created_at, obj.updated_at = created.created_at, created.updated_at
         obj._state.adding = False
 
 
 @admin.register(AccountMembership)
 class AccountMembershipAdmin(admin.ModelAdmin):
+    """Grant and revoke through the services, so the registry journal records both; a grant is
+    never edited in place (revoke it and grant another)."""
+
     list_display = ["user", "account", "created_at"]
     list_filter = ["account"]
     autocomplete_fields = ["user"]
 
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return obj is None and super().has_change_permission(request, obj)
 
-# memory.admin re-registers Customer with a subclass whose profile inline saves through
-# memory.profile.customer_profile_update (profile and `profile:<field>` memory in one
-# transaction); it lives there because conversations must not depend on memory (DESIGN §3).
-class CustomerProfileInline(admin.StackedInline):
-    model = CustomerProfile
-    can_delete = False
-    extra = 0
+    def save_model(self, request: HttpRequest, obj: AccountMembership, form: Any, change: bool) -> None:
+        granted = membership_grant(user=obj.user, account=obj.account, actor=request.user, reason="后台授予账号权限")
+        obj.pk, obj.created_at, obj.updated_at = granted.pk, granted.created_at, granted.updated_at
+        obj._state.adding = False
+
+    def delete_model(self, request: HttpRequest, obj: AccountMembership) -> None:
+        membership_revoke(membership=obj, actor=request.user, reason="后台撤销账号权限")
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[AccountMembership]) -> None:
+        for membership in queryset:
+            membership_revoke(membership=membership, actor=request.user, reason="后台批量撤销账号权限")
+
+
+@admin.register(RegistryAuditEvent)
+class RegistryAuditEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ["created_at", "action", "account_id", "actor_name", "reason"]
+    list_filter = ["action", "created_at"]
+    search_fields = ["=account_id", "actor_name", "reason"]
+    date_hierarchy = "created_at"
+    fields = ("created_at", "action", "account_id", "actor_id", "actor_name", "reason", "payload")
+    readonly_fields = fields
 
 
 class MessageInline(ReadOnlyAdminMixin, admin.TabularInline):
@@ -64,14 +98,6 @@ class MessageInline(ReadOnlyAdminMixin, admin.TabularInline):
     ordering = ["-sent_at"]
     max_num = 0
     show_change_link = True
-
-
-@admin.register(Customer)
-class CustomerAdmin(AccountScopedAdminMixin, AccountHistoryAdminMixin, SimpleHistoryAdmin):
-    list_display = ["conversation_id", "display_name", "session_mode", "auto_send_whitelisted", "last_message_at"]
-    list_filter = ["session_mode", "auto_send_whitelisted"]
-    search_fields = ["conversation_id", "display_name"]
-    inlines = [CustomerProfileInline, MessageInline]
 
 
 @admin.register(Message)
@@ -96,3 +122,99 @@ class AuditEventAdmin(AccountScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAd
     def short_payload(self, obj: AuditEvent) -> str:
         text = ", ".join(f"{key}={value}" for key, value in (obj.payload or {}).items())
         return text if len(text) <= 80 else text[:80] + "…"
+
+
+def _pretty(value: Any) -> str:
+    return format_html(
+        '<pre style="white-space: pre-wrap; max-width: 80em">{}</pre>',
+        json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True),
+    )
+
+
+class DeliveryInline(ReadOnlyAdminMixin, admin.StackedInline):
+    model = Delivery
+    extra = 0
+    _shown = ("status", "idempotency_key", "upstream_id", "text", "auto", "attempts", "last_error", "sent_at")
+    fields = _shown
+    readonly_fields = _shown
+
+
+@admin.register(Draft)
+class DraftAdmin(AccountScopedAdminMixin, ReadOnlyAdminMixin, AccountHistoryAdminMixin, SimpleHistoryAdmin):
+    list_display = ["id", "customer", "status", "short_reply", "confidence", "requires_human", "client", "created_at"]
+    list_filter = ["status", "requires_human", "client"]
+    search_fields = ["customer__conversation_id", "reply", "final_text"]
+    list_select_related = ["customer"]
+    actions = ["approve_selected", "reject_selected"]
+    inlines = [DeliveryInline]
+    _shown = (
+        "customer",
+        "status",
+        "reply",
+        "final_text",
+        "confidence",
+        "requires_human",
+        "reasons_pretty",
+        "profile_updates_pretty",
+        "dropped_updates_pretty",
+        "error",
+        "session_id",
+        "client",
+        "reviewed_at",
+        "trace_pretty",
+        "created_at",
+    )
+    fields = _shown
+    readonly_fields = _shown
+
+    @admin.display(description="回复")
+    def short_reply(self, obj: Draft) -> str:
+        text = obj.final_text or obj.reply
+        return text[:40] + ("…" if len(text) > 40 else "")
+
+    @admin.display(description="理由")
+    def reasons_pretty(self, obj: Draft) -> str:
+        return _pretty(obj.reasons)
+
+    @admin.display(description="已核验画像更新")
+    def profile_updates_pretty(self, obj: Draft) -> str:
+        return _pretty(obj.profile_updates)
+
+    @admin.display(description="未核验（已丢弃）画像更新")
+    def dropped_updates_pretty(self, obj: Draft) -> str:
+        return _pretty(obj.dropped_updates)
+
+    @admin.display(description="上下文追踪")
+    def trace_pretty(self, obj: Draft) -> str:
+        return _pretty(obj.context_trace)
+
+    def _review(self, request: HttpRequest, queryset: QuerySet[Draft], *, approve: bool) -> None:
+        done = 0
+        for draft in queryset:
+            try:
+                if approve:
+                    draft_approve(draft=draft, actor=request.user, reason="后台批量批准")
+                else:
+                    draft_reject(draft=draft, actor=request.user, reason="后台批量拒绝")
+                done += 1
+            except ApplicationError as exc:
+                self.message_user(request, f"草稿 #{draft.pk}：{exc.detail}", level=messages.ERROR)
+        if done:
+            verb = "批准" if approve else "拒绝"
+            self.message_user(request, f"已{verb} {done} 份草稿", level=messages.SUCCESS)
+
+    @admin.action(description="批准所选草稿")
+    def approve_selected(self, request: HttpRequest, queryset: QuerySet[Draft]) -> None:
+        self._review(request, queryset.filter(status=DraftStatus.PENDING), approve=True)
+
+    @admin.action(description="拒绝所选草稿")
+    def reject_selected(self, request: HttpRequest, queryset: QuerySet[Draft]) -> None:
+        self._review(request, queryset, approve=False)
+
+
+@admin.register(Delivery)
+class DeliveryAdmin(AccountScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ["idempotency_key", "draft", "status", "auto", "attempts", "upstream_id", "sent_at"]
+    list_filter = ["status", "auto"]
+    search_fields = ["idempotency_key", "upstream_id", "draft__customer__conversation_id"]
+    list_select_related = ["draft"]

@@ -17,7 +17,16 @@ from django.db.models import F
 from django.utils import timezone
 
 from conversations import gateway as upstream
-from conversations.models import Customer, Delivery, DeliveryStatus, Draft, DraftStatus, Message, SessionMode
+from conversations.models import (
+    AuditAction,
+    Customer,
+    Delivery,
+    DeliveryStatus,
+    Draft,
+    DraftStatus,
+    Message,
+    SessionMode,
+)
 from conversations.services import audit_record
 from qiwei_site.platform.errors import Conflict, ValidationFailed
 from qiwei_site.platform.errors import UpstreamUnavailable as UpstreamUnavailableError
@@ -68,7 +77,7 @@ def draft_create(
         stamp_history(draft, actor=actor, reason=reason)
         draft.save()
         audit_record(
-            action="draft_generated",
+            action=AuditAction.DRAFT_GENERATED,
             conversation_id=customer.conversation_id,
             actor=actor,
             reason=reason,
@@ -112,7 +121,7 @@ def draft_auto_send_blockers(draft: Draft, customer: Customer | None = None) -> 
     return blockers
 
 
-def _review(draft: Draft, *, actor: Any, reason: str, status: str, final_text: str | None = None) -> Draft:
+def _review(draft: Draft, *, actor: Actor, reason: str, status: str, final_text: str | None = None) -> Draft:
     draft.status = status
     fields = ["status", "reviewed_by_id", "reviewed_at", "updated_at"]
     if final_text is not None:
@@ -125,7 +134,7 @@ def _review(draft: Draft, *, actor: Any, reason: str, status: str, final_text: s
     return draft
 
 
-def draft_approve(*, draft: Draft, actor: Any, reason: str = "审核通过", text: str | None = None) -> Draft:
+def draft_approve(*, draft: Draft, actor: Actor, reason: str = "审核通过", text: str | None = None) -> Draft:
     """Approve a pending draft, optionally with an edited text (kept as `final_text`)."""
     if text is not None:
         text = text.strip()
@@ -146,7 +155,7 @@ def draft_approve(*, draft: Draft, actor: Any, reason: str = "审核通过", tex
         edited = text is not None and text != locked.reply
         _review(locked, actor=actor, reason=reason, status=DraftStatus.APPROVED, final_text=text)
         audit_record(
-            action="draft_approved",
+            action=AuditAction.DRAFT_APPROVED,
             conversation_id=locked.customer.conversation_id,
             actor=actor,
             reason=reason,
@@ -155,7 +164,7 @@ def draft_approve(*, draft: Draft, actor: Any, reason: str = "审核通过", tex
     return locked
 
 
-def draft_reject(*, draft: Draft, actor: Any, reason: str = "审核拒绝") -> Draft:
+def draft_reject(*, draft: Draft, actor: Actor, reason: str = "审核拒绝") -> Draft:
     with account_atomic():
         locked = Draft.objects.select_for_update().get(pk=draft.pk)
         if locked.status == DraftStatus.REJECTED:
@@ -168,7 +177,7 @@ def draft_reject(*, draft: Draft, actor: Any, reason: str = "审核拒绝") -> D
             raise Conflict("草稿正在发送，不能拒绝 (draft is being sent).", code="draft_sending")
         _review(locked, actor=actor, reason=reason, status=DraftStatus.REJECTED)
         audit_record(
-            action="draft_rejected",
+            action=AuditAction.DRAFT_REJECTED,
             conversation_id=locked.customer.conversation_id,
             actor=actor,
             reason=reason,
@@ -231,7 +240,7 @@ def _check_sendable(draft: Draft, *, auto: bool) -> None:
         raise Conflict("草稿已被拒绝，不能发送 (draft was rejected).", code="draft_rejected")
 
 
-def draft_send(*, draft: Draft, actor: Any, reason: str = "发送回复", auto: bool = False) -> Delivery:
+def draft_send(*, draft: Draft, actor: Actor, reason: str = "发送回复", auto: bool = False) -> Delivery:
     """Send an approved (or auto-eligible) draft exactly once; repeats return the same delivery."""
     existing = Delivery.objects.filter(draft_id=draft.pk).first()
     if existing is not None and existing.status == DeliveryStatus.SENT:
@@ -258,7 +267,7 @@ def draft_send(*, draft: Draft, actor: Any, reason: str = "发送回复", auto: 
                 status=DeliveryStatus.FAILED, last_error=detail[:300], updated_at=timezone.now()
             )
             audit_record(
-                action="draft_send_failed",
+                action=AuditAction.DRAFT_SEND_FAILED,
                 conversation_id=conversation_id,
                 actor=actor,
                 reason=reason,
@@ -280,7 +289,7 @@ def draft_send(*, draft: Draft, actor: Any, reason: str = "发送回复", auto: 
         stamp_history(locked, actor=actor, reason=reason)
         locked.save(update_fields=["status", "updated_at"])
         audit_record(
-            action="draft_auto_sent" if auto else "draft_sent",
+            action=AuditAction.DRAFT_AUTO_SENT if auto else "draft_sent",
             conversation_id=conversation_id,
             actor=actor,
             reason=reason,

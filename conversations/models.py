@@ -12,6 +12,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
+from conversations.profile_fields import PROFILE_FIELD_NAMES, PROFILE_FIELD_SPECS
 from qiwei_site.platform.models import TimeStampedModel
 
 
@@ -77,27 +78,20 @@ class Message(models.Model):
         return f"[{self.get_direction_display()}] {self.text[:40]}"
 
 
-# The declared profile fields: (field name, Chinese label). A profile edit updates the
-# stable memory item `profile:<field>` (spec §3).
-PROFILE_FIELDS: tuple[tuple[str, str], ...] = (
-    ("preferred_name", "称呼"),
-    ("city", "城市"),
-    ("budget", "预算"),
-    ("district", "意向区域"),
-    ("layout", "户型"),
-    ("move_in_date", "入住时间"),
-)
-PROFILE_FIELD_NAMES = tuple(name for name, _label in PROFILE_FIELDS)
+def _profile_column(name: str) -> models.CharField:
+    spec = next(spec for spec in PROFILE_FIELD_SPECS if spec.name == name)
+    return models.CharField(spec.label, max_length=spec.max_length, blank=True)
 
 
 class CustomerProfile(TimeStampedModel):
     customer = models.OneToOneField(Customer, on_delete=models.CASCADE, related_name="profile", verbose_name=_("客户"))
-    preferred_name = models.CharField(_("称呼"), max_length=50, blank=True)
-    city = models.CharField(_("城市"), max_length=50, blank=True)
-    budget = models.CharField(_("预算"), max_length=50, blank=True)
-    district = models.CharField(_("意向区域"), max_length=100, blank=True)
-    layout = models.CharField(_("户型"), max_length=50, blank=True)
-    move_in_date = models.CharField(_("入住时间"), max_length=50, blank=True)
+    # One column per entry of PROFILE_FIELD_SPECS (tests/conversations check they agree).
+    preferred_name = _profile_column("preferred_name")
+    city = _profile_column("city")
+    budget = _profile_column("budget")
+    district = _profile_column("district")
+    layout = _profile_column("layout")
+    move_in_date = _profile_column("move_in_date")
     history = account_history()
 
     class Meta:
@@ -234,13 +228,48 @@ class Delivery(TimeStampedModel):
         return f"发送 {self.idempotency_key}"
 
 
+class AuditAction(models.TextChoices):
+    """The fixed list of what the audit records; every service that writes names one of these."""
+
+    ACCOUNT_CREATED = "account_created", _("创建企微账号")
+    ACCOUNT_UPDATED = "account_updated", _("修改企微账号")
+    ACCOUNT_DELETED = "account_deleted", _("删除企微账号")
+    MEMBERSHIP_GRANTED = "membership_granted", _("授予账号权限")
+    MEMBERSHIP_REVOKED = "membership_revoked", _("撤销账号权限")
+    CUSTOMER_UPDATED = "customer_updated", _("修改客户设置")
+    CUSTOMER_PROFILE_UPDATED = "customer_profile_updated", _("修改客户画像")
+    CUSTOMER_ERASED = "customer_erased", _("删除客户数据")
+    MESSAGES_INGESTED = "messages_ingested", _("收到消息")
+    MEMORY_ITEM_CAPTURED = "memory_item_captured", _("自动写入记忆")
+    MEMORY_ITEM_BACKFILLED = "memory_item_backfilled", _("回填记忆")
+    MEMORY_ITEM_ADDED = "memory_item_added", _("人工添加记忆")
+    MEMORY_ITEM_EDITED = "memory_item_edited", _("人工编辑记忆")
+    MEMORY_ITEM_CONFIRMED = "memory_item_confirmed", _("确认推断为事实")
+    MEMORY_ITEM_REJECTED = "memory_item_rejected", _("驳回记忆")
+    MEMORY_ITEM_EXPIRED = "memory_item_expired", _("记忆过期")
+    MEMORY_ITEM_FORGOTTEN = "memory_item_forgotten", _("遗忘记忆")
+    MEMORY_ITEM_SUPERSEDED = "memory_item_superseded", _("记忆被取代")
+    MEMORY_CAPTURE_BLOCKED = "memory_capture_blocked", _("安全拦截：未写入记忆")
+    MEMORY_CAPTURE_FAILED = "memory_capture_failed", _("记忆写入失败")
+    MEMORY_RECALL_FAILED = "memory_recall_failed", _("读取记忆失败")
+    SESSION_EPOCH_OPENED = "session_epoch_opened", _("开启模型会话")
+    SESSION_EPOCH_ROTATED = "session_epoch_rotated", _("轮换模型会话")
+    DRAFT_GENERATED = "draft_generated", _("生成回复草稿")
+    DRAFT_APPROVED = "draft_approved", _("批准草稿")
+    DRAFT_REJECTED = "draft_rejected", _("拒绝草稿")
+    DRAFT_SENT = "draft_sent", _("发送回复")
+    DRAFT_AUTO_SENT = "draft_auto_sent", _("自动发送回复")
+    DRAFT_SEND_FAILED = "draft_send_failed", _("发送失败")
+    WORKER_PING = "worker_ping", _("后台任务连通检查")
+
+
 class AuditEvent(models.Model):
     """Who did what to whose data. Never holds forgotten content or matched secrets.
 
     Kept by conversation id rather than a foreign key, so an erasure's own audit survives it.
     """
 
-    action = models.CharField(_("操作"), max_length=64, db_index=True)
+    action = models.CharField(_("操作"), max_length=64, db_index=True, choices=AuditAction.choices)
     conversation_id = models.CharField(_("会话 ID"), max_length=128, blank=True, db_index=True)
     actor_id = models.IntegerField(_("操作人 ID"), null=True, blank=True)
     actor_name = models.CharField(_("操作人"), max_length=150, blank=True)
@@ -254,4 +283,25 @@ class AuditEvent(models.Model):
         ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
-        return f"{self.action} {self.conversation_id}"
+        return f"{self.get_action_display()} {self.conversation_id}"
+
+
+class RegistryAuditEvent(models.Model):
+    """Who changed the account registry (accounts, memberships). Lives in `default`, because an
+    account's own database cannot keep the record of its deletion."""
+
+    action = models.CharField(_("操作"), max_length=64, db_index=True, choices=AuditAction.choices)
+    account_id = models.CharField(_("账号 ID"), max_length=40, db_index=True)
+    actor_id = models.IntegerField(_("操作人 ID"), null=True, blank=True)
+    actor_name = models.CharField(_("操作人"), max_length=150, blank=True)
+    reason = models.CharField(_("原因"), max_length=300, blank=True)
+    payload = models.JSONField(_("详情"), default=dict, blank=True)
+    created_at = models.DateTimeField(_("时间"), auto_now_add=True, db_index=True)
+
+    class Meta:
+        verbose_name = _("账号审计事件")
+        verbose_name_plural = _("账号审计事件")
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.get_action_display()} {self.account_id}"

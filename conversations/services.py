@@ -1,31 +1,44 @@
-"""Writes for accounts, customers and the audit trail. Every write records who and why."""
+"""Writes for accounts, memberships, customers and the audit trail. Every write records who and why."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
 
-from conversations.models import AuditEvent, Customer, CustomerProfile
-from qiwei_site.platform.errors import Conflict, ValidationFailed
-from qiwei_site.platform.history import actor_identity, stamp_history
+from conversations.models import AuditAction, AuditEvent, Customer, CustomerProfile, RegistryAuditEvent
+from qiwei_site.platform.errors import Conflict, NotFound, ValidationFailed
+from qiwei_site.platform.history import Actor, actor_identity, stamp_history
 from qiwei_site.platform.models import AccountMembership, WeComAccount
-from qiwei_site.platform.tenancy import InvalidAccountId, account_atomic, ensure_account_database, validate_account_id
+from qiwei_site.platform.tenancy import (
+    InvalidAccountId,
+    account_atomic,
+    drop_account_database,
+    ensure_account_database,
+    use_account,
+    validate_account_id,
+)
+
+
+def _checked_action(action: AuditAction | str) -> AuditAction:
+    # The list is fixed: an unknown action is a programming error, never silently stored.
+    return AuditAction(action)
 
 
 def audit_record(
     *,
-    action: str,
+    action: AuditAction | str,
     conversation_id: str = "",
-    actor: Any = None,
+    actor: Actor = None,
     reason: str = "",
     payload: dict[str, Any] | None = None,
 ) -> AuditEvent:
     """Write one audit row in the selected account's database."""
     actor_id, actor_name = actor_identity(actor)
     return AuditEvent.objects.create(
-        action=action,
+        action=_checked_action(action),
         conversation_id=conversation_id,
         actor_id=actor_id,
         actor_name=actor_name[:150],
@@ -34,7 +47,27 @@ def audit_record(
     )
 
 
-def account_create(*, account_id: str, name: str, actor: Any = None) -> WeComAccount:
+def registry_audit_record(
+    *,
+    action: AuditAction | str,
+    account_id: str,
+    actor: Actor = None,
+    reason: str = "",
+    payload: dict[str, Any] | None = None,
+) -> RegistryAuditEvent:
+    """Write one row of the registry's audit journal (in `default`)."""
+    actor_id, actor_name = actor_identity(actor)
+    return RegistryAuditEvent.objects.create(
+        action=_checked_action(action),
+        account_id=account_id,
+        actor_id=actor_id,
+        actor_name=actor_name[:150],
+        reason=(reason or "")[:300],
+        payload=payload or {},
+    )
+
+
+def account_create(*, account_id: str, name: str, actor: Actor = None, reason: str = "") -> WeComAccount:
     """Register a WeCom account and create and migrate its own database."""
     try:
         validate_account_id(account_id)
@@ -45,35 +78,100 @@ def account_create(*, account_id: str, name: str, actor: Any = None) -> WeComAcc
     if WeComAccount.objects.filter(pk=account_id).exists():
         raise Conflict(f"账号 {account_id} 已存在 (account already exists).", code="account_exists")
     ensure_account_database(account_id)
+    payload = {"account_id": account_id, "name": name}
     try:
         with transaction.atomic():
             account = WeComAccount.objects.create(id=account_id, name=name.strip())
+            registry_audit_record(
+                action=AuditAction.ACCOUNT_CREATED, account_id=account_id, actor=actor, reason=reason, payload=payload
+            )
     except IntegrityError:
         raise Conflict(f"账号 {account_id} 已存在 (account already exists).", code="account_exists") from None
-    from qiwei_site.platform.tenancy import use_account
-
     with use_account(account_id):
-        audit_record(action="account_created", actor=actor, payload={"account_id": account_id, "name": name})
+        audit_record(action=AuditAction.ACCOUNT_CREATED, actor=actor, reason=reason, payload=payload)
     return account
 
 
-def account_delete(*, account_id: str, actor: Any = None) -> None:
-    """Delete a (temporary) account: its registry row and its whole database."""
-    from qiwei_site.platform.tenancy import drop_account_database
+ACCOUNT_EDITABLE_FIELDS = ("name", "is_active")
 
-    WeComAccount.objects.filter(pk=account_id).delete()
+
+def account_update(*, account: WeComAccount, changes: dict[str, Any], actor: Actor, reason: str = "") -> WeComAccount:
+    """Rename or (de)activate an account; its id, which names its database, never changes."""
+    unknown = sorted(set(changes) - set(ACCOUNT_EDITABLE_FIELDS))
+    if unknown:
+        raise ValidationFailed(f"不可修改的账号字段 {unknown} (these account fields cannot be edited).")
+    with transaction.atomic():
+        current = WeComAccount.objects.select_for_update().get(pk=account.pk)
+        changed = [field for field, value in changes.items() if getattr(current, field) != value]
+        if not changed:
+            return current
+        for field in changed:
+            setattr(current, field, changes[field])
+        if not str(current.name).strip():
+            raise ValidationFailed("账号名称不能为空 (name is required).")
+        current.save(update_fields=[*changed, "updated_at"])
+        registry_audit_record(
+            action=AuditAction.ACCOUNT_UPDATED,
+            account_id=current.pk,
+            actor=actor,
+            reason=reason,
+            payload={field: getattr(current, field) for field in changed},
+        )
+    return current
+
+
+def account_delete(*, account_id: str, actor: Actor = None, reason: str = "") -> None:
+    """Delete a (temporary) account: its registry row and its whole database. The registry's
+    journal keeps that it happened."""
+    with transaction.atomic():
+        deleted, _ = WeComAccount.objects.filter(pk=account_id).delete()
+        registry_audit_record(
+            action=AuditAction.ACCOUNT_DELETED,
+            account_id=account_id,
+            actor=actor,
+            reason=reason,
+            payload={"registry_rows": deleted},
+        )
     drop_account_database(account_id)
 
 
-def membership_grant(*, user: Any, account: WeComAccount) -> AccountMembership:
-    membership, _created = AccountMembership.objects.get_or_create(user=user, account=account)
+def membership_grant(
+    *, user: AbstractBaseUser, account: WeComAccount, actor: Actor = None, reason: str = ""
+) -> AccountMembership:
+    """Let `user` see `account` (idempotent: a second grant changes and records nothing)."""
+    with transaction.atomic():
+        membership, created = AccountMembership.objects.get_or_create(user_id=user.pk, account=account)
+        if created:
+            registry_audit_record(
+                action=AuditAction.MEMBERSHIP_GRANTED,
+                account_id=account.pk,
+                actor=actor,
+                reason=reason,
+                payload={"user_id": user.pk},
+            )
     return membership
+
+
+def membership_revoke(*, membership: AccountMembership, actor: Actor = None, reason: str = "") -> None:
+    """Take away a user's access to an account."""
+    with transaction.atomic():
+        current = AccountMembership.objects.select_for_update().filter(pk=membership.pk).first()
+        if current is None:
+            raise NotFound("该授权不存在 (no such membership).", code="membership_not_found")
+        current.delete()
+        registry_audit_record(
+            action=AuditAction.MEMBERSHIP_REVOKED,
+            account_id=current.account_id,
+            actor=actor,
+            reason=reason,
+            payload={"user_id": current.user_id},
+        )
 
 
 CUSTOMER_EDITABLE_FIELDS = ("display_name", "session_mode", "auto_send_whitelisted")
 
 
-def customer_update(*, customer: Customer, changes: dict[str, Any], actor: Any, reason: str) -> Customer:
+def customer_update(*, customer: Customer, changes: dict[str, Any], actor: Actor, reason: str) -> Customer:
     """Customer settings (display name, session mode, auto-send whitelist) with history and audit."""
     unknown = sorted(set(changes) - set(CUSTOMER_EDITABLE_FIELDS))
     if unknown:
@@ -92,7 +190,7 @@ def customer_update(*, customer: Customer, changes: dict[str, Any], actor: Any, 
         stamp_history(current, actor=actor, reason=reason)
         current.save(update_fields=[*changed, "updated_at"])
         audit_record(
-            action="customer_updated",
+            action=AuditAction.CUSTOMER_UPDATED,
             conversation_id=current.conversation_id,
             actor=actor,
             reason=reason,
@@ -103,7 +201,7 @@ def customer_update(*, customer: Customer, changes: dict[str, Any], actor: Any, 
 
 
 def customer_get_or_create(
-    *, conversation_id: str, display_name: str = "", actor: Any = None, reason: str = "首次收到消息"
+    *, conversation_id: str, display_name: str = "", actor: Actor = None, reason: str = "首次收到消息"
 ) -> tuple[Customer, bool]:
     """The customer for a conversation id, created (with an empty profile) on first sight."""
     conversation_id = (conversation_id or "").strip()

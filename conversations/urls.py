@@ -1,3 +1,6 @@
+"""Conversations' routes under /api/accounts/<account_id>/ (DESIGN §12). The drafts list of a
+conversation shares its path with draft generation, so sessions_epoch routes it."""
+
 from django.urls import path
 
 from conversations import apis
@@ -5,4 +8,9 @@ from conversations import apis
 urlpatterns = [
     path("conversations/", apis.CustomerListApi.as_view(), name="customer-list"),
     path("conversations/<str:conversation_id>/", apis.CustomerDetailApi.as_view(), name="customer-detail"),
+    path("drafts/<int:draft_id>/", apis.DraftDetailApi.as_view(), name="draft-detail"),
+    path("drafts/<int:draft_id>/approve/", apis.DraftApproveApi.as_view(), name="draft-approve"),
+    path("drafts/<int:draft_id>/reject/", apis.DraftRejectApi.as_view(), name="draft-reject"),
+    path("drafts/<int:draft_id>/send/", apis.DraftSendApi.as_view(), name="draft-send"),
+    path("audit/", apis.AuditListApi.as_view(), name="audit-list"),
 ]

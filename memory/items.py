@@ -11,16 +11,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from conversations.models import Customer
+from conversations.models import AuditAction, Customer
 from conversations.services import audit_record
 from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem, MemoryStatus, MemoryType
 from memory.snapshots import snapshot_refresh
+from memory.text import normalize_content
 from qiwei_site.platform.errors import ValidationFailed
-from qiwei_site.platform.history import stamp_history
+from qiwei_site.platform.history import Actor, stamp_history
 from qiwei_site.platform.tenancy import account_atomic
 
 CREATED = "created"
@@ -40,11 +40,8 @@ class PutResult:
         return self.outcome != UNCHANGED
 
 
-def normalize_content(content: str) -> str:
-    return " ".join((content or "").split())
-
-
-def _validate(*, type: str, key: str, content: str, confidence: float, importance: int) -> None:
+def item_values_validate(*, type: str, key: str, content: str, confidence: float, importance: int) -> None:
+    """Refuse a memory value no write path may store (shared by capture and governance)."""
     if type not in MemoryType.values:
         raise ValidationFailed(f"未知的记忆类型 {type!r} (unknown memory type).", code="invalid_type")
     if not key or len(key) > 200:
@@ -57,9 +54,11 @@ def _validate(*, type: str, key: str, content: str, confidence: float, importanc
         raise ValidationFailed("重要性必须在 1 到 5 之间 (importance must be within 1–5).", code="invalid_importance")
 
 
-def _save(item: MemoryItem, *, actor: Any, reason: str, update_fields: list[str] | None = None) -> None:
+def item_row_save(item: MemoryItem, *, actor: Actor, reason: str, update_fields: list[str] | None = None) -> None:
+    """Validate and save one item row with its history user and reason (callers audit)."""
     try:
-        # Constraints are the database's job (and _validate's): checking them here costs two queries per save.
+        # Constraints are the database's job (and item_values_validate's): checking them here
+        # costs two queries per save.
         item.full_clean(exclude=["customer", "superseded_by"], validate_constraints=False)
     except ValidationError as exc:
         raise ValidationFailed("; ".join(exc.messages), code="invalid_memory_item") from None
@@ -76,7 +75,7 @@ def memory_item_put(
     type: str,
     key: str,
     content: str,
-    actor: Any,
+    actor: Actor,
     reason: str,
     source_message_ids: Sequence[int] = (),
     confidence: float = 0.8,
@@ -85,7 +84,7 @@ def memory_item_put(
     created_by: str = MemoryCreatedBy.AUTO,
     expires_at: datetime | None = None,
     supersedes_keys: Sequence[str] = (),
-    audit_action: str = "memory_item_captured",
+    audit_action: AuditAction = AuditAction.MEMORY_ITEM_CAPTURED,
     refresh_snapshot: bool = True,
 ) -> PutResult:
     """Put a value under `key` for the customer.
@@ -96,7 +95,7 @@ def memory_item_put(
       preference contradicts) are superseded by the new item too.
     """
     content = normalize_content(content)
-    _validate(type=type, key=key, content=content, confidence=confidence, importance=importance)
+    item_values_validate(type=type, key=key, content=content, confidence=confidence, importance=importance)
     sources = [int(i) for i in source_message_ids]
     with account_atomic():
         active = (
@@ -120,7 +119,7 @@ def memory_item_put(
             if not fields and not contradicted:
                 return PutResult(item=active, outcome=UNCHANGED)
             if fields:
-                _save(active, actor=actor, reason=reason, update_fields=fields)
+                item_row_save(active, actor=actor, reason=reason, update_fields=fields)
             result = PutResult(item=active, outcome=EVIDENCE_ADDED, superseded_ids=tuple(contradicted))
             return _finish(
                 result, new_sources, action=audit_action, actor=actor, reason=reason, refresh_snapshot=refresh_snapshot
@@ -129,7 +128,7 @@ def memory_item_put(
         superseded: list[int] = []
         if active is not None:
             active.status = MemoryStatus.SUPERSEDED
-            _save(active, actor=actor, reason=reason, update_fields=["status"])
+            item_row_save(active, actor=actor, reason=reason, update_fields=["status"])
             superseded.append(active.pk)
         item = MemoryItem(
             customer=customer,
@@ -143,10 +142,10 @@ def memory_item_put(
             created_by=created_by,
             expires_at=expires_at,
         )
-        _save(item, actor=actor, reason=reason)
+        item_row_save(item, actor=actor, reason=reason)
         if active is not None:
             active.superseded_by = item
-            _save(active, actor=actor, reason=reason, update_fields=["superseded_by"])
+            item_row_save(active, actor=actor, reason=reason, update_fields=["superseded_by"])
         superseded += _supersede_keys(customer, supersedes_keys, item, actor=actor, reason=reason)
         result = PutResult(item=item, outcome=SUPERSEDED if superseded else CREATED, superseded_ids=tuple(superseded))
         return _finish(
@@ -155,7 +154,7 @@ def memory_item_put(
 
 
 def _finish(
-    result: PutResult, sources: list[int], *, action: str, actor: Any, reason: str, refresh_snapshot: bool
+    result: PutResult, sources: list[int], *, action: AuditAction, actor: Actor, reason: str, refresh_snapshot: bool
 ) -> PutResult:
     """Audit a change (ids and types only, never content) and refresh the snapshot if asked."""
     customer = result.item.customer
@@ -178,7 +177,7 @@ def _finish(
 
 
 def _supersede_keys(
-    customer: Customer, keys: Sequence[str], replacement: MemoryItem, *, actor: Any, reason: str
+    customer: Customer, keys: Sequence[str], replacement: MemoryItem, *, actor: Actor, reason: str
 ) -> list[int]:
     done: list[int] = []
     if not keys:
@@ -190,18 +189,18 @@ def _supersede_keys(
     ):
         old.status = MemoryStatus.SUPERSEDED
         old.superseded_by = replacement
-        _save(old, actor=actor, reason=reason, update_fields=["status", "superseded_by"])
+        item_row_save(old, actor=actor, reason=reason, update_fields=["status", "superseded_by"])
         done.append(old.pk)
     return done
 
 
-def memory_item_supersede(*, item: MemoryItem, actor: Any, reason: str, audit_action: str) -> MemoryItem:
+def memory_item_supersede(*, item: MemoryItem, actor: Actor, reason: str, audit_action: AuditAction) -> MemoryItem:
     """Retire an active item without a replacement (expiry, a cleared profile field)."""
     if item.status != MemoryStatus.ACTIVE:
         return item
     with account_atomic():
         item.status = MemoryStatus.SUPERSEDED
-        _save(item, actor=actor, reason=reason, update_fields=["status"])
+        item_row_save(item, actor=actor, reason=reason, update_fields=["status"])
         audit_record(
             action=audit_action,
             conversation_id=item.customer.conversation_id,

@@ -9,13 +9,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from conversations.models import PROFILE_FIELDS, Customer, CustomerProfile, Message
+from conversations.models import AuditAction, Customer, CustomerProfile, Message
+from conversations.profile_fields import PROFILE_FIELDS
 from conversations.services import audit_record
-from memory.items import memory_item_put, memory_item_supersede, normalize_content
+from memory.items import memory_item_put, memory_item_supersede
 from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem, MemoryStatus, MemoryType
 from memory.snapshots import snapshot_refresh
+from memory.text import normalize_content
 from qiwei_site.platform.errors import ValidationFailed
-from qiwei_site.platform.history import stamp_history
+from qiwei_site.platform.history import Actor, stamp_history
 from qiwei_site.platform.tenancy import account_atomic
 
 PROFILE_LABELS: dict[str, str] = dict(PROFILE_FIELDS)
@@ -60,7 +62,7 @@ def customer_profile_update(
     *,
     customer: Customer,
     changes: Mapping[str, Any],
-    actor: Any,
+    actor: Actor,
     reason: str,
     source_message_ids: Sequence[int] | None = None,
     refresh_snapshot: bool = True,
@@ -114,7 +116,7 @@ def customer_profile_update(
                     importance=PROFILE_ITEM_IMPORTANCE,
                     direction=MemoryDirection.INBOUND if grounded else MemoryDirection.INTERNAL,
                     created_by=MemoryCreatedBy.AUTO if grounded else MemoryCreatedBy.HUMAN,
-                    audit_action="memory_item_captured" if grounded else "memory_item_added",
+                    audit_action=AuditAction.MEMORY_ITEM_CAPTURED if grounded else AuditAction.MEMORY_ITEM_ADDED,
                     refresh_snapshot=False,
                 )
                 memory_changed = memory_changed or result.changed
@@ -123,12 +125,14 @@ def customer_profile_update(
                     customer=customer, key=profile_item_key(field), status=MemoryStatus.ACTIVE
                 ).first()
                 if old is not None:
-                    memory_item_supersede(item=old, actor=actor, reason=reason, audit_action="memory_item_superseded")
+                    memory_item_supersede(
+                        item=old, actor=actor, reason=reason, audit_action=AuditAction.MEMORY_ITEM_SUPERSEDED
+                    )
                     memory_changed = True
         if changed:
             # Field names only: values live in the profile and its history, which `forget` can scrub.
             audit_record(
-                action="customer_profile_updated",
+                action=AuditAction.CUSTOMER_PROFILE_UPDATED,
                 conversation_id=customer.conversation_id,
                 actor=actor,
                 reason=reason,

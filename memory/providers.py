@@ -1,35 +1,65 @@
 """The memory provider boundary (spec §7). Only the local provider exists: customer data stays in
 the account database and nothing is sent out. The turn pipeline calls `get_provider()` only.
+
+The turn hands the provider the objects it already holds (the `Customer`, the `Message` to answer)
+instead of ids to be read back; callers that only have ids (the context API) resolve them with
+`PrefetchRequest.for_conversation`. The methods keep the spec's shape: prefetch(context),
+capture(turn), search(query, scope), conclude(conversationId), getProfile(conversationId),
+forget(memoryId).
 """
 
 from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import Any
 
-from conversations.models import Message
+from conversations.models import Customer, Message
 from conversations.selectors import customer_get
-from memory.context import AgentContextBuilder, BuiltContext
+from memory.context.builder import AgentContextBuilder, BuiltContext
 from qiwei_site.platform.errors import NotFound, ValidationFailed
+from qiwei_site.platform.history import Actor
 
 
 @dataclass(frozen=True)
 class PrefetchRequest:
-    """Build the context for a conversation's turn; by default for its latest customer message."""
+    """Build the context for a customer's turn: for `latest_message`, by default (None) for the
+    customer's latest inbound message."""
 
-    conversation_id: str
-    latest_message_id: int | None = None
+    customer: Customer
+    latest_message: Message | None = None
+
+    def __post_init__(self) -> None:
+        if self.latest_message is not None and self.latest_message.customer_id != self.customer.pk:
+            raise ValueError("the message to answer belongs to another customer")
+
+    @property
+    def conversation_id(self) -> str:
+        return self.customer.conversation_id
+
+    @classmethod
+    def for_conversation(cls, conversation_id: str, latest_message_id: int | None = None) -> PrefetchRequest:
+        """The request for ids: NotFound for an unknown conversation or a message not in it."""
+        customer = customer_get(conversation_id)
+        latest = None
+        if latest_message_id is not None:
+            latest = Message.objects.filter(customer=customer, pk=latest_message_id).first()
+            if latest is None:
+                raise NotFound("该会话中没有这条消息 (no such message in this conversation).", code="message_not_found")
+        return cls(customer=customer, latest_message=latest)
 
 
 @dataclass(frozen=True)
 class CaptureTurn:
     """What a finished turn hands to memory: grounded profile updates and their evidence."""
 
-    conversation_id: str
+    customer: Customer
     draft_id: int | None
     profile_updates: dict[str, str] = field(default_factory=dict)
     source_message_ids: list[int] = field(default_factory=list)
+
+    @property
+    def conversation_id(self) -> str:
+        return self.customer.conversation_id
 
 
 @dataclass(frozen=True)
@@ -57,34 +87,27 @@ class MemoryProvider(abc.ABC):
     def get_profile(self, conversation_id: str) -> dict[str, str]: ...
 
     @abc.abstractmethod
-    def forget(self, memory_id: int, *, actor: Any, reason: str) -> None: ...
+    def forget(self, memory_id: int, *, actor: Actor, reason: str) -> None: ...
 
 
 class LocalMemoryProvider(MemoryProvider):
     """Memory over the selected account's own database (call inside `use_account`)."""
 
     def prefetch(self, context: PrefetchRequest) -> BuiltContext:
-        customer = customer_get(context.conversation_id)
-        latest = None
-        if context.latest_message_id is not None:
-            latest = Message.objects.filter(customer=customer, pk=context.latest_message_id).first()
-            if latest is None:
-                raise NotFound("该会话中没有这条消息 (no such message in this conversation).", code="message_not_found")
-        return AgentContextBuilder().build(customer=customer, latest_message=latest)
+        return AgentContextBuilder().build(customer=context.customer, latest_message=context.latest_message)
 
     def capture(self, turn: CaptureTurn) -> None:
         from memory.capture.jobs import capture_job_enqueue
 
-        customer = customer_get(turn.conversation_id)
         payload = {
             "profile_updates": dict(turn.profile_updates),
             "source_message_ids": list(turn.source_message_ids),
             "draft_id": turn.draft_id,
         }
-        capture_job_enqueue(customer=customer, payload=payload)
+        capture_job_enqueue(customer=turn.customer, payload=payload)
 
     def search(self, query: str, scope: SearchScope) -> list[Message]:
-        from memory.search import search_messages
+        from memory.context.search import search_messages
 
         return search_messages(query=query, conversation_id=scope.conversation_id, limit=scope.limit)
 
@@ -98,8 +121,8 @@ class LocalMemoryProvider(MemoryProvider):
         profile = getattr(customer, "profile", None)
         return profile.as_dict() if profile is not None else {}
 
-    def forget(self, memory_id: int, *, actor: Any, reason: str) -> None:
-        from memory.governance import memory_item_forget
+    def forget(self, memory_id: int, *, actor: Actor, reason: str) -> None:
+        from memory.governance.services import memory_item_forget
         from memory.models import MemoryItem
 
         if not (reason or "").strip():

@@ -1,4 +1,4 @@
-"""Reads for memory governance: items, their history and evidence, snapshots and the audit trail."""
+"""Reads for memory governance: items, their history and evidence, and snapshots."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from conversations.models import AuditEvent, Customer, Message
+from conversations.models import Customer, Message
+from conversations.selectors import filter_errors_text
 from memory.models import MemoryItem, MemorySnapshot
 from qiwei_site.platform.errors import NotFound, ValidationFailed
 
@@ -18,7 +19,7 @@ def memory_item_list(*, customer: Customer, filters: Mapping[str, Any] | None = 
     queryset = MemoryItem.objects.filter(customer=customer).order_by("-importance", "-confidence", "-updated_at", "-id")
     filterset = MemoryItemFilter(filters or {}, queryset=queryset)
     if not filterset.is_valid():
-        raise ValidationFailed(_errors_text(filterset.errors), code="invalid_filter")
+        raise ValidationFailed(filter_errors_text(filterset.errors), code="invalid_filter")
     return filterset.qs
 
 
@@ -56,17 +57,3 @@ def snapshot_get(*, customer: Customer, version: int | None = None) -> MemorySna
     if snapshot is None:
         raise NotFound("该客户还没有记忆快照 (no memory snapshot yet).", code="snapshot_not_found")
     return snapshot
-
-
-def audit_event_list(*, filters: Mapping[str, Any] | None = None) -> QuerySet[AuditEvent]:
-    from memory.filters import AuditEventFilter
-
-    filterset = AuditEventFilter(filters or {}, queryset=AuditEvent.objects.order_by("-created_at", "-id"))
-    if not filterset.is_valid():
-        raise ValidationFailed(_errors_text(filterset.errors), code="invalid_filter")
-    return filterset.qs
-
-
-def _errors_text(errors: Mapping[str, Any]) -> str:
-    parts = [f"{field}: {' '.join(str(m) for m in messages)}" for field, messages in errors.items()]
-    return "筛选条件无效 (invalid filter): " + "; ".join(parts)

@@ -3,7 +3,7 @@
 from django.urls import include, path
 
 urlpatterns = [
-    path("", include("memory.urls_capture")),
-    path("", include("memory.urls_governance")),
-    path("", include("memory.urls_context")),
+    path("", include("memory.capture.urls")),
+    path("", include("memory.governance.urls")),
+    path("", include("memory.context.urls")),
 ]

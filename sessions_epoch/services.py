@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError
 from django.utils import timezone
 
-from conversations.models import Customer
+from conversations.models import AuditAction, Customer
 from conversations.services import audit_record
 from memory.snapshots import snapshot_current
-from qiwei_site.platform.history import stamp_history
+from qiwei_site.platform.history import Actor, stamp_history
 from qiwei_site.platform.tenancy import account_atomic
 from sessions_epoch.models import CloseReason, SessionEpoch
 
@@ -40,7 +39,7 @@ def _rotation_due(epoch: SessionEpoch, now: dt.datetime) -> str | None:
     return None
 
 
-def _close(epoch: SessionEpoch, *, reason: str, actor: Any, now: dt.datetime) -> None:
+def _close(epoch: SessionEpoch, *, reason: str, actor: Actor, now: dt.datetime) -> None:
     epoch.closed_at = now
     epoch.close_reason = reason
     stamp_history(epoch, actor=actor, reason=f"关闭会话：{CloseReason(reason).label}")
@@ -48,7 +47,7 @@ def _close(epoch: SessionEpoch, *, reason: str, actor: Any, now: dt.datetime) ->
 
 
 def _open(
-    *, customer: Customer, parent: SessionEpoch | None, actor: Any, client: str, now: dt.datetime, reason: str
+    *, customer: Customer, parent: SessionEpoch | None, actor: Actor, client: str, now: dt.datetime, reason: str
 ) -> SessionEpoch:
     snapshot = snapshot_current(customer)
     epoch = SessionEpoch(
@@ -82,7 +81,7 @@ def _prune_closed(customer: Customer) -> int:
 
 
 def _rotate_locked(
-    *, customer: Customer, old: SessionEpoch | None, reason: str, actor: Any, client: str, now: dt.datetime
+    *, customer: Customer, old: SessionEpoch | None, reason: str, actor: Actor, client: str, now: dt.datetime
 ) -> SessionEpoch:
     parent = old
     if old is not None:
@@ -93,7 +92,7 @@ def _rotate_locked(
     new = _open(customer=customer, parent=parent, actor=actor, client=client, now=now, reason=f"轮换会话：{label}")
     pruned = _prune_closed(customer)
     audit_record(
-        action="session_epoch_rotated",
+        action=AuditAction.SESSION_EPOCH_ROTATED,
         conversation_id=customer.conversation_id,
         actor=actor,
         reason=f"会话轮换：{label}",
@@ -111,7 +110,7 @@ def _rotate_locked(
 
 
 def epoch_for_turn(
-    *, customer: Customer, now: dt.datetime | None = None, actor: Any = "pipeline", client: str = ""
+    *, customer: Customer, now: dt.datetime | None = None, actor: Actor = "pipeline", client: str = ""
 ) -> SessionEpoch:
     """The epoch the next generation runs in: the open one, or a new one if it is due to rotate."""
     now = now or timezone.now()
@@ -125,7 +124,7 @@ def epoch_for_turn(
             if current is None:
                 epoch = _open(customer=customer, parent=None, actor=actor, client=client, now=now, reason="开启会话")
                 audit_record(
-                    action="session_epoch_opened",
+                    action=AuditAction.SESSION_EPOCH_OPENED,
                     conversation_id=customer.conversation_id,
                     actor=actor,
                     reason="开启模型会话",
@@ -146,7 +145,7 @@ def epoch_for_turn(
 
 
 def epoch_rotate(
-    *, customer: Customer, reason: str, actor: Any, client: str = "", now: dt.datetime | None = None
+    *, customer: Customer, reason: str, actor: Actor, client: str = "", now: dt.datetime | None = None
 ) -> SessionEpoch:
     """Close the open epoch (if any) for `reason` and open its successor."""
     if reason not in CloseReason.values:
@@ -160,7 +159,7 @@ def epoch_rotate(
         return _rotate_locked(customer=customer, old=current, reason=reason, actor=actor, client=client, now=now)
 
 
-def epoch_count_turn(*, epoch: SessionEpoch, actor: Any = "pipeline", reason: str = "生成一轮") -> SessionEpoch:
+def epoch_count_turn(*, epoch: SessionEpoch, actor: Actor = "pipeline", reason: str = "生成一轮") -> SessionEpoch:
     """Count one generation in `epoch` and remember that its model session now exists."""
     with account_atomic():
         locked = SessionEpoch.objects.select_for_update().get(pk=epoch.pk)

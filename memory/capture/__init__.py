@@ -1,5 +1,5 @@
-"""Capture: from a customer's message to memory (spec §3, DESIGN §6): safety gate, extraction,
-evidence-gated writes and the durable job queue."""
+"""Capture: from a customer's message to memory (spec §3, DESIGN §6): ingest and its API, safety
+gate, extraction, evidence-gated writes, the durable job queue and backfill."""
 
 from memory.capture.extract import Candidate, extract_candidates
 

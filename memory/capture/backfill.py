@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from conversations.models import Customer, CustomerProfile, Message, MessageDirection
+from conversations.models import AuditAction, Customer, CustomerProfile, Message, MessageDirection
 from memory.capture.services import capture_message
 from memory.items import UNCHANGED, memory_item_put
 from memory.models import MemoryCreatedBy, MemoryDirection, MemoryType
 from memory.profile import profile_item_content, profile_item_key
 from memory.snapshots import snapshot_refresh
+from memory.text import normalize_content
 
 ACTOR = "backfill"
 REASON = "历史画像与客户原话回填"
@@ -39,14 +40,14 @@ def customer_backfill(*, customer: Customer, totals: Totals) -> None:
             customer=customer,
             type=MemoryType.FACT,
             key=profile_item_key(field),
-            content=profile_item_content(field, " ".join(value.split())),
+            content=profile_item_content(field, normalize_content(value)),
             actor=ACTOR,
             reason=REASON,
             confidence=1.0,
             importance=4,
             direction=MemoryDirection.INTERNAL,
             created_by=MemoryCreatedBy.HUMAN,
-            audit_action="memory_item_backfilled",
+            audit_action=AuditAction.MEMORY_ITEM_BACKFILLED,
             refresh_snapshot=False,
         )
         if result.outcome == UNCHANGED:

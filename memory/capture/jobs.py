@@ -21,7 +21,7 @@ from django.conf import settings
 from django.db.models import F, Q
 from django.utils import timezone
 
-from conversations.models import Customer, Message, MessageDirection
+from conversations.models import AuditAction, Customer, Message, MessageDirection
 from conversations.services import audit_record
 from memory.models import CaptureJob, CaptureJobStatus
 from qiwei_site.platform.tenancy import account_atomic, current_account, on_account_commit, use_account
@@ -180,7 +180,7 @@ def _record_failure(job: CaptureJob, *, attempt: int, error: BaseException) -> N
         if updated != 1:
             return
         audit_record(
-            action="memory_capture_failed",
+            action=AuditAction.MEMORY_CAPTURE_FAILED,
             conversation_id=job.customer.conversation_id,
             actor="capture",
             reason="记忆提取失败，已安排重试" if not final else "记忆提取多次失败，已放弃",

@@ -9,14 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from conversations.models import AuditEvent, Message, MessageDirection
+from conversations.models import AuditAction, AuditEvent, Message, MessageDirection
 from conversations.services import audit_record
 from memory.capture.extract import FACT, Candidate, extract_candidates
+from memory.capture.safety import scan
 from memory.items import CREATED, EVIDENCE_ADDED, SUPERSEDED, UNCHANGED, memory_item_put
 from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem, MemoryStatus
-from memory.safety import scan
 from memory.snapshots import snapshot_refresh
 from qiwei_site.platform.errors import ValidationFailed
+from qiwei_site.platform.history import Actor
 from qiwei_site.platform.tenancy import account_atomic
 
 CAPTURE_REASON = "客户原话自动提取"
@@ -32,7 +33,6 @@ class CaptureOutcome:
     # outcome of each put: created | evidence_added | superseded | unchanged
     outcomes: dict[str, int] = field(default_factory=dict)
     item_ids: list[int] = field(default_factory=list)
-    snapshot_version: int | None = None
 
     @property
     def written(self) -> int:
@@ -43,16 +43,16 @@ class CaptureOutcome:
         return self.outcomes.get(UNCHANGED, 0) + self.outcomes.get(STALE, 0)
 
 
-def _audit_blocked(message: Message, categories: list[str], actor: Any) -> None:
+def _audit_blocked(message: Message, categories: list[str], actor: Actor) -> None:
     # Re-capturing the same message (a retry, a second backfill) must not pile up audit rows.
     already = AuditEvent.objects.filter(
-        action="memory_capture_blocked",
+        action=AuditAction.MEMORY_CAPTURE_BLOCKED,
         conversation_id=message.customer.conversation_id,
         payload__message_id=message.pk,
     ).exists()
     if not already:
         audit_record(
-            action="memory_capture_blocked",
+            action=AuditAction.MEMORY_CAPTURE_BLOCKED,
             conversation_id=message.customer.conversation_id,
             actor=actor,
             reason="安全扫描拦截：提示注入或凭证，不写入记忆",
@@ -79,7 +79,7 @@ def _is_stale(candidate: Candidate, message: Message) -> bool:
     return False
 
 
-def _put(candidate: Candidate, *, message: Message, actor: Any) -> Any:
+def _put(candidate: Candidate, *, message: Message, actor: Actor) -> Any:
     return memory_item_put(
         customer=message.customer,
         type=candidate.type,
@@ -97,7 +97,7 @@ def _put(candidate: Candidate, *, message: Message, actor: Any) -> Any:
     )
 
 
-def _put_profile(candidate: Candidate, *, message: Message, actor: Any) -> tuple[str, int | None]:
+def _put_profile(candidate: Candidate, *, message: Message, actor: Actor) -> tuple[str, int | None]:
     """A declared profile fact updates the profile and its `profile:<field>` item together, so the
     structured profile and long-term memory never disagree (spec §3)."""
     from memory.profile import customer_profile_update, profile_item_key
@@ -126,7 +126,7 @@ def _put_profile(candidate: Candidate, *, message: Message, actor: Any) -> tuple
     return (EVIDENCE_ADDED if before[0] == after[0] else SUPERSEDED), after[0]
 
 
-def capture_message(*, message: Message, actor: Any = "capture", refresh_snapshot: bool = True) -> CaptureOutcome:
+def capture_message(*, message: Message, actor: Actor = "capture", refresh_snapshot: bool = True) -> CaptureOutcome:
     """Capture what an inbound customer message explicitly states. Idempotent per message."""
     if message.direction != MessageDirection.INBOUND:
         raise ValidationFailed(
@@ -161,8 +161,7 @@ def capture_message(*, message: Message, actor: Any = "capture", refresh_snapsho
             if item_id is not None:
                 outcome.item_ids.append(item_id)
         if refresh_snapshot and outcome.written:
-            snapshot, _created = snapshot_refresh(customer=message.customer, reason=CAPTURE_REASON)
-            outcome.snapshot_version = snapshot.version
+            snapshot_refresh(customer=message.customer, reason=CAPTURE_REASON)
     return outcome
 
 

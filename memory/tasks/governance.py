@@ -6,7 +6,7 @@ import logging
 
 from celery import shared_task
 
-from memory.governance import memory_items_expire_due
+from memory.governance.services import memory_items_expire_due
 from qiwei_site.platform.models import WeComAccount
 from qiwei_site.platform.tenancy import use_account
 

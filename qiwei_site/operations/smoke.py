@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from conversations.drafts import draft_approve, draft_send
 from conversations.models import (
+    AuditAction,
     AuditEvent,
     Customer,
     CustomerProfile,
@@ -29,9 +30,10 @@ from conversations.models import (
     SessionMode,
 )
 from conversations.services import account_create, account_delete, customer_get_or_create
+from memory.capture.ingest import messages_ingest
 from memory.capture.jobs import capture_inline
-from memory.context import build_context
-from memory.governance import (
+from memory.context.builder import build_context
+from memory.governance.services import (
     memory_item_add,
     memory_item_confirm,
     memory_item_edit,
@@ -39,7 +41,6 @@ from memory.governance import (
     memory_item_reject,
     memory_items_expire_due,
 )
-from memory.ingest import messages_ingest
 from memory.items import memory_item_put
 from memory.models import MemoryItem, MemorySnapshot, MemoryStatus, MemoryType
 from memory.profile import customer_profile_update
@@ -159,7 +160,9 @@ def step_injection_and_credentials_kept_out() -> str:
         i.pk for i in MemoryItem.objects.filter(customer=customer) if set(i.source_message_ids) & {m.pk for m in msgs}
     ]
     check(not leaked, f"被拦截的消息写入了记忆: {leaked}")
-    blocked = AuditEvent.objects.filter(action="memory_capture_blocked", conversation_id=customer.conversation_id)
+    blocked = AuditEvent.objects.filter(
+        action=AuditAction.MEMORY_CAPTURE_BLOCKED, conversation_id=customer.conversation_id
+    )
     check(blocked.count() == len(msgs), f"应审计 {len(msgs)} 条拦截，实际 {blocked.count()}")
     dumped = " ".join(str(e.payload) for e in blocked)
     check("Xq7#pass2026" not in dumped and "AKIAIOSFODNN7EXAMPLE" not in dumped, "审计中出现了凭证原文")

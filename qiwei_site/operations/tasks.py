@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from conversations.models import AuditAction
+from conversations.services import audit_record
 from qiwei_site.platform.tenancy import use_account
 
 
 @shared_task(name="qiwei_site.operations.tasks.account_ping")
 def account_ping(account_id: str, marker: str = "") -> str:
-    from conversations.services import audit_record
-
     with use_account(account_id):
-        audit_record(action="worker_ping", actor="celery", payload={"marker": marker})
+        audit_record(action=AuditAction.WORKER_PING, actor="celery", payload={"marker": marker})
     return marker

@@ -6,12 +6,13 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import path, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 from simple_history.template_utils import HistoricalRecordContextHelper
 
+from qiwei_site.platform.errors import ApplicationError
 from qiwei_site.platform.middleware import SESSION_KEY
 from qiwei_site.platform.selectors import accounts_for_user, user_can_access_account
 from qiwei_site.platform.tenancy import current_account
@@ -139,3 +140,17 @@ class AccountHistoryAdminMixin:
         if request.method == "POST":
             raise PermissionDenied("历史版本只读，不能恢复；请用编辑或治理操作修改。")
         return super().history_form_view(request, object_id, version_id, extra_context)  # type: ignore[misc]
+
+
+class ServiceFormAdminMixin:
+    """Add and edit forms that save through a service: a domain error the service raises (its
+    transaction rolled back) is shown on the page instead of a server error."""
+
+    def changeform_view(
+        self, request: HttpRequest, object_id: str | None = None, form_url: str = "", extra_context: Any = None
+    ) -> HttpResponse:
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)  # type: ignore[misc]
+        except ApplicationError as exc:
+            self.message_user(request, exc.detail, messages.ERROR)  # type: ignore[attr-defined]
+            return HttpResponseRedirect(request.get_full_path())

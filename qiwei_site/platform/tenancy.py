@@ -33,8 +33,11 @@ logger = logging.getLogger(__name__)
 ACCOUNT_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_]{0,39}$")
 ACCOUNT_APPS = frozenset({"conversations", "memory", "sessions_epoch"})
 # Models of ACCOUNT_APPS that live in `default`: the registry as `conversations`' historical
-# migrations still name it (it now belongs to qiwei_site.platform, which lives in `default`).
-DEFAULT_DB_MODELS = frozenset({"conversations.wecomaccount", "conversations.accountmembership"})
+# migrations still name it (it now belongs to qiwei_site.platform, which lives in `default`), and
+# the registry's audit journal (an account's database cannot keep the record of its own deletion).
+DEFAULT_DB_MODELS = frozenset(
+    {"conversations.wecomaccount", "conversations.accountmembership", "conversations.registryauditevent"}
+)
 
 _current_account: contextvars.ContextVar[str | None] = contextvars.ContextVar("qiwei_account", default=None)
 _registration_lock = threading.Lock()

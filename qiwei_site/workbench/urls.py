@@ -2,23 +2,23 @@
 
 from django.urls import path
 
-from qiwei_site.workbench import views as workbench
+from qiwei_site.workbench import apis, views
 from qiwei_site.workbench.auth_views import WorkbenchLoginView, WorkbenchLogoutView
 
 urlpatterns = [
     # Agents sign in at /login/ (settings.LOGIN_URL), not at /admin/login/, which only lets staff in.
-    path("", workbench.workbench_page, name="workbench"),
+    path("", views.workbench_page, name="workbench"),
     path("login/", WorkbenchLoginView.as_view(), name="workbench-login"),
     path("logout/", WorkbenchLogoutView.as_view(), name="workbench-logout"),
-    path("workbench/api/accounts/", workbench.WorkbenchAccountListApi.as_view(), name="workbench-accounts"),
+    path("workbench/api/accounts/", apis.WorkbenchAccountListApi.as_view(), name="workbench-accounts"),
     path(
         "workbench/api/accounts/<str:account_id>/conversations/",
-        workbench.WorkbenchConversationListApi.as_view(),
+        apis.WorkbenchConversationListApi.as_view(),
         name="workbench-conversations",
     ),
     path(
         "workbench/api/accounts/<str:account_id>/conversations/<str:conversation_id>/overview/",
-        workbench.WorkbenchOverviewApi.as_view(),
+        apis.WorkbenchOverviewApi.as_view(),
         name="workbench-overview",
     ),
 ]

@@ -14,7 +14,7 @@ from conversations.drafts import draft_approve
 from conversations.models import Customer, Delivery, DeliveryStatus, Draft, Message, MessageDirection
 from conversations.services import audit_record
 from knowledge.services import knowledge_index
-from memory.governance import memory_item_add, memory_item_edit
+from memory.governance.services import memory_item_add, memory_item_edit
 from memory.models import CaptureJob, MemoryItem, MemorySnapshot, MemoryType
 from memory.profile import customer_profile_update
 from memory.snapshots import snapshot_refresh

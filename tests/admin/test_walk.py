@@ -7,7 +7,7 @@ import re
 from django.contrib import admin
 from django.urls import reverse
 
-from memory.governance import memory_item_add
+from memory.governance.services import memory_item_add
 from memory.snapshots import snapshot_current
 from tests.admin.conftest import login_with_account
 

@@ -15,8 +15,8 @@ from pytest_django.live_server_helper import LiveServer
 from rest_framework.authtoken.models import Token
 
 from conversations.models import Delivery, DeliveryStatus, DraftStatus, MessageDirection
-from memory.governance import memory_item_add
-from memory.ingest import messages_ingest
+from memory.capture.ingest import messages_ingest
+from memory.governance.services import memory_item_add
 from memory.models import MemoryItem, MemoryType
 from memory.snapshots import snapshot_refresh
 from tests.factories import CustomerFactory, DraftFactory, MemoryItemFactory, SessionEpochFactory

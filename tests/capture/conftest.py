@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from memory.ingest import messages_ingest
+from memory.capture.ingest import messages_ingest
 
 _counter = itertools.count(1)
 BASE = dt.datetime(2026, 11, 2, 10, 0, tzinfo=dt.timezone(dt.timedelta(hours=8)))

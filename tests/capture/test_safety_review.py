@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.safety import PROMPT_INJECTION, scan
+from memory.capture.safety import PROMPT_INJECTION, scan
 
 # The reviewer's attacks first, then realistic variants (Chinese and English).
 ATTACKS = [

@@ -67,7 +67,6 @@ def knowledge_root(tmp_path, settings) -> Path:
     return root
 
 
-
 @pytest.fixture
 def postgres_account_url(postgres_accounts) -> str:  # noqa: F811 - the shared fixture
     """An account id whose database lives on the machine's PostgreSQL (dropped afterwards)."""

@@ -8,10 +8,11 @@ import json
 import pytest
 
 from conversations.models import Alert, AuditEvent, CustomerProfile, Message, MessageDirection, Recommendation
-from memory import recall
-from memory.context import (
+from memory.context import recall
+from memory.context.builder import (
     BUSINESS_STATE,
     CORE_MEMORY,
+    DEGRADED_NOTICE,
     INSTRUCTIONS,
     LATEST_MESSAGE,
     OUTPUT_CONTRACT,
@@ -20,6 +21,7 @@ from memory.context import (
     RECALLED_HISTORY,
     RECENT_CONVERSATION,
     AgentContextBuilder,
+    MemoryFailure,
     neutralise,
 )
 from memory.models import MemoryType
@@ -226,7 +228,7 @@ def test_build_recall_failure_still_gives_a_context_and_an_audit(rich_customer, 
 
 def test_build_snapshot_failure_still_gives_a_context_and_an_audit(rich_customer, monkeypatch):
     customer, _old, _latest = rich_customer
-    from memory import context as context_module
+    from memory.context import builder as context_module
 
     def broken(customer):
         raise LookupError("snapshot table missing")
@@ -280,3 +282,40 @@ def test_build_recall_database_error_inside_a_transaction_leaves_it_usable(rich_
         assert LATEST_MESSAGE in [s.name for s in built.sections]
         assert built.trace["failures"] == [{"stage": "recall", "error": "OperationalError"}]
         assert AuditEvent.objects.filter(action="memory_recall_failed").count() == 1
+
+
+def test_build_degraded_has_only_instructions_the_latest_message_and_the_contract(rich_customer):
+    # Given memory could not be read at all for this turn (the caller has audited it)
+    customer, _old, latest = rich_customer
+    failure = MemoryFailure(stage="prefetch", error="RuntimeError")
+
+    # When the degraded context is built
+    built = AgentContextBuilder().build_degraded(customer=customer, latest_message=latest[-1], failure=failure)
+
+    # Then it has the instructions with a notice, the quoted latest message and the contract, nothing else
+    assert [s.name for s in built.sections] == [INSTRUCTIONS, LATEST_MESSAGE, OUTPUT_CONTRACT]
+    text = {s.name: s.text for s in built.sections}
+    assert DEGRADED_NOTICE in text[INSTRUCTIONS] and "安全边界" in text[INSTRUCTIONS]
+    assert text[LATEST_MESSAGE].splitlines()[1] == QUOTE_NOTICE and "那套是顶楼吗" in text[LATEST_MESSAGE]
+    assert '"requiresHuman"' in text[OUTPUT_CONTRACT]
+    assert "不考虑顶楼" not in built.prompt and "周六上午带看两居室" not in built.prompt
+    assert built.prompt == "\n\n".join(s.text for s in built.sections)
+    # and the trace says it was degraded, without a second audit
+    assert built.trace["fallback"] is True
+    assert built.trace["memory_recall_failed"] == {"stage": "prefetch", "error": "RuntimeError"}
+    assert built.trace["failures"] == [{"stage": "prefetch", "error": "RuntimeError"}]
+    assert built.trace["latest_message_id"] == latest[-1].id
+    assert built.trace["prompt_chars"] == len(built.prompt)
+    assert not AuditEvent.objects.filter(action="memory_recall_failed").exists()
+
+
+def test_build_degraded_respects_the_prompt_budget(rich_customer, settings):
+    customer, _old, latest = rich_customer
+    settings.QIWEI_AGENT_PROMPT_CHAR_LIMIT = 2000
+    settings.QIWEI_AGENT_CONTEXT_CHAR_LIMIT = 500
+    built = AgentContextBuilder().build_degraded(
+        customer=customer, latest_message=latest[-1], failure=MemoryFailure(stage="prefetch", error="OperationalError")
+    )
+    assert len(built.prompt) <= 2000
+    assert next(s.chars for s in built.sections if s.name == INSTRUCTIONS) <= 500
+    assert "那套是顶楼吗？离地铁远不远？" in built.prompt

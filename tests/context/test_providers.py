@@ -8,7 +8,7 @@ import types
 import pytest
 
 from conversations.models import AuditEvent, CustomerProfile, MessageDirection
-from memory.context import LATEST_MESSAGE, BuiltContext
+from memory.context.builder import LATEST_MESSAGE, BuiltContext
 from memory.models import MemoryItem, MemorySnapshot
 from memory.providers import (
     CaptureTurn,
@@ -31,18 +31,18 @@ def test_get_provider_is_the_local_memory_provider():
 
 def test_prefetch_builds_the_context_for_the_latest_or_a_given_message(customer, chat):
     first, second = chat(customer, [(IN, "想找地铁附近的两居室"), (IN, "预算5000")])
-    latest = get_provider().prefetch(PrefetchRequest(conversation_id="wm_wang"))
+    latest = get_provider().prefetch(PrefetchRequest.for_conversation("wm_wang"))
     assert isinstance(latest, BuiltContext) and latest.trace["latest_message_id"] == second.id
-    earlier = get_provider().prefetch(PrefetchRequest(conversation_id="wm_wang", latest_message_id=first.id))
+    earlier = get_provider().prefetch(PrefetchRequest.for_conversation("wm_wang", first.id))
     assert earlier.trace["latest_message_id"] == first.id
     assert "两居室" in next(s.text for s in earlier.sections if s.name == LATEST_MESSAGE)
 
 
 def test_prefetch_refuses_unknown_conversation_or_message(customer, chat):
     with pytest.raises(NotFound):
-        get_provider().prefetch(PrefetchRequest(conversation_id="wm_nobody"))
+        get_provider().prefetch(PrefetchRequest.for_conversation("wm_nobody"))
     with pytest.raises(NotFound):
-        get_provider().prefetch(PrefetchRequest(conversation_id="wm_wang", latest_message_id=999_999))
+        get_provider().prefetch(PrefetchRequest.for_conversation("wm_wang", 999_999))
 
 
 def test_capture_enqueues_a_job_with_the_documented_payload(customer, monkeypatch):
@@ -53,7 +53,7 @@ def test_capture_enqueues_a_job_with_the_documented_payload(customer, monkeypatc
     monkeypatch.setitem(sys.modules, "memory.capture.jobs", fake)
     # When a turn is captured
     get_provider().capture(
-        CaptureTurn(conversation_id="wm_wang", draft_id=7, profile_updates={"budget": "5000"}, source_message_ids=[3])
+        CaptureTurn(customer=customer, draft_id=7, profile_updates={"budget": "5000"}, source_message_ids=[3])
     )
     # Then one job carries the updates, their evidence and the draft
     assert calls == [(customer, {"profile_updates": {"budget": "5000"}, "source_message_ids": [3], "draft_id": 7})]
@@ -99,7 +99,7 @@ def test_capture_writes_a_durable_capture_job(customer, chat):
     (message,) = chat(customer, [(IN, "预算5000")])
     get_provider().capture(
         CaptureTurn(
-            conversation_id="wm_wang",
+            customer=customer,
             draft_id=None,
             profile_updates={"budget": "5000"},
             source_message_ids=[message.id],

@@ -1,9 +1,10 @@
-"""memory.recall: the ranking function and recall over a customer's older history."""
+"""memory.context.recall: the ranking function and recall over a customer's older history."""
 
 from __future__ import annotations
 
 from conversations.models import MessageDirection
-from memory.recall import latest_customer_message, rank, recall_for
+from conversations.selectors import message_latest_inbound
+from memory.context.recall import rank, recall_for
 from tests.context.conftest import filler
 
 IN, OUT = MessageDirection.INBOUND, MessageDirection.OUTBOUND
@@ -65,7 +66,7 @@ def test_recall_for_finds_an_old_chinese_message_beyond_the_recent_window(custom
     # Then the old statement is recalled, quoted with its id and time
     assert [m.id for m in recalled] == [old[0].id]
     assert recalled[0].direction == IN
-    assert latest_customer_message(customer) == latest
+    assert message_latest_inbound(customer) == latest
 
 
 def test_recall_for_finds_an_old_english_message(customer, chat):
@@ -104,3 +105,24 @@ def test_recall_for_skips_ineffective_messages(customer, chat):
     old[0].is_effective = False
     old[0].save()
     assert recall_for(customer, old[-1]) == []
+
+
+def test_rank_is_importable_without_a_configured_django():
+    # Given a fresh interpreter with no Django settings (how benchmarks and tools use it)
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"}
+    code = (
+        "import sys; from memory.recall import rank; "
+        "print(rank('地铁附近', ['朝阳区两居室', '离地铁近一点'], 2), 'django.db' in sys.modules)"
+    )
+    # When the public entry point is imported and called
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], env=env, capture_output=True, text=True
+    )
+    # Then it ranks, without touching the ORM
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[1] False"

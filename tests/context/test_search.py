@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from django.core.management import call_command
 from django.db import connections
 
 from conversations.models import Message, MessageDirection
 from conversations.services import account_create
-from memory.search import FTS_TABLE, PG_INDEX, search_messages
+from memory.context.search import FTS5, FTS_TABLE, LIKE, PG_INDEX, search_index_kind, search_messages
 from qiwei_site.platform.errors import NotFound, ValidationFailed
 from qiwei_site.platform.tenancy import current_alias, use_account
 from tests.factories import CustomerFactory
@@ -143,3 +144,55 @@ def test_search_on_postgres_uses_pg_trgm(postgres_account_url):
             assert cursor.fetchone() is not None
             cursor.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'")
             assert cursor.fetchone() is not None
+
+
+def _sqlite_objects() -> set[str]:
+    with connections[current_alias()].cursor() as cursor:
+        cursor.execute("SELECT name FROM sqlite_master WHERE name LIKE %s", [f"{FTS_TABLE}%"])
+        return {row[0] for row in cursor.fetchall()}
+
+
+def test_search_index_is_made_by_the_migration_not_by_the_first_search(account):
+    # Given a new account database on which nothing has been searched yet
+    # Then the FTS5 table and its three triggers are already there
+    assert {FTS_TABLE, f"{FTS_TABLE}_ai", f"{FTS_TABLE}_ad", f"{FTS_TABLE}_au"} <= _sqlite_objects()
+    assert search_index_kind() == FTS5
+
+
+def test_search_migration_backfills_existing_messages(customer, chat):
+    # Given messages written while the index did not exist
+    alias = current_alias()
+    call_command("migrate", "memory", "0003", database=alias, verbosity=0)
+    assert FTS_TABLE not in _sqlite_objects()
+    chat(customer, [(IN, "想看看朝阳公园附近")])
+    # When the migration runs
+    call_command("migrate", "memory", database=alias, verbosity=0)
+    # Then the old messages are found through the index
+    assert search_index_kind() == FTS5
+    assert texts(search_messages(query="朝阳公园", conversation_id=None)) == ["想看看朝阳公园附近"]
+
+
+def test_search_without_a_complete_index_falls_back_to_like(customer, chat):
+    # Given a message table whose FTS triggers were lost (e.g. a later migration rebuilt the table)
+    chat(customer, [(IN, "想找地铁附近的两居室")])
+    with connections[current_alias()].cursor() as cursor:
+        cursor.execute(f"DROP TRIGGER {FTS_TABLE}_au")
+    Message.objects.filter(customer=customer).update(text="想找地铁附近的三居室")
+    # When searching a trigram term
+    # Then LIKE answers, and the stale index is not used
+    assert search_index_kind() == LIKE
+    assert texts(search_messages(query="三居室", conversation_id=None)) == ["想找地铁附近的三居室"]
+    assert search_messages(query="两居室", conversation_id=None) == []
+
+
+@pytest.mark.integration
+@pytest.mark.django_db(transaction=True)
+def test_postgres_search_index_is_made_by_the_migration(postgres_account_url):
+    # Given a new PostgreSQL account on which nothing has been searched yet
+    account_create(account_id=postgres_account_url, name="浦东门店")
+    with use_account(postgres_account_url) as alias, connections[alias].cursor() as cursor:
+        # Then the migration already made the trigram index
+        cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [PG_INDEX])
+        (definition,) = cursor.fetchone()
+        assert "gin" in definition and "gin_trgm_ops" in definition
+        assert search_index_kind() == "pg_trgm"

@@ -6,7 +6,7 @@ from django.test import Client
 from django.urls import reverse
 
 from conversations.models import AuditEvent, CustomerProfile
-from memory.governance import memory_item_add, memory_item_edit
+from memory.governance.services import memory_item_add, memory_item_edit
 from memory.models import MemoryCreatedBy, MemoryItem, MemorySnapshot, MemoryStatus, MemoryType
 
 CHANGELIST = "/admin/memory/memoryitem/"
@@ -236,7 +236,7 @@ def test_customer_admin_history_page_renders(admin_client, staff_user, customer)
 
 def test_audit_admin_filters_by_actor_and_shows_detail(admin_client, staff_user, preference):
     # Given a capture by the system and a rejection by the supervisor
-    from memory.governance import memory_item_reject
+    from memory.governance.services import memory_item_reject
 
     memory_item_reject(item=preference, actor=staff_user, reason="客户否认")
     # When the supervisor filters the audit by their own name

@@ -9,7 +9,7 @@ from django.db import connections
 from django.utils import timezone
 
 from conversations.models import AuditEvent, Customer
-from memory.governance import memory_item_add
+from memory.governance.services import memory_item_add
 from memory.models import MemoryItem, MemoryStatus, MemoryType
 from memory.profile import customer_profile_update
 from tests.conftest import client_for

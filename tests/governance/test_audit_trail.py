@@ -11,8 +11,8 @@ from django.db import connections
 from django.utils import timezone
 
 from conversations.models import AuditEvent, CustomerProfile, Draft
-from memory.erasure import customer_erase
-from memory.governance import (
+from memory.governance.erasure import customer_erase
+from memory.governance.services import (
     memory_item_add,
     memory_item_confirm,
     memory_item_edit,

@@ -9,8 +9,8 @@ from django.apps import apps
 from django.core.management import CommandError, call_command
 
 from conversations.models import AuditEvent, Customer, CustomerProfile, Message
-from memory.erasure import customer_erase
-from memory.governance import memory_item_add
+from memory.governance.erasure import customer_erase
+from memory.governance.services import memory_item_add
 from memory.models import MemoryItem, MemorySnapshot
 from memory.profile import customer_profile_update
 from tests.factories import CustomerFactory, DraftFactory, MessageFactory, SessionEpochFactory

@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from conversations.models import AuditEvent
-from memory.governance import (
+from memory.governance.services import (
     memory_item_add,
     memory_item_confirm,
     memory_item_edit,

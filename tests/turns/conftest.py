@@ -19,6 +19,7 @@ from django.core.cache import caches
 
 from conversations.gateway import STATUS_CACHE_ALIAS
 from conversations.models import CustomerProfile, MessageDirection
+from memory.providers import CaptureTurn, PrefetchRequest
 from sessions_epoch import pipeline
 from tests.factories import BASE_TIME, CustomerFactory, MessageFactory
 
@@ -26,28 +27,14 @@ FAKE_CLAUDE = Path(__file__).parent / "bin" / "claude"
 
 
 @dataclass
-class _Request:
-    conversation_id: str
-    latest_message_id: int | None = None
-
-
-@dataclass
-class _Capture:
-    conversation_id: str
-    draft_id: int | None
-    profile_updates: dict[str, str]
-    source_message_ids: list[int]
-
-
-@dataclass
 class RecordingProvider:
     """Stands in for memory.providers.get_provider(): a fixed context; captures are recorded."""
 
     prompt: str = "## 客户最新消息\n> 我想租地铁附近的两居室，预算4500\n\n## 输出要求\n只输出 JSON。"
-    prefetched: list[_Request] = field(default_factory=list)
-    captured: list[_Capture] = field(default_factory=list)
+    prefetched: list[PrefetchRequest] = field(default_factory=list)
+    captured: list[CaptureTurn] = field(default_factory=list)
 
-    def prefetch(self, request: _Request) -> Any:
+    def prefetch(self, request: PrefetchRequest) -> Any:
         self.prefetched.append(request)
         sections = [SimpleNamespace(name="latest", text=self.prompt, chars=len(self.prompt))]
         return SimpleNamespace(
@@ -56,7 +43,7 @@ class RecordingProvider:
             trace={"sections": {"latest": len(self.prompt)}, "snapshot_version": 3},
         )
 
-    def capture(self, turn: _Capture) -> None:
+    def capture(self, turn: CaptureTurn) -> None:
         self.captured.append(turn)
 
 
@@ -70,8 +57,7 @@ def _clear_shared_cache() -> Iterator[None]:
 @pytest.fixture
 def provider(monkeypatch) -> RecordingProvider:
     recording = RecordingProvider()
-    module = SimpleNamespace(get_provider=lambda: recording, PrefetchRequest=_Request, CaptureTurn=_Capture)
-    monkeypatch.setattr(pipeline, "_memory", lambda: module)
+    monkeypatch.setattr(pipeline, "get_provider", lambda: recording)
     return recording
 
 

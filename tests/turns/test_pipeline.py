@@ -142,8 +142,6 @@ def test_validate_output_drops_undeclared_fields_and_coerces_numbers():
 
 def test_memory_failures_still_produce_a_draft_with_audits(customer, monkeypatch):
     # given a memory provider whose prefetch and capture both raise
-    from types import SimpleNamespace
-
     class BrokenProvider:
         def prefetch(self, request):
             raise RuntimeError("database is locked")
@@ -151,8 +149,7 @@ def test_memory_failures_still_produce_a_draft_with_audits(customer, monkeypatch
         def capture(self, turn):
             raise RuntimeError("disk full")
 
-    module = SimpleNamespace(get_provider=BrokenProvider, PrefetchRequest=SimpleNamespace, CaptureTurn=SimpleNamespace)
-    monkeypatch.setattr("sessions_epoch.pipeline._memory", lambda: module)
+    monkeypatch.setattr("sessions_epoch.pipeline.get_provider", BrokenProvider)
     client = ScriptedClient(_answer(profileUpdates={"budget": "4500"}))
 
     # when a draft is generated
@@ -163,6 +160,9 @@ def test_memory_failures_still_produce_a_draft_with_audits(customer, monkeypatch
     assert "预算４，５００左右，最好离地铁近一点，不考虑顶楼" in client.prompts[0]
     assert '"requiresHuman"' in client.prompts[0]
     assert draft.context_trace["fallback"] is True
+    # (assembled by the context builder, like every prompt)
+    assert draft.context_trace["memory_recall_failed"] == {"stage": "prefetch", "error": "RuntimeError"}
+    assert "===== 六、需要回复的最新客户消息（原话引用） =====" in client.prompts[0]
     # and both failures are audited without their messages
     recall = AuditEvent.objects.get(action="memory_recall_failed")
     capture = AuditEvent.objects.get(action="memory_capture_failed")
@@ -172,11 +172,11 @@ def test_memory_failures_still_produce_a_draft_with_audits(customer, monkeypatch
 
 
 def test_memory_module_missing_still_produces_a_draft(customer, monkeypatch):
-    # given the memory provider module cannot even be imported
+    # given the memory provider cannot even be loaded
     def broken():
         raise ImportError("memory.providers")
 
-    monkeypatch.setattr("sessions_epoch.pipeline._memory", broken)
+    monkeypatch.setattr("sessions_epoch.pipeline.get_provider", broken)
 
     # when a draft is generated with the offline client
     draft = draft_generate(customer=customer, actor="pipeline", client=OfflineClient())

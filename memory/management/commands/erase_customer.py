@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from conversations.models import Customer
-from memory.erasure import customer_erase
+from memory.governance.erasure import customer_erase
 from qiwei_site.platform.errors import ApplicationError
 from qiwei_site.platform.models import WeComAccount
 from qiwei_site.platform.tenancy import use_account

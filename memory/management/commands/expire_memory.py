@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from memory.governance import memory_items_expire_due
+from memory.governance.services import memory_items_expire_due
 from qiwei_site.platform.errors import ApplicationError
 from qiwei_site.platform.selectors import account_ids_for_command
 from qiwei_site.platform.tenancy import use_account

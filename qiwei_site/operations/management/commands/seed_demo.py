@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from conversations.models import Alert, Customer, Task
 from conversations.services import account_create, membership_grant
-from memory.ingest import messages_ingest
+from memory.capture.ingest import messages_ingest
 from qiwei_site.operations.demo_data import DEMO_ACCOUNT_ID, DEMO_ACCOUNT_NAME, DEMO_CUSTOMERS
 from qiwei_site.platform.history import stamp_history
 from qiwei_site.platform.models import WeComAccount

@@ -6,13 +6,12 @@ hold ids and types, never content, so the customer's earlier audit trail is kept
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.apps import apps
 from django.db.models import Model
 
-from conversations.models import Customer
+from conversations.models import AuditAction, Customer
 from conversations.services import audit_record
+from qiwei_site.platform.history import Actor
 from qiwei_site.platform.tenancy import account_atomic, is_account_model
 
 
@@ -27,7 +26,7 @@ def _historical_models_with_customer() -> list[type[Model]]:
     return found
 
 
-def customer_erase(*, customer: Customer, actor: Any, reason: str) -> dict[str, int]:
+def customer_erase(*, customer: Customer, actor: Actor, reason: str) -> dict[str, int]:
     """Delete the customer and everything about them; returns the number of rows per model."""
     conversation_id, customer_pk = customer.conversation_id, customer.pk
     with account_atomic():
@@ -42,7 +41,7 @@ def customer_erase(*, customer: Customer, actor: Any, reason: str) -> dict[str, 
         history_rows += deleted
         counts["history_rows"] = history_rows
         audit_record(
-            action="customer_erased",
+            action=AuditAction.CUSTOMER_ERASED,
             conversation_id=conversation_id,
             actor=actor,
             reason=reason,

@@ -17,7 +17,7 @@ from rest_framework.response import Response
 
 from conversations.models import Message, MessageDirection
 from conversations.selectors import customer_get
-from memory.ingest import messages_ingest
+from memory.capture.ingest import messages_ingest
 from qiwei_site.platform.api import AccountAPIView
 from qiwei_site.platform.errors import ValidationFailed
 
@@ -42,7 +42,7 @@ class MessageInputSerializer(serializers.Serializer):
 
 def _search(query: str, conversation_id: str, limit: int) -> list[Message]:
     try:
-        from memory.search import search_messages
+        from memory.context.search import search_messages
     except ImportError:
         customer = customer_get(conversation_id)
         return list(

@@ -2,13 +2,13 @@
 
 from django.urls import path
 
-from memory import apis_context
+from memory.context import apis
 
 urlpatterns = [
     path(
         "conversations/<str:conversation_id>/context/",
-        apis_context.ConversationContextApi.as_view(),
+        apis.ConversationContextApi.as_view(),
         name="conversation-context",
     ),
-    path("messages/", apis_context.AccountMessageSearchApi.as_view(), name="account-message-search"),
+    path("messages/", apis.AccountMessageSearchApi.as_view(), name="account-message-search"),
 ]

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from memory import apis_governance as apis
+from memory.governance import apis
 
 conversation = "conversations/<str:conversation_id>/"
 item = conversation + "memory/<str:item_id>/"
@@ -18,5 +18,4 @@ urlpatterns = [
     path(conversation + "snapshots/", apis.SnapshotListApi.as_view(), name="memory-snapshot-list"),
     path(conversation + "profile/", apis.ProfileApi.as_view(), name="customer-profile"),
     path(conversation + "erase/", apis.CustomerEraseApi.as_view(), name="customer-erase"),
-    path("audit/", apis.AuditListApi.as_view(), name="audit-list"),
 ]

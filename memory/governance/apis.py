@@ -11,16 +11,16 @@ from typing import Any
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
-from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from conversations.models import PROFILE_FIELDS, AuditEvent, CustomerProfile
+from conversations.models import CustomerProfile
+from conversations.profile_fields import PROFILE_FIELD_NAMES, PROFILE_FIELD_SPECS
 from conversations.selectors import customer_get
 from conversations.services import customer_get_or_create
 from memory import selectors
-from memory.erasure import customer_erase
-from memory.governance import (
+from memory.governance.erasure import customer_erase
+from memory.governance.services import (
     memory_item_add,
     memory_item_confirm,
     memory_item_edit,
@@ -31,6 +31,7 @@ from memory.governance import (
 from memory.models import MemoryItem, MemorySnapshot, MemoryType
 from memory.profile import customer_profile_update
 from qiwei_site.platform.api import AccountAPIView
+from qiwei_site.platform.pagination import LimitOffsetPagination, paginated_response
 
 GOVERNANCE = ("POST", "PATCH", "DELETE")
 
@@ -103,22 +104,10 @@ class SnapshotVersionOutputSerializer(serializers.ModelSerializer):
         fields = ["version", "char_count", "item_ids", "sha256", "reason", "created_at"]
 
 
-class AuditEventOutputSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = AuditEvent
-        fields = ["id", "action", "conversation_id", "actor_id", "actor_name", "reason", "payload", "created_at"]
-
-
 class ProfileOutputSerializer(serializers.ModelSerializer):
     class Meta:
         model = CustomerProfile
-        fields = [name for name, _label in PROFILE_FIELDS] + ["updated_at"]
-
-
-def _paginated(request: Request, view: Any, queryset: Any, serializer: type[serializers.BaseSerializer]) -> Response:
-    paginator: LimitOffsetPagination = view.pagination_class()
-    page: list[Any] | None = paginator.paginate_queryset(queryset, request, view=view)
-    return paginator.get_paginated_response(serializer(page, many=True).data)
+        fields = [*PROFILE_FIELD_NAMES, "updated_at"]
 
 
 # --- memory items -------------------------------------------------------------------------------
@@ -149,7 +138,7 @@ class MemoryItemListApi(AccountAPIView):
     def get(self, request: Request, account_id: str, conversation_id: str) -> Response:
         customer = customer_get(conversation_id)
         items = selectors.memory_item_list(customer=customer, filters=request.query_params)
-        return _paginated(request, self, items, MemoryItemOutputSerializer)
+        return paginated_response(request=request, view=self, queryset=items, serializer=MemoryItemOutputSerializer)
 
     @extend_schema(request=MemoryItemAddInput, responses={201: MemoryItemOutputSerializer})
     def post(self, request: Request, account_id: str, conversation_id: str) -> Response:
@@ -270,7 +259,10 @@ class MemoryItemHistoryApi(AccountAPIView):
     @extend_schema(responses=MemoryItemHistoryOutputSerializer(many=True))
     def get(self, request: Request, account_id: str, conversation_id: str, item_id: str) -> Response:
         item = selectors.memory_item_get(customer=customer_get(conversation_id), item_id=item_id)
-        return _paginated(request, self, selectors.memory_item_history(item=item), MemoryItemHistoryOutputSerializer)
+        history = selectors.memory_item_history(item=item)
+        return paginated_response(
+            request=request, view=self, queryset=history, serializer=MemoryItemHistoryOutputSerializer
+        )
 
 
 # --- snapshots, profile, audit, erasure ---------------------------------------------------------------
@@ -297,19 +289,23 @@ class SnapshotListApi(AccountAPIView):
     @extend_schema(responses=SnapshotVersionOutputSerializer(many=True))
     def get(self, request: Request, account_id: str, conversation_id: str) -> Response:
         snapshots = selectors.snapshot_list(customer=customer_get(conversation_id))
-        return _paginated(request, self, snapshots, SnapshotVersionOutputSerializer)
+        return paginated_response(
+            request=request, view=self, queryset=snapshots, serializer=SnapshotVersionOutputSerializer
+        )
 
 
 class ProfileApi(AccountAPIView):
     governance_methods = GOVERNANCE
 
     class ProfileUpdateInput(GovernanceReasonInput):
-        preferred_name = serializers.CharField(required=False, allow_blank=True, allow_null=True, max_length=50)
-        city = serializers.CharField(required=False, allow_blank=True, allow_null=True, max_length=50)
-        budget = serializers.CharField(required=False, allow_blank=True, allow_null=True, max_length=50)
-        district = serializers.CharField(required=False, allow_blank=True, allow_null=True, max_length=100)
-        layout = serializers.CharField(required=False, allow_blank=True, allow_null=True, max_length=50)
-        move_in_date = serializers.CharField(required=False, allow_blank=True, allow_null=True, max_length=50)
+        # One optional field per declared profile field (an empty value clears it).
+        def get_fields(self) -> dict[str, serializers.Field]:
+            fields = super().get_fields()
+            for spec in PROFILE_FIELD_SPECS:
+                fields[spec.name] = serializers.CharField(
+                    required=False, allow_blank=True, allow_null=True, max_length=spec.max_length
+                )
+            return fields
 
     @extend_schema(responses=ProfileOutputSerializer)
     def get(self, request: Request, account_id: str, conversation_id: str) -> Response:
@@ -327,23 +323,6 @@ class ProfileApi(AccountAPIView):
         changes = {field: value or "" for field, value in data.items() if field != "reason"}
         profile = customer_profile_update(customer=customer, changes=changes, actor=request.user, reason=reason)
         return Response(ProfileOutputSerializer(profile).data)
-
-
-class AuditListApi(AccountAPIView):
-    pagination_class = LimitOffsetPagination
-
-    @extend_schema(
-        parameters=[
-            OpenApiParameter("conversation_id", OpenApiTypes.STR),
-            OpenApiParameter("action", OpenApiTypes.STR),
-            OpenApiParameter("since", OpenApiTypes.DATETIME, description="起始时间（含）ISO 8601"),
-            OpenApiParameter("until", OpenApiTypes.DATETIME, description="截止时间（不含）ISO 8601"),
-        ],
-        responses=AuditEventOutputSerializer(many=True),
-    )
-    def get(self, request: Request, account_id: str) -> Response:
-        events = selectors.audit_event_list(filters=request.query_params)
-        return _paginated(request, self, events, AuditEventOutputSerializer)
 
 
 class CustomerEraseApi(AccountAPIView):

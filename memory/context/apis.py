@@ -59,9 +59,8 @@ class ConversationContextApi(AccountAPIView):
     def get(self, request: Request, account_id: str, conversation_id: str, **kwargs: Any) -> Response:
         params = ContextInputSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
-        built = get_provider().prefetch(
-            PrefetchRequest(conversation_id=conversation_id, latest_message_id=params.validated_data.get("message_id"))
-        )
+        context = PrefetchRequest.for_conversation(conversation_id, params.validated_data.get("message_id"))
+        built = get_provider().prefetch(context)
         return Response(built.as_dict())
 
 

@@ -11,12 +11,12 @@ from django.db import IntegrityError
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from conversations.models import Customer, Message, MessageDirection
+from conversations.models import AuditAction, Customer, Message, MessageDirection
 from conversations.services import audit_record, customer_get_or_create
 from memory.capture.jobs import enqueue_after_commit
 from memory.models import CaptureJob
 from qiwei_site.platform.errors import ValidationFailed
-from qiwei_site.platform.history import stamp_history
+from qiwei_site.platform.history import Actor, stamp_history
 from qiwei_site.platform.tenancy import account_atomic
 
 MAX_TEXT_CHARS = 8000
@@ -93,7 +93,7 @@ def _clean(index: int, raw: Any) -> dict[str, Any]:
     }
 
 
-def _store(customer: Customer, cleaned: list[dict[str, Any]], actor: Any, reason: str) -> IngestResult:
+def _store(customer: Customer, cleaned: list[dict[str, Any]], actor: Actor, reason: str) -> IngestResult:
     result = IngestResult(customer=customer)
     with account_atomic():
         ids = [item["external_id"] for item in cleaned]
@@ -122,7 +122,7 @@ def _store(customer: Customer, cleaned: list[dict[str, Any]], actor: Any, reason
             stamp_history(customer, actor=actor, reason=reason)
             customer.save(update_fields=["last_message_at", "updated_at"])
         audit_record(
-            action="messages_ingested",
+            action=AuditAction.MESSAGES_INGESTED,
             conversation_id=customer.conversation_id,
             actor=actor,
             reason=reason,
@@ -137,7 +137,7 @@ def _store(customer: Customer, cleaned: list[dict[str, Any]], actor: Any, reason
 
 
 def messages_ingest(
-    *, conversation_id: str, messages: list[dict[str, Any]], actor: Any, reason: str = "企微消息入库"
+    *, conversation_id: str, messages: list[dict[str, Any]], actor: Actor, reason: str = "企微消息入库"
 ) -> IngestResult:
     """Store messages for a conversation (creating the customer on first sight) and queue capture."""
     if not isinstance(messages, list) or not messages:

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from memory import apis_capture as apis
+from memory.capture import apis
 
 urlpatterns = [
     path(

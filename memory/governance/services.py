@@ -14,9 +14,10 @@ from typing import Any, Literal
 
 from django.utils import timezone
 
-from conversations.models import PROFILE_FIELDS, AuditEvent, Customer, CustomerProfile, Draft, Message
+from conversations.models import AuditAction, AuditEvent, Customer, CustomerProfile, Draft, Message
+from conversations.profile_fields import PROFILE_FIELDS
 from conversations.services import audit_record
-from memory.items import _save, _validate, memory_item_put, normalize_content
+from memory.items import item_row_save, item_values_validate, memory_item_put
 from memory.models import (
     CaptureJob,
     MemoryCreatedBy,
@@ -27,8 +28,9 @@ from memory.models import (
     MemoryType,
 )
 from memory.snapshots import SECTION_TITLES, snapshot_refresh
+from memory.text import normalize_content
 from qiwei_site.platform.errors import Conflict, ValidationFailed
-from qiwei_site.platform.history import stamp_history
+from qiwei_site.platform.history import Actor, stamp_history
 from qiwei_site.platform.tenancy import account_atomic
 
 FORGOTTEN_MARK = "［已遗忘内容已移除］"
@@ -88,7 +90,7 @@ def _validate_sources(customer: Customer, source_message_ids: Sequence[int]) -> 
     return list(dict.fromkeys(ids))
 
 
-def _audit(action: str, item: MemoryItem, *, actor: Any, reason: str, **extra: Any) -> AuditEvent:
+def _audit(action: AuditAction, item: MemoryItem, *, actor: Actor, reason: str, **extra: Any) -> AuditEvent:
     # Ids and types only: a later `forget` must leave no content behind in the audit.
     return audit_record(
         action=action,
@@ -116,7 +118,7 @@ def memory_item_add(
     importance: int = 5,
     source_message_ids: Sequence[int] = (),
     expires_at: datetime | None = None,
-    actor: Any,
+    actor: Actor,
     reason: str,
 ) -> MemoryItem:
     """A human-confirmed item (confidence 1, created_by=human, direction=internal).
@@ -128,7 +130,7 @@ def memory_item_add(
             "人工添加的记忆是已确认内容，不能是推断 (a human addition cannot be a hypothesis).", code="invalid_type"
         )
     content = normalize_content(content)
-    _validate(type=type, key=key or "human", content=content, confidence=1.0, importance=importance)
+    item_values_validate(type=type, key=key or "human", content=content, confidence=1.0, importance=importance)
     _validate_expiry(expires_at)
     with account_atomic():
         sources = _validate_sources(customer, source_message_ids)
@@ -145,7 +147,7 @@ def memory_item_add(
             direction=MemoryDirection.INTERNAL,
             created_by=MemoryCreatedBy.HUMAN,
             expires_at=expires_at,
-            audit_action="memory_item_added",
+            audit_action=AuditAction.MEMORY_ITEM_ADDED,
         )
     return result.item
 
@@ -158,7 +160,7 @@ def memory_item_edit(
     importance: int | None = None,
     confidence: float | None = None,
     expires_at: datetime | Literal[_Unset.TOKEN] | None = UNSET,
-    actor: Any,
+    actor: Actor,
     reason: str,
 ) -> MemoryItem:
     """Overwrite an active item in place and mark it `created_by=human` (its history keeps the old value)."""
@@ -181,7 +183,7 @@ def memory_item_edit(
         if expires_at is not UNSET and expires_at != item.expires_at:
             _validate_expiry(expires_at)
             changes["expires_at"] = expires_at
-        _validate(
+        item_values_validate(
             type=changes.get("type", item.type),
             key=item.key,
             content=changes.get("content", item.content),
@@ -193,13 +195,13 @@ def memory_item_edit(
         for field, value in changes.items():
             setattr(item, field, value)
         item.created_by = MemoryCreatedBy.HUMAN
-        _save(item, actor=actor, reason=reason, update_fields=[*changes, "created_by"])
-        _audit("memory_item_edited", item, actor=actor, reason=reason, fields=sorted(changes))
+        item_row_save(item, actor=actor, reason=reason, update_fields=[*changes, "created_by"])
+        _audit(AuditAction.MEMORY_ITEM_EDITED, item, actor=actor, reason=reason, fields=sorted(changes))
         snapshot_refresh(customer=item.customer, reason=reason)
     return item
 
 
-def memory_item_confirm(*, item: MemoryItem, actor: Any, reason: str) -> MemoryItem:
+def memory_item_confirm(*, item: MemoryItem, actor: Actor, reason: str) -> MemoryItem:
     """A supervisor vouches for a model inference: hypothesis → fact, confidence 1, created_by=human."""
     with account_atomic():
         item = _locked(item)
@@ -213,20 +215,20 @@ def memory_item_confirm(*, item: MemoryItem, actor: Any, reason: str) -> MemoryI
         item.type = MemoryType.FACT
         item.confidence = 1.0
         item.created_by = MemoryCreatedBy.HUMAN
-        _save(item, actor=actor, reason=reason, update_fields=["type", "confidence", "created_by"])
-        _audit("memory_item_confirmed", item, actor=actor, reason=reason, previous_type=MemoryType.HYPOTHESIS)
+        item_row_save(item, actor=actor, reason=reason, update_fields=["type", "confidence", "created_by"])
+        _audit(AuditAction.MEMORY_ITEM_CONFIRMED, item, actor=actor, reason=reason, previous_type=MemoryType.HYPOTHESIS)
         snapshot_refresh(customer=item.customer, reason=reason)
     return item
 
 
-def memory_item_reject(*, item: MemoryItem, actor: Any, reason: str) -> MemoryItem:
+def memory_item_reject(*, item: MemoryItem, actor: Actor, reason: str) -> MemoryItem:
     """The item is wrong: it never enters a context again (kept, with its history, for the record)."""
     with account_atomic():
         item = _locked(item)
         _require_active(item, "拒绝")
         item.status = MemoryStatus.REJECTED
-        _save(item, actor=actor, reason=reason, update_fields=["status"])
-        _audit("memory_item_rejected", item, actor=actor, reason=reason)
+        item_row_save(item, actor=actor, reason=reason, update_fields=["status"])
+        _audit(AuditAction.MEMORY_ITEM_REJECTED, item, actor=actor, reason=reason)
         snapshot_refresh(customer=item.customer, reason=reason)
     return item
 
@@ -234,17 +236,17 @@ def memory_item_reject(*, item: MemoryItem, actor: Any, reason: str) -> MemoryIt
 # --- expiry ----------------------------------------------------------------------------------
 
 
-def _expire(item: MemoryItem, *, now: datetime, actor: Any, reason: str, automatic: bool) -> None:
+def _expire(item: MemoryItem, *, now: datetime, actor: Actor, reason: str, automatic: bool) -> None:
     item.status = MemoryStatus.SUPERSEDED
     fields = ["status"]
     if item.expires_at is None or item.expires_at > now:
         item.expires_at = now
         fields.append("expires_at")
-    _save(item, actor=actor, reason=reason, update_fields=fields)
-    _audit("memory_item_expired", item, actor=actor, reason=reason, automatic=automatic)
+    item_row_save(item, actor=actor, reason=reason, update_fields=fields)
+    _audit(AuditAction.MEMORY_ITEM_EXPIRED, item, actor=actor, reason=reason, automatic=automatic)
 
 
-def memory_item_expire(*, item: MemoryItem, actor: Any, reason: str) -> MemoryItem:
+def memory_item_expire(*, item: MemoryItem, actor: Actor, reason: str) -> MemoryItem:
     """Expire an item now (status `superseded`, expires_at = now)."""
     with account_atomic():
         item = _locked(item)
@@ -254,7 +256,9 @@ def memory_item_expire(*, item: MemoryItem, actor: Any, reason: str) -> MemoryIt
     return item
 
 
-def memory_items_expire_due(*, now: datetime | None = None, actor: Any = "expiry", reason: str = "到期自动失效") -> int:
+def memory_items_expire_due(
+    *, now: datetime | None = None, actor: Actor = "expiry", reason: str = "到期自动失效"
+) -> int:
     """Turn every active item of the selected account whose expires_at has passed into `superseded`.
 
     One audit row per item and one snapshot refresh per customer; returns how many expired.
@@ -344,7 +348,7 @@ def _scrub_reasons(customer: Customer, contents: set[str]) -> None:
                 row.save(update_fields=["history_change_reason"])
 
 
-def _forget_profile_value(customer: Customer, key: str, contents: set[str], *, actor: Any, reason: str) -> set[str]:
+def _forget_profile_value(customer: Customer, key: str, contents: set[str], *, actor: Actor, reason: str) -> set[str]:
     """Forgetting `profile:<field>` also clears the field and its past values in the profile history,
     or the profile would keep saying what memory forgot. Returns the bare values forgotten."""
     field = key.removeprefix("profile:")
@@ -400,11 +404,11 @@ def _scrub_structured_updates(customer: Customer, field: str, values: set[str]) 
             )
 
 
-def memory_item_forget(*, item: MemoryItem, actor: Any, reason: str) -> dict[str, Any]:
+def memory_item_forget(*, item: MemoryItem, actor: Actor, reason: str) -> dict[str, Any]:
     """Physically delete an item, its history rows and its lines in every snapshot version.
 
     The audit keeps that it happened and the item id, never what it said. The customer's
-    messages are kept (a separate policy; see `memory.erasure.customer_erase`).
+    messages are kept (a separate policy; see `memory.governance.erasure.customer_erase`).
     """
     with account_atomic():
         item = _locked(item)
@@ -428,7 +432,7 @@ def memory_item_forget(*, item: MemoryItem, actor: Any, reason: str) -> dict[str
         _scrub_reasons(customer, contents)
         snapshot, _created = snapshot_refresh(customer=customer, reason=reason)
         audit_record(
-            action="memory_item_forgotten",
+            action=AuditAction.MEMORY_ITEM_FORGOTTEN,
             conversation_id=customer.conversation_id,
             actor=actor,
             reason=reason,

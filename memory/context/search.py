@@ -1,14 +1,15 @@
 """Session search (spec §1, §7): keyword search over a customer's or the whole account's messages.
 
-SQLite: an FTS5 `trigram` index over `conversations_message`, created lazily and kept in sync
-by triggers; PostgreSQL: a `pg_trgm` GIN index. Terms shorter than three characters (most
-Chinese words, e.g. "地铁") cannot use a trigram index and fall back to a bounded LIKE scan.
+The indexes are made by migration `memory.0004_message_search_index`: on SQLite an FTS5 `trigram`
+index over `conversations_message` kept in sync by triggers; on PostgreSQL a `pg_trgm` GIN index.
+Terms shorter than three characters (most Chinese words, e.g. "地铁") cannot use a trigram index
+and fall back to a bounded LIKE scan; a SQLite database whose index is incomplete (e.g. a later
+migration rebuilt the message table and dropped the triggers) is searched by LIKE alone.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 
 from django.db import connections
 from django.db.models import QuerySet
@@ -20,6 +21,7 @@ from qiwei_site.platform.tenancy import current_alias
 
 logger = logging.getLogger(__name__)
 
+# The names the migration creates (kept there too: a migration must not import app code).
 FTS_TABLE = "memory_message_fts"
 PG_INDEX = "memory_message_text_trgm"
 MAX_QUERY_CHARS = 200
@@ -28,54 +30,35 @@ MAX_LIMIT = 200
 # A LIKE-only search (every term < 3 characters) scans at most the newest N messages.
 LIKE_SCAN_LIMIT = 50_000
 
-_SQLITE_SETUP = [
-    f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} USING fts5("
-    "text, content='conversations_message', content_rowid='id', tokenize='trigram')",
-    f"CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_ai AFTER INSERT ON conversations_message BEGIN "
-    f"INSERT INTO {FTS_TABLE}(rowid, text) VALUES (new.id, new.text); END",
-    f"CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_ad AFTER DELETE ON conversations_message BEGIN "
-    f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rowid, text) VALUES ('delete', old.id, old.text); END",
-    f"CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_au AFTER UPDATE OF text ON conversations_message BEGIN "
-    f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rowid, text) VALUES ('delete', old.id, old.text); "
-    f"INSERT INTO {FTS_TABLE}(rowid, text) VALUES (new.id, new.text); END",
-]
-_SQLITE_OBJECTS = {FTS_TABLE, f"{FTS_TABLE}_ai", f"{FTS_TABLE}_ad", f"{FTS_TABLE}_au"}
-_setup_lock = threading.Lock()
-_pg_ready: set[tuple[str, str]] = set()
+_SQLITE_OBJECTS = (FTS_TABLE, f"{FTS_TABLE}_ad", f"{FTS_TABLE}_ai", f"{FTS_TABLE}_au")
+
+FTS5 = "fts5"
+PG_TRGM = "pg_trgm"
+LIKE = "like"
 
 
-def ensure_search_index() -> str:
-    """Create the account database's search index if missing (idempotent). Returns the vendor.
+def search_index_kind() -> str:
+    """How the selected account database can be searched: FTS5, pg_trgm or LIKE only.
 
-    Checked on every call: a table rebuild by a later migration drops triggers, and then the
-    index is recreated and rebuilt rather than silently going stale.
+    Checked on every call on SQLite (one lookup in sqlite_master): an index with a missing table
+    or trigger would give stale results, so it is not used. On PostgreSQL ILIKE on the column is
+    correct with or without the GIN index, which only makes it fast.
     """
-    alias = current_alias()
-    connection = connections[alias]
+    connection = connections[current_alias()]
+    if connection.vendor == "postgresql":
+        return PG_TRGM
     if connection.vendor == "sqlite":
         with connection.cursor() as cursor:
-            cursor.execute("SELECT name FROM sqlite_master WHERE name IN (%s, %s, %s, %s)", sorted(_SQLITE_OBJECTS))
+            cursor.execute("SELECT name FROM sqlite_master WHERE name IN (%s, %s, %s, %s)", list(_SQLITE_OBJECTS))
             present = {row[0] for row in cursor.fetchall()}
-        if present != _SQLITE_OBJECTS:
-            with _setup_lock, connection.cursor() as cursor:
-                for statement in _SQLITE_SETUP:
-                    cursor.execute(statement)
-                cursor.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('rebuild')")
-            logger.info("search: FTS5 trigram index built for %s", alias)
-    elif connection.vendor == "postgresql":
-        key = (alias, str(connection.settings_dict.get("NAME")))
-        if key not in _pg_ready:
-            with _setup_lock, connection.cursor() as cursor:
-                try:
-                    cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
-                    cursor.execute(
-                        f"CREATE INDEX IF NOT EXISTS {PG_INDEX} ON conversations_message USING gin (text gin_trgm_ops)"
-                    )
-                except Exception:
-                    # Without the extension search still works, only without the index.
-                    logger.exception("search: pg_trgm index could not be created on %s", alias)
-            _pg_ready.add(key)
-    return connection.vendor
+        if present == set(_SQLITE_OBJECTS):
+            return FTS5
+        logger.warning(
+            "search: FTS5 index incomplete on %s (missing %s); using LIKE",
+            connection.alias,
+            sorted(set(_SQLITE_OBJECTS) - present),
+        )
+    return LIKE
 
 
 def _terms(query: str) -> list[str]:
@@ -112,16 +95,16 @@ def search_messages(*, query: str, conversation_id: str | None, limit: int = 50)
     messages: QuerySet[Message] = Message.objects.filter(is_effective=True).select_related("customer")
     if conversation_id is not None:
         messages = messages.filter(customer=customer_get(conversation_id))
-    vendor = ensure_search_index()
+    index = search_index_kind()
     long_terms = [term for term in terms if len(term) >= 3]
     short_terms = [term for term in terms if len(term) < 3]
-    if vendor == "sqlite" and long_terms:
+    if index == FTS5 and long_terms:
         match = " AND ".join('"' + term.replace('"', '""') + '"' for term in long_terms)
         messages = messages.extra(
             where=[f"conversations_message.id IN (SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s)"],
             params=[match],
         )
-    elif vendor == "postgresql":
+    elif index == PG_TRGM:
         # ILIKE on the bare column is what the gin_trgm_ops index serves (Django's icontains wraps UPPER()).
         for term in long_terms:
             messages = messages.extra(where=["conversations_message.text ILIKE %s"], params=[_like_pattern(term)])

@@ -1,3 +1,0 @@
-from django.urls import path  # noqa: F401
-
-urlpatterns: list = []

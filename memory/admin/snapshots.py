@@ -1,0 +1,93 @@
+"""Snapshot versions (read-only, with a line diff between versions) and capture jobs in admin."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from django.contrib import admin
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html
+
+from memory.models import CaptureJob, MemorySnapshot
+from memory.selectors import snapshot_list
+from qiwei_site.platform.admin_site import AccountScopedAdminMixin, ReadOnlyAdminMixin
+
+
+@admin.register(MemorySnapshot)
+class MemorySnapshotAdmin(AccountScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ["customer", "version", "char_count", "item_count", "reason", "created_at", "diff_link"]
+    search_fields = ["customer__conversation_id", "customer__display_name"]
+    list_select_related = ["customer"]
+    fields = ["customer", "version", "content", "char_count", "item_ids", "left_out_ids", "sha256", "reason"]
+    readonly_fields = ["customer", "version", "content", "char_count", "item_ids", "left_out_ids", "sha256", "reason"]
+    diff_template = "admin/memory/memorysnapshot/diff.html"
+
+    @admin.display(description="条目数")
+    def item_count(self, obj: MemorySnapshot) -> int:
+        return len(obj.item_ids or [])
+
+    @admin.display(description="与上一版差异")
+    def diff_link(self, obj: MemorySnapshot) -> str:
+        if obj.version <= 1:
+            return "—"
+        return format_html('<a href="{}">查看差异</a>', reverse("admin:memory_memorysnapshot_diff", args=[obj.pk]))
+
+    def get_urls(self) -> list[Any]:
+        return [
+            path(
+                "<int:object_id>/diff/",
+                self.admin_site.admin_view(self.diff_view),
+                name="memory_memorysnapshot_diff",
+            ),
+            *super().get_urls(),
+        ]
+
+    def diff_view(self, request: HttpRequest, object_id: int) -> TemplateResponse:
+        """A line diff between this version and another of the same customer (default: the previous one)."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        snapshot = get_object_or_404(MemorySnapshot.objects.select_related("customer"), pk=object_id)
+        versions = snapshot_list(customer=snapshot.customer)
+        try:
+            against_version = int(request.GET.get("against", snapshot.version - 1))
+        except ValueError:
+            against_version = snapshot.version - 1
+        against = versions.filter(version=against_version).first()
+        old_text = against.content if against else ""
+        lines = []
+        for line in difflib.unified_diff(
+            old_text.splitlines(),
+            snapshot.content.splitlines(),
+            fromfile=f"v{against.version}" if against else "（无）",
+            tofile=f"v{snapshot.version}",
+            lineterm="",
+        ):
+            kind = "add" if line.startswith("+") else "remove" if line.startswith("-") else "context"
+            if line.startswith(("+++", "---", "@@")):
+                kind = "meta"
+            lines.append({"kind": kind, "text": line})
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"快照差异：{snapshot.customer} v{against_version} → v{snapshot.version}",
+            "opts": self.model._meta,
+            "snapshot": snapshot,
+            "against": against,
+            "versions": list(versions.values_list("version", "pk")),
+            "lines": lines,
+            "unchanged": not lines,
+        }
+        request.current_app = self.admin_site.name
+        return TemplateResponse(request, self.diff_template, context)
+
+
+@admin.register(CaptureJob)
+class CaptureJobAdmin(AccountScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ["id", "customer", "message", "status", "attempts", "next_attempt_at", "finished_at"]
+    list_filter = ["status"]
+    search_fields = ["customer__conversation_id"]
+    list_select_related = ["customer"]

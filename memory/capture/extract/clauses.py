@@ -1,0 +1,133 @@
+"""Clause splitting and the guards that decide whether a clause is the customer's own firm statement:
+questions, conditionals, reported speech, third parties, hedges, negations, jokes, past states."""
+
+from __future__ import annotations
+
+import re
+
+# --- splitting ----------------------------------------------------------------------------
+
+_SENTENCE_RE = re.compile(r"[^。！？!?\n]+[。！？!?]*|[。！？!?]+")
+_CLAUSE_SPLIT_RE = re.compile(
+    r"[，,；;：:]|(?<!Mr)(?<!Mrs)(?<!Ms)(?<!Dr)(?:(?<!\d)\.|\.(?!\d))|(?<!不)但是|(?<!不)但(?!是)|不过|可是|然而|只是说|"
+    r"(?<!anything\s)(?<!all\s)\bbut\b|\bhowever\b|\balthough\b|\bthough\b|\band\s+(?=(?:i|i'd|i'm|we|we'd|no|not|don't|please)\b)",
+    re.IGNORECASE,
+)
+
+
+def split_sentences(text: str) -> list[tuple[list[str], bool]]:
+    """Sentences as (clauses, ends_with_question_mark)."""
+    sentences: list[tuple[list[str], bool]] = []
+    for sentence in _SENTENCE_RE.findall(text):
+        question = bool(re.search(r"[?？]\s*$", sentence))
+        body = sentence.rstrip("。！？!? ")
+        parts = [p.strip() for p in _CLAUSE_SPLIT_RE.split(body)]
+        parts = [p for p in parts if p]
+        if parts:
+            sentences.append((parts, question))
+    return sentences
+
+
+# --- guards -------------------------------------------------------------------------------
+
+QUESTION_RE = re.compile(
+    r"[吗嘛]|(?<![一么])么\s*$|呢\s*$|有没有|是否|能否|能不能|可不可以|可以吗|行不行|好不好|是不是|会不会|要不要|"
+    r"多少|多久|多长时间|谁|难道|岂|几[个套间室楼号点层居房]|什么|啥|哪|(?<!不)怎么|如何|为什么|为啥|咋|"
+    r"^\s*(?:do|does|did|is|are|was|were|can|could|would|will|have|has|any|what|which|where|when|how|why|who|"
+    r"should|shall|may)\b",
+    re.IGNORECASE,
+)
+# Someone other than the customer as the subject ("我朋友喜欢…", "房东希望…"); checked on the words
+# before the trigger, so "不要中介费" stays the customer's own constraint.
+THIRD_PARTY_RE = re.compile(
+    r"朋友|老婆|老公|妻子|丈夫|爱人|媳妇|太太|我妈|妈妈|母亲|我爸|爸爸|父亲|父母|爸妈|家人|家里人|同事|室友|"
+    r"女朋友|男朋友|女友|男友|对象|孩子|儿子|女儿|闺蜜|哥哥|姐姐|弟弟|妹妹|邻居|房东|中介|老板|领导|别人|有人|"
+    r"人家|大家|他们|她们|(?<!其)他|她|亲戚|公婆|岳父|岳母|老人|(?<!老实)(?<!坦白)(?<!坦白地)说(?!实话|真的)|觉得|认为|听|"
+    r"\bmy\s+(?:wife|husband|partner|friend|friends|mom|mother|dad|father|parents|boss|colleague|colleagues|"
+    r"roommate|roommates|girlfriend|boyfriend|son|daughter|kids|children|family|sister|brother)\b|"
+    r"\b(?:he|she|they|his|her|their|someone|somebody|people|others|landlord|agent|said|says|thinks)\b",
+    re.IGNORECASE,
+)
+# Reported speech or hearsay: the rest of the sentence is someone else's words.
+REPORTING_RE = re.compile(
+    # "现在不想要了" ends like "我老婆想要，" but refuses instead of reporting.
+    r"(?<!不)(?:说|讲|觉得|认为|表示|建议|要求|希望|想要|交代|提到)[了过]?\s*$|听说|据说|听人说|听别人说|网上说|"
+    r"\b(?:said|says|told\s+me|thinks|wants|heard|apparently)\b",
+    re.IGNORECASE,
+)
+# The customer's own saying ("我跟你说，…", "forget what I said earlier, …") introduces their own words.
+FIRST_PERSON_SAYING_RE = re.compile(
+    r"^(?:那|嗯|好|哦|就是|其实|这样|还有)*(?:我|我们)(?:再|先|就|刚才|刚刚|之前|前面|跟你们?|和你们?|给你们?|想)*"
+    r"(?:说|讲|补充|强调)(?:一下|一句|下)?[了过]{0,2}$|"
+    r"^(?:(?:please|so|ok|okay|sorry|actually|just)\s+)*(?:forget|ignore|disregard|scratch|never\s+mind)\b"
+    r"[^.]*\b(?:i|we)(?:'ve|\s+have|\s+just)?\s+(?:said|told\s+you|wrote|mentioned)\b[\w\s]*$|"
+    r"^(?:like|as)\s+(?:i|we)(?:'ve|\s+have)?\s+(?:said|mentioned|told\s+you)(?:\s+(?:before|earlier))?$",
+    re.IGNORECASE,
+)
+CONDITIONAL_RE = re.compile(
+    r"如果|假如|假设|万一|倘若|(?<![主就还要])要是|的话|若是|\bif\b|\bunless\b|\bsuppose\b|\bin\s+case\b|\bwhat\s+if\b",
+    re.IGNORECASE,
+)
+STRONG_HEDGE_RE = re.compile(
+    r"不是非要|不是一定要|不是必须|不必|没必要|未必|不非得|不一定非要|还没想好|没想好|还没定|没定|不确定|不一定|看情况|再说吧|说不准|不好说|随便|都行|都可以|无所谓|还在考虑|再考虑|"
+    r"\bnot\s+sure\b|\bundecided\b|\bhaven't\s+decided\b|\bdepends\b|\bwhatever\b|\bdon't\s+mind\b|\bno\s+preference\b",
+    re.IGNORECASE,
+)
+WEAK_HEDGE_RE = re.compile(
+    r"也许|(?<![尽不])可能|或许|估计|好像|似乎|应该|大概吧|说不定|暂时|先看看|\bmaybe\b|\bperhaps\b|\bprobably\b|"
+    r"\bmight\b|\bpossibly\b|\bi\s+guess\b|\bi\s+think\b|\bkind\s+of\b|\bsort\s+of\b",
+    re.IGNORECASE,
+)
+DOUBLE_NEGATION_RE = re.compile(
+    r"不是不|并非不|并不是不|没有不|也不是不|不能不|不会不|\bnot\s+that\s+i\s+(?:don't|do\s+not)\b|"
+    r"\bit's\s+not\s+that\s+i\s+(?:don't|do\s+not)\b|\bdon't\s+mind\b",
+    re.IGNORECASE,
+)
+# A negated aversion ("不介意一楼", "并不排斥老小区", "I don't hate the top floor") is acceptance, not a
+# preference: writing one would overstate what was said, so these clauses yield nothing.
+NEGATED_AVERSION_RE = re.compile(
+    r"(?:不|没|并不|也不|从不|倒不)(?:是|太|是很|怎么|大|那么|算)?(?:讨厌|反感|嫌弃|拒绝|排斥|介意|在意|在乎|害怕|怕|抗拒|"
+    r"排除|忌讳|讲究|挑)|没(?:什么|啥)?(?:意见|要求|讲究)|"
+    r"\b(?:don't|do\s+not|doesn't|never|wouldn't|would\s+not)\s+(?:really\s+)?(?:hate|dislike|mind|object\s+to|rule\s+out)\b|"
+    r"\bnot\s+(?:against|opposed\s+to|bothered\s+by|fussy|picky)\b|\bwouldn't\s+say\s+no\b|\bopen\s+to\b",
+    re.IGNORECASE,
+)
+
+# A joke or irony ("开玩笑的", "…才怪", "just kidding") says the opposite of the words: the whole
+# sentence yields nothing, and a sentence that is only the joke marker retracts the one before.
+JOKE_RE = re.compile(
+    r"(?<![不没别])(?<!不是)(?<!没有)开(?:个|了个|了)?玩笑|逗你(?:的|玩)|说着玩|骗你的|才怪|"
+    r"(?<!not\s)(?<!no\s)\bkidding\b|\bjk\b|(?<!not\s)\bjoking\b|\byeah\s+right\b|\bas\s+if\b",
+    re.IGNORECASE,
+)
+# "不是我喜欢高层（是我老婆）", "it's not that I like…", "I wouldn't say I like…": the customer
+# disowns the statement that follows.
+DISOWNED_RE = re.compile(
+    r"^(?:又|并|也|倒)?不是(?:我|我们|咱们)(?!说|讲)|"
+    r"\b(?:it's|it\s+is|its)\s+not\s+(?:that|me|us)\b|^not\s+that\b|"
+    r"\b(?:wouldn't|would\s+not|won't|can't|cannot|couldn't)\s+(?:really\s+)?say\b|\bnot\s+(?:saying|to\s+say)\b",
+    re.IGNORECASE,
+)
+# A past state ("我以前喜欢高层", "I used to want…") is no longer what the customer wants: it yields
+# nothing itself, but its object carries to a following "现在不要了" / "not anymore".
+PAST_RE = re.compile(
+    r"(?:^|我|我们|咱们|俺)(?:以前|之前|原来|原先|过去|曾经|本来(?!就)|原本|当初|早先|一开始|起初|刚开始)"
+    r"(?!说|讲|提|跟|和|给|问|告诉)|"
+    r"\b(?:used\s+to|previously|originally|initially|at\s+first)\b",
+    re.IGNORECASE,
+)
+# "not anymore", "now I don't": a reversal with no object of its own.
+EN_REVERSAL_RE = re.compile(
+    r"^(?:(?:and|so|but)\s+)?(?:(?:now|these\s+days)\s+)?(?:not\s+any\s*more|not\s+now|no\s+longer|"
+    r"(?:i|we)\s+(?:don't|do\s+not|no\s+longer)(?:\s+any\s*more)?)$",
+    re.IGNORECASE,
+)
+# "我说了不要顶楼", "I said no pets": the customer repeating themselves, not reporting someone else.
+FIRST_PERSON_LEAD_RE = re.compile(
+    r"^(?:我|我们)(?:刚才|刚刚|之前|已经|前面|早就|都)*(?:说过|说了|讲过|讲了|说)了?\s*|"
+    r"^(?:(?:as|like)\s+)?(?:i|we)(?:'ve|\s+have|\s+already|\s+just)?\s+(?:said|told\s+you|mentioned)"
+    r"(?:\s+(?:before|earlier|already))?\s*",
+    re.IGNORECASE,
+)
+# "not anymore", "no longer": what the clause names (a name, a city) is over.
+NO_LONGER_EN = re.compile(r"\bany\s*more\b|\bno\s+longer\b", re.IGNORECASE)

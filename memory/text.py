@@ -1,0 +1,41 @@
+"""Text normalisation shared by capture, memory writes and grounding; plain Python, no Django.
+
+Each public function is one use's normal form, built from the same steps: NFKC folding first,
+then what that use needs. They differ on purpose (the safety gate keeps whitespace and case that
+its patterns read; stored content keeps case), so pick by use, not by name.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_THOUSANDS_SEPARATOR_RE = re.compile(r"(?<=\d)[,，](?=\d{3})")
+_WHITESPACE_RE = re.compile(r"\s+")
+
+
+def fold_compatibility(text: str) -> str:
+    """NFKC folds full-width letters and compatibility forms ("ｉｇｎｏｒｅ", "①") into plain ones.
+
+    What the safety gate scans: spacing, case and punctuation stay, its patterns read them.
+    """
+    return unicodedata.normalize("NFKC", text or "")
+
+
+def normalise_statement(text: str) -> str:
+    """A customer message as extraction reads it: folded, curly apostrophes straight ("I’d" → "I'd"), trimmed."""
+    return fold_compatibility(text).replace("\u2019", "'").strip()
+
+
+def normalize_content(content: str) -> str:
+    """Stored memory content and one-line values: each run of whitespace becomes one space, ends trimmed."""
+    return " ".join((content or "").split())
+
+
+def normalise_for_grounding(text: str) -> str:
+    """Folded, case-folded, without whitespace or thousands separators: 「４，５００ 元」 → 「4500元」.
+
+    For checking that a value appears in a message, never for storing it.
+    """
+    folded = fold_compatibility(text).casefold()
+    return _WHITESPACE_RE.sub("", _THOUSANDS_SEPARATOR_RE.sub("", folded))
