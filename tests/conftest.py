@@ -1,8 +1,14 @@
-"""Shared fixtures: every test gets its own account databases in a fresh data dir."""
+"""Shared fixtures: every test gets its own account databases in a fresh data dir; local HTTP servers."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import socket
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 from django.db import connections
@@ -111,3 +117,86 @@ def admin_client(staff_user, account):
     session[SESSION_KEY] = account.id
     session.save()
     return client
+
+
+class _JsonHandler(BaseHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+        pass
+
+    def _reply(self, status: int, body: Any) -> None:
+        data = json.dumps(body, ensure_ascii=False).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _route(self, method: str, payload: Any) -> None:
+        server: Any = self.server
+        server.requests.append((method, self.path, payload))
+        route = server.routes.get((method, self.path), (404, {"error": "not found"}))
+        status, body = route(payload) if callable(route) else route
+        self._reply(status, body)
+
+    def do_GET(self) -> None:
+        self._route("GET", None)
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        self._route("POST", json.loads(self.rfile.read(length) or b"{}"))
+
+
+@pytest.fixture
+def json_server() -> Iterator[Any]:
+    """A JSON HTTP server on 127.0.0.1 (random port): `server.routes[(method, path)]` is
+    `(status, body)` or a function of the request body returning one; `server.requests` records calls."""
+    server: Any = ThreadingHTTPServer(("127.0.0.1", 0), _JsonHandler)
+    server.routes = {}
+    server.requests = []
+    server.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+class HangingServer:
+    """Accepts connections and never answers; counts what it was sent."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.connections: list[socket.socket] = []
+        self.received: list[bytes] = []
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        self.sock.settimeout(0.05)
+        while not self._stop.is_set():
+            try:
+                conn, _addr = self.sock.accept()
+            except OSError:
+                continue
+            conn.settimeout(0.5)
+            self.connections.append(conn)
+            with contextlib.suppress(OSError):
+                self.received.append(conn.recv(4096))
+
+    def close(self) -> None:
+        self._stop.set()
+        self.thread.join(timeout=2)
+        for conn in self.connections:
+            conn.close()
+        self.sock.close()
+
+
+@pytest.fixture
+def hanging_server() -> Iterator[HangingServer]:
+    server = HangingServer()
+    yield server
+    server.close()

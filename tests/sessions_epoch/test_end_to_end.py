@@ -6,7 +6,7 @@ from __future__ import annotations
 from conversations.models import CustomerProfile
 from memory.models import MemoryItem
 from sessions_epoch.pipeline import draft_generate
-from tests.turns.test_pipeline import ScriptedClient, _answer
+from tests.sessions_epoch.test_pipeline import ScriptedClient, _answer
 
 
 def test_turn_with_real_provider_applies_only_grounded_updates(customer):

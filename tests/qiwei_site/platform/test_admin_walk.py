@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from memory.governance.services import memory_item_add
 from memory.snapshots import snapshot_current
-from tests.admin.conftest import login_with_account
+from tests.qiwei_site.platform.conftest import login_with_account
 
 # Django's own English admin strings that would show if the UI fell back to English.
 ENGLISH_CHROME = ("Django administration", "Select ", " to change", "Save and continue", "Change history")

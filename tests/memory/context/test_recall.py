@@ -5,7 +5,7 @@ from __future__ import annotations
 from conversations.models import MessageDirection
 from conversations.selectors import message_latest_inbound
 from memory.context.recall import rank, recall_for
-from tests.context.conftest import filler
+from tests.memory.context.conftest import filler
 
 IN, OUT = MessageDirection.INBOUND, MessageDirection.OUTBOUND
 
@@ -121,7 +121,7 @@ def test_rank_is_importable_without_a_configured_django():
     )
     # When the public entry point is imported and called
     result = subprocess.run(
-        [sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], env=env, capture_output=True, text=True
+        [sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[3], env=env, capture_output=True, text=True
     )
     # Then it ranks, without touching the ORM
     assert result.returncode == 0, result.stderr

@@ -1,10 +1,9 @@
-"""Fixtures for context assembly: conversations with realistic history and a throw-away knowledge base."""
+"""Fixtures for context assembly: conversations with realistic history."""
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import pytest
 
@@ -44,6 +43,7 @@ def chat(account) -> Callable[..., list[Message]]:
     return write
 
 
+# Overrides the governance `customer` of tests/memory/conftest.py for the context tests.
 @pytest.fixture
 def customer(account) -> Customer:
     return CustomerFactory(conversation_id="wm_wang", display_name="王先生")
@@ -56,15 +56,6 @@ def filler(count: int) -> list[tuple[str, str]]:
         direction = MessageDirection.OUTBOUND if i % 2 else MessageDirection.INBOUND
         turns.append((direction, FILLER[i % len(FILLER)]))
     return turns
-
-
-@pytest.fixture
-def knowledge_root(tmp_path, settings) -> Path:
-    """An empty knowledge directory selected as QIWEI_KNOWLEDGE_DIR."""
-    root = tmp_path / "kb"
-    root.mkdir()
-    settings.QIWEI_KNOWLEDGE_DIR = root
-    return root
 
 
 @pytest.fixture

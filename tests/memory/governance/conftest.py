@@ -1,28 +1,12 @@
-"""Fixtures for governance tests: a customer with realistic renting conversation and memory."""
+"""Fixtures for governance tests: memory items on the renting customer (`customer` and `messages`
+come from tests/memory/conftest.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from conversations.models import MessageDirection
 from memory.items import memory_item_put
 from memory.models import MemoryType
-from tests.factories import CustomerFactory, MessageFactory
-
-
-@pytest.fixture
-def customer(account):
-    return CustomerFactory(conversation_id="wm_wang_001", display_name="王先生")
-
-
-@pytest.fixture
-def messages(customer):
-    return [
-        MessageFactory(customer=customer, text="你好，我想在浦东租个两居室，预算4500左右"),
-        MessageFactory(customer=customer, text="我更喜欢地铁附近的，上班方便", direction=MessageDirection.INBOUND),
-        MessageFactory(customer=customer, text="好的，我帮您看看2号线沿线的房源", direction=MessageDirection.OUTBOUND),
-        MessageFactory(customer=customer, text="不考虑顶楼，夏天太热"),
-    ]
 
 
 @pytest.fixture

@@ -27,8 +27,8 @@ from memory.context.builder import (
 from memory.models import MemoryType
 from memory.snapshots import snapshot_refresh
 from qiwei_site.platform.tenancy import account_atomic
-from tests.context.conftest import filler
 from tests.factories import MemoryItemFactory, TaskFactory
+from tests.memory.context.conftest import filler
 
 IN, OUT = MessageDirection.INBOUND, MessageDirection.OUTBOUND
 

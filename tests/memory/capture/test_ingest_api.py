@@ -6,7 +6,7 @@ import pytest
 
 from conversations.models import Customer, Message
 from memory.models import CaptureJob
-from tests.capture.conftest import wecom_message
+from tests.memory.conftest import wecom_message
 
 URL = "/api/accounts/acme/conversations/wm_conv_api/messages/"
 

@@ -13,8 +13,8 @@ from memory.capture import services as capture_services
 from memory.capture.jobs import capture_job_enqueue, capture_job_run, capture_sweep
 from memory.models import CaptureJob, CaptureJobStatus, MemoryItem
 from memory.tasks import capture_sweep_all
-from tests.capture.conftest import wecom_message
 from tests.factories import CustomerFactory, MessageFactory
+from tests.memory.conftest import wecom_message
 
 
 @pytest.fixture
