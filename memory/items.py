@@ -1,9 +1,14 @@
 """The one write path for a memory item's value: create, add evidence, or supersede (spec §3).
 
-Capture, profile edits and human additions all go through `memory_item_put`, so the rule
-"one active item per (customer, key); a new value supersedes the old one, which is kept and
-linked" lives in one place. Audit payloads carry ids and types, never the content, so a
-later `forget` leaves nothing behind.
+Capture, re-capture, backfill, grounding, profile edits and human additions all go through
+`memory_item_put`, so three rules live in one place:
+
+- one active item per (customer, key); a new value supersedes the old one, which is kept and linked;
+- an automatic write never undoes a supervisor's decision (`memory.decisions`);
+- a `profile:<field>` item and the profile field are one truth: writing the item writes the field
+  (and `memory.profile.customer_profile_update`, the other way in, writes both).
+
+Audit payloads carry ids and types, never the content, so a later `forget` leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -14,8 +19,10 @@ from datetime import datetime
 
 from django.core.exceptions import ValidationError
 
-from conversations.models import AuditAction, Customer
+from conversations.models import AuditAction, Customer, CustomerProfile
+from conversations.profile_fields import PROFILE_FIELD_LABELS
 from conversations.services import audit_record
+from memory.decisions import automatic_write_refusal, evidence_time
 from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem, MemoryStatus, MemoryType
 from memory.snapshots import snapshot_refresh
 from memory.text import normalize_content
@@ -27,17 +34,83 @@ CREATED = "created"
 EVIDENCE_ADDED = "evidence_added"
 SUPERSEDED = "superseded"
 UNCHANGED = "unchanged"
+REFUSED = "refused"  # an automatic write that would have undone a supervisor's decision
+
+PROFILE_KEY_PREFIX = "profile:"
 
 
 @dataclass(frozen=True)
 class PutResult:
-    item: MemoryItem
-    outcome: str  # created | evidence_added | superseded | unchanged
+    item: MemoryItem | None  # None only when REFUSED with no active item under the key
+    outcome: str  # created | evidence_added | superseded | unchanged | refused
     superseded_ids: tuple[int, ...] = ()
+    refusal: str = ""
 
     @property
     def changed(self) -> bool:
-        return self.outcome != UNCHANGED
+        return self.outcome not in (UNCHANGED, REFUSED)
+
+
+# --- profile items: `profile:<field>` renders as 「标签：值」 -----------------------------------
+
+
+def profile_item_key(field: str) -> str:
+    return f"{PROFILE_KEY_PREFIX}{field}"
+
+
+def profile_field_of(key: str) -> str | None:
+    """The declared profile field a key stands for (None for any other key)."""
+    field = key.removeprefix(PROFILE_KEY_PREFIX)
+    return field if key.startswith(PROFILE_KEY_PREFIX) and field in PROFILE_FIELD_LABELS else None
+
+
+def profile_item_content(field: str, value: str) -> str:
+    return f"{PROFILE_FIELD_LABELS[field]}：{value}"
+
+
+def profile_item_value(field: str, content: str) -> str:
+    """The bare value of a profile item's content (a supervisor may type it with or without the label)."""
+    content = normalize_content(content)
+    for separator in ("：", ":"):
+        prefix = f"{PROFILE_FIELD_LABELS[field]}{separator}"
+        if content.startswith(prefix):
+            return content[len(prefix) :].strip()
+    return content
+
+
+def profile_follow(item: MemoryItem, *, actor: Actor, reason: str) -> None:
+    """Write the profile field of a `profile:<field>` item so the two never disagree."""
+    field = profile_field_of(item.key)
+    if field is None:
+        return
+    value = profile_item_value(field, item.content)
+    profile = CustomerProfile.objects.select_for_update().filter(customer=item.customer).first()
+    if profile is None:
+        profile = CustomerProfile(customer=item.customer)
+    if getattr(profile, field) == value and profile.pk is not None:
+        return
+    setattr(profile, field, value)
+    stamp_history(profile, actor=actor, reason=reason)
+    if profile.pk is None:
+        profile.save()
+    else:
+        profile.save(update_fields=[field, "updated_at"])
+
+
+def profile_field_release(item: MemoryItem, *, actor: Actor, reason: str) -> bool:
+    """A `profile:<field>` item left memory (rejected, expired, forgotten): clear the field if it
+    still holds that item's value (decision: cleared, not the previous value, which a supervisor or
+    the customer already replaced once). Returns whether the field changed."""
+    field = profile_field_of(item.key)
+    if field is None:
+        return False
+    profile = CustomerProfile.objects.select_for_update().filter(customer=item.customer).first()
+    if profile is None or getattr(profile, field) != profile_item_value(field, item.content):
+        return False
+    setattr(profile, field, "")
+    stamp_history(profile, actor=actor, reason=reason)
+    profile.save(update_fields=[field, "updated_at"])
+    return True
 
 
 def item_values_validate(*, type: str, key: str, content: str, confidence: float, importance: int) -> None:
@@ -86,30 +159,51 @@ def memory_item_put(
     supersedes_keys: Sequence[str] = (),
     audit_action: AuditAction = AuditAction.MEMORY_ITEM_CAPTURED,
     refresh_snapshot: bool = True,
+    automatic: bool | None = None,
+    sync_profile: bool = True,
 ) -> PutResult:
     """Put a value under `key` for the customer.
 
     - same content as the active item: its evidence list grows (or nothing changes);
     - different content: the old item becomes `superseded`, linked to the new one;
     - `supersedes_keys`: active items under these keys (e.g. the constraint a new
-      preference contradicts) are superseded by the new item too.
+      preference contradicts) are superseded by the new item too;
+    - `automatic` (default: `created_by == auto`): refused, writing nothing, when it would undo
+      a supervisor's decision (`memory.decisions.automatic_write_refusal`);
+    - a `profile:<field>` key writes the profile field too (`sync_profile=False` only for
+      `customer_profile_update`, which writes the profile itself).
     """
     content = normalize_content(content)
+    field = profile_field_of(key)
+    if field is not None:
+        content = profile_item_content(field, profile_item_value(field, content))
     item_values_validate(type=type, key=key, content=content, confidence=confidence, importance=importance)
     sources = [int(i) for i in source_message_ids]
+    if automatic is None:
+        automatic = created_by == MemoryCreatedBy.AUTO
     with account_atomic():
         active = (
             MemoryItem.objects.select_for_update()
             .filter(customer=customer, key=key, status=MemoryStatus.ACTIVE)
             .first()
         )
+        if automatic:
+            refusal = automatic_write_refusal(
+                customer=customer,
+                key=key,
+                content=content,
+                evidence_at=evidence_time(customer, sources),
+                supersedes_keys=supersedes_keys,
+            )
+            if refusal:
+                return PutResult(item=active, outcome=REFUSED, refusal=refusal)
         if active is not None and active.content == content and active.type == type:
             new_sources = [i for i in sources if i not in active.source_message_ids]
             fields: list[str] = []
             if new_sources:
                 active.source_message_ids = [*active.source_message_ids, *new_sources]
                 fields.append("source_message_ids")
-            if confidence > active.confidence:
+            if confidence > active.confidence and not (automatic and active.created_by == MemoryCreatedBy.HUMAN):
                 active.confidence = confidence
                 fields.append("confidence")
             if expires_at != active.expires_at and created_by == MemoryCreatedBy.HUMAN:
@@ -147,6 +241,8 @@ def memory_item_put(
             active.superseded_by = item
             item_row_save(active, actor=actor, reason=reason, update_fields=["superseded_by"])
         superseded += _supersede_keys(customer, supersedes_keys, item, actor=actor, reason=reason)
+        if sync_profile:
+            profile_follow(item, actor=actor, reason=reason)
         result = PutResult(item=item, outcome=SUPERSEDED if superseded else CREATED, superseded_ids=tuple(superseded))
         return _finish(
             result, sources, action=audit_action, actor=actor, reason=reason, refresh_snapshot=refresh_snapshot
@@ -157,6 +253,7 @@ def _finish(
     result: PutResult, sources: list[int], *, action: AuditAction, actor: Actor, reason: str, refresh_snapshot: bool
 ) -> PutResult:
     """Audit a change (ids and types only, never content) and refresh the snapshot if asked."""
+    assert result.item is not None  # only writes are finished
     customer = result.item.customer
     audit_record(
         action=action,

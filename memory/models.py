@@ -118,6 +118,43 @@ class MemorySnapshot(models.Model):
         return f"快照 v{self.version}"
 
 
+class DecisionKind(models.TextChoices):
+    ADDED = "added", _("人工添加")
+    EDITED = "edited", _("人工编辑")
+    CONFIRMED = "confirmed", _("人工确认")
+    REJECTED = "rejected", _("已拒绝")
+    EXPIRED = "expired", _("已过期")
+    FORGOTTEN = "forgotten", _("已遗忘")
+
+
+class MemoryDecision(models.Model):
+    """A governance decision that automatic paths must respect (DESIGN §7: decisions are final).
+
+    Holds no content: only keyed fingerprints of the item's key and of its (key, value), so a
+    forgotten value can still be recognised, and refused, without being kept.
+    """
+
+    customer = models.ForeignKey(
+        Customer, on_delete=models.CASCADE, related_name="memory_decisions", verbose_name=_("客户")
+    )
+    kind = models.CharField(_("决定"), max_length=16, choices=DecisionKind.choices)
+    key_fingerprint = models.CharField(_("键指纹"), max_length=64)
+    value_fingerprint = models.CharField(_("值指纹"), max_length=64)
+    decided_at = models.DateTimeField(_("决定时间"), db_index=True)
+
+    class Meta:
+        verbose_name = _("治理决定")
+        verbose_name_plural = _("治理决定")
+        ordering = ["-decided_at", "-id"]
+        indexes = [
+            models.Index(fields=["customer", "key_fingerprint"], name="decision_customer_key"),
+            models.Index(fields=["customer", "value_fingerprint"], name="decision_customer_value"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} {self.decided_at:%Y-%m-%d %H:%M}"
+
+
 class CaptureJobStatus(models.TextChoices):
     PENDING = "pending", _("待处理")
     RUNNING = "running", _("处理中")

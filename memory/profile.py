@@ -12,7 +12,13 @@ from typing import Any
 from conversations.models import AuditAction, Customer, CustomerProfile, Message
 from conversations.profile_fields import PROFILE_FIELDS
 from conversations.services import audit_record
-from memory.items import memory_item_put, memory_item_supersede
+from memory.items import (
+    REFUSED,
+    memory_item_put,
+    memory_item_supersede,
+    profile_item_content,
+    profile_item_key,
+)
 from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem, MemoryStatus, MemoryType
 from memory.snapshots import snapshot_refresh
 from memory.text import normalize_content
@@ -23,13 +29,7 @@ from qiwei_site.platform.tenancy import account_atomic
 PROFILE_LABELS: dict[str, str] = dict(PROFILE_FIELDS)
 PROFILE_ITEM_IMPORTANCE = 4
 
-
-def profile_item_key(field: str) -> str:
-    return f"profile:{field}"
-
-
-def profile_item_content(field: str, value: str) -> str:
-    return f"{PROFILE_LABELS[field]}：{value}"
+__all__ = ["customer_profile_update", "profile_item_content", "profile_item_key"]
 
 
 def _clean_changes(changes: Mapping[str, Any]) -> dict[str, str]:
@@ -92,14 +92,8 @@ def customer_profile_update(
         touched = [field for field in cleaned if field in changed or (grounded and cleaned[field])]
         if not touched:
             return profile
-        if changed:
-            for field in changed:
-                setattr(profile, field, cleaned[field])
-            stamp_history(profile, actor=actor, reason=reason)
-            if profile.pk is None:
-                profile.save()
-            else:
-                profile.save(update_fields=[*changed, "updated_at"])
+        # Memory first: an automatic (grounded) value that would undo a supervisor's decision is
+        # refused there, and then the profile field must not change either.
         memory_changed = False
         for field in touched:
             value = cleaned[field]
@@ -118,8 +112,13 @@ def customer_profile_update(
                     created_by=MemoryCreatedBy.AUTO if grounded else MemoryCreatedBy.HUMAN,
                     audit_action=AuditAction.MEMORY_ITEM_CAPTURED if grounded else AuditAction.MEMORY_ITEM_ADDED,
                     refresh_snapshot=False,
+                    sync_profile=False,
                 )
+                if result.outcome == REFUSED:
+                    changed = [name for name in changed if name != field]
                 memory_changed = memory_changed or result.changed
+            elif grounded:
+                changed = [name for name in changed if name != field]  # the model never clears a field
             else:
                 old = MemoryItem.objects.filter(
                     customer=customer, key=profile_item_key(field), status=MemoryStatus.ACTIVE
@@ -129,6 +128,14 @@ def customer_profile_update(
                         item=old, actor=actor, reason=reason, audit_action=AuditAction.MEMORY_ITEM_SUPERSEDED
                     )
                     memory_changed = True
+        if changed:
+            for field in changed:
+                setattr(profile, field, cleaned[field])
+            stamp_history(profile, actor=actor, reason=reason)
+            if profile.pk is None:
+                profile.save()
+            else:
+                profile.save(update_fields=[*changed, "updated_at"])
         if changed:
             # Field names only: values live in the profile and its history, which `forget` can scrub.
             audit_record(

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from conversations.models import AuditAction, Customer, CustomerProfile, Message, MessageDirection
 from memory.capture.services import capture_message
-from memory.items import UNCHANGED, memory_item_put
+from memory.items import REFUSED, UNCHANGED, memory_item_put
 from memory.models import MemoryCreatedBy, MemoryDirection, MemoryType
 from memory.profile import profile_item_content, profile_item_key
 from memory.snapshots import snapshot_refresh
@@ -49,8 +49,9 @@ def customer_backfill(*, customer: Customer, totals: Totals) -> None:
             created_by=MemoryCreatedBy.HUMAN,
             audit_action=AuditAction.MEMORY_ITEM_BACKFILLED,
             refresh_snapshot=False,
+            automatic=True,  # a replay, not a decision: it never undoes a supervisor's
         )
-        if result.outcome == UNCHANGED:
+        if result.outcome in (UNCHANGED, REFUSED):
             totals.present += 1
         else:
             totals.written += 1

@@ -13,7 +13,7 @@ from conversations.models import AuditAction, AuditEvent, Message, MessageDirect
 from conversations.services import audit_record
 from memory.capture.extract import FACT, Candidate, extract_candidates
 from memory.capture.safety import scan
-from memory.items import CREATED, EVIDENCE_ADDED, SUPERSEDED, UNCHANGED, memory_item_put
+from memory.items import CREATED, EVIDENCE_ADDED, REFUSED, SUPERSEDED, UNCHANGED, memory_item_put
 from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem, MemoryStatus
 from memory.snapshots import snapshot_refresh
 from qiwei_site.platform.errors import ValidationFailed
@@ -36,11 +36,11 @@ class CaptureOutcome:
 
     @property
     def written(self) -> int:
-        return sum(n for outcome, n in self.outcomes.items() if outcome not in {UNCHANGED, STALE})
+        return sum(n for outcome, n in self.outcomes.items() if outcome not in {UNCHANGED, STALE, REFUSED})
 
     @property
     def unchanged(self) -> int:
-        return self.outcomes.get(UNCHANGED, 0) + self.outcomes.get(STALE, 0)
+        return sum(self.outcomes.get(outcome, 0) for outcome in (UNCHANGED, STALE, REFUSED))
 
 
 def _audit_blocked(message: Message, categories: list[str], actor: Actor) -> None:
@@ -156,7 +156,7 @@ def capture_message(*, message: Message, actor: Actor = "capture", refresh_snaps
                 written, item_id = _put_profile(candidate, message=message, actor=actor)
             else:
                 put = _put(candidate, message=message, actor=actor)
-                written, item_id = put.outcome, put.item.pk
+                written, item_id = put.outcome, (put.item.pk if put.item is not None else None)
             outcome.outcomes[written] = outcome.outcomes.get(written, 0) + 1
             if item_id is not None:
                 outcome.item_ids.append(item_id)

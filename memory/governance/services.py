@@ -17,9 +17,20 @@ from django.utils import timezone
 from conversations.models import AuditAction, AuditEvent, Customer, CustomerProfile, Draft, Message
 from conversations.profile_fields import PROFILE_FIELDS
 from conversations.services import audit_record
-from memory.items import item_row_save, item_values_validate, memory_item_put
+from memory.decisions import decision_record
+from memory.items import (
+    item_row_save,
+    item_values_validate,
+    memory_item_put,
+    profile_field_of,
+    profile_field_release,
+    profile_follow,
+    profile_item_content,
+    profile_item_value,
+)
 from memory.models import (
     CaptureJob,
+    DecisionKind,
     MemoryCreatedBy,
     MemoryDirection,
     MemoryItem,
@@ -149,6 +160,8 @@ def memory_item_add(
             expires_at=expires_at,
             audit_action=AuditAction.MEMORY_ITEM_ADDED,
         )
+        assert result.item is not None  # a human write is never refused
+        decision_record(item=result.item, kind=DecisionKind.ADDED)
     return result.item
 
 
@@ -168,8 +181,13 @@ def memory_item_edit(
         item = _locked(item)
         _require_active(item, "编辑")
         changes: dict[str, Any] = {}
-        if content is not None and normalize_content(content) != item.content:
-            changes["content"] = normalize_content(content)
+        if content is not None:
+            content = normalize_content(content)
+            field = profile_field_of(item.key)
+            if field is not None:
+                content = profile_item_content(field, profile_item_value(field, content))
+            if content != item.content:
+                changes["content"] = content
         if type is not None and type != item.type:
             if type == MemoryType.HYPOTHESIS:
                 raise ValidationFailed(
@@ -196,6 +214,8 @@ def memory_item_edit(
             setattr(item, field, value)
         item.created_by = MemoryCreatedBy.HUMAN
         item_row_save(item, actor=actor, reason=reason, update_fields=[*changes, "created_by"])
+        profile_follow(item, actor=actor, reason=reason)
+        decision_record(item=item, kind=DecisionKind.EDITED)
         _audit(AuditAction.MEMORY_ITEM_EDITED, item, actor=actor, reason=reason, fields=sorted(changes))
         snapshot_refresh(customer=item.customer, reason=reason)
     return item
@@ -216,6 +236,8 @@ def memory_item_confirm(*, item: MemoryItem, actor: Actor, reason: str) -> Memor
         item.confidence = 1.0
         item.created_by = MemoryCreatedBy.HUMAN
         item_row_save(item, actor=actor, reason=reason, update_fields=["type", "confidence", "created_by"])
+        profile_follow(item, actor=actor, reason=reason)
+        decision_record(item=item, kind=DecisionKind.CONFIRMED)
         _audit(AuditAction.MEMORY_ITEM_CONFIRMED, item, actor=actor, reason=reason, previous_type=MemoryType.HYPOTHESIS)
         snapshot_refresh(customer=item.customer, reason=reason)
     return item
@@ -228,7 +250,9 @@ def memory_item_reject(*, item: MemoryItem, actor: Actor, reason: str) -> Memory
         _require_active(item, "拒绝")
         item.status = MemoryStatus.REJECTED
         item_row_save(item, actor=actor, reason=reason, update_fields=["status"])
-        _audit(AuditAction.MEMORY_ITEM_REJECTED, item, actor=actor, reason=reason)
+        decision_record(item=item, kind=DecisionKind.REJECTED)
+        cleared = profile_field_release(item, actor=actor, reason=reason)
+        _audit(AuditAction.MEMORY_ITEM_REJECTED, item, actor=actor, reason=reason, profile_field_cleared=cleared)
         snapshot_refresh(customer=item.customer, reason=reason)
     return item
 
@@ -243,7 +267,16 @@ def _expire(item: MemoryItem, *, now: datetime, actor: Actor, reason: str, autom
         item.expires_at = now
         fields.append("expires_at")
     item_row_save(item, actor=actor, reason=reason, update_fields=fields)
-    _audit(AuditAction.MEMORY_ITEM_EXPIRED, item, actor=actor, reason=reason, automatic=automatic)
+    decision_record(item=item, kind=DecisionKind.EXPIRED, at=now)
+    cleared = profile_field_release(item, actor=actor, reason=reason)
+    _audit(
+        AuditAction.MEMORY_ITEM_EXPIRED,
+        item,
+        actor=actor,
+        reason=reason,
+        automatic=automatic,
+        profile_field_cleared=cleared,
+    )
 
 
 def memory_item_expire(*, item: MemoryItem, actor: Actor, reason: str) -> MemoryItem:
@@ -421,6 +454,7 @@ def memory_item_forget(*, item: MemoryItem, actor: Actor, reason: str) -> dict[s
             stamp_history(dependant, actor=actor, reason=reason)
             dependant.save(update_fields=["superseded_by", "updated_at"])
         item_id, item_type = item.pk, item.type
+        decision_record(item=item, kind=DecisionKind.FORGOTTEN)
         profile_values = _forget_profile_value(customer, item.key, contents, actor=actor, reason=reason)
         # A supervisor types the bare value ("8000元"), not the rendered item ("预算：8000元").
         contents |= profile_values

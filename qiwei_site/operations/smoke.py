@@ -278,6 +278,8 @@ def step_human_governance() -> str:
         actor=ACTOR,
         reason="模型推断",
     ).item
+    check(hypothesis is not None, "推断未写入")
+    assert hypothesis is not None
     confirmed = memory_item_confirm(item=hypothesis, actor=ACTOR, reason="客户确认有车")
     check(confirmed.type == MemoryType.FACT and confirmed.confidence == 1, "确认后应为事实且置信度为 1")
     wrong = memory_item_add(customer=customer, content="客户想买别墅", actor=ACTOR, reason="误记")

@@ -52,6 +52,9 @@ QIWEI_OPENAI_MODEL = env_str("QIWEI_OPENAI_MODEL", "qwen2.5-7b-instruct")
 QIWEI_OPENAI_API_KEY = env_str("QIWEI_OPENAI_API_KEY", "")
 QIWEI_OPENAI_TIMEOUT_SECONDS = env_int("QIWEI_OPENAI_TIMEOUT_SECONDS", 60, 1, 3600)
 QIWEI_AUTO_SEND_CONFIDENCE = env_float("QIWEI_AUTO_SEND_CONFIDENCE", 0.85, 0.0, 1.0)
+# Keys the fingerprints that let a forgotten or rejected value be refused without being kept;
+# empty = SECRET_KEY. Changing it makes earlier decisions unrecognisable: set it once.
+QIWEI_MEMORY_FINGERPRINT_KEY = env_str("QIWEI_MEMORY_FINGERPRINT_KEY", "")
 
 # --- Upstream WeCom gateway (spec §9) ---------------------------------------------------
 QIWEI_UPSTREAM_URL = env_str("QIWEI_UPSTREAM_URL", "")
