@@ -102,7 +102,8 @@ def test_admin_supervisor_confirms_rejects_and_forgets(
         expect(page.locator("#content")).to_contain_text(staff_user.username)
     assert not MemoryItem.history.filter(id=secret.pk).exists()
     page.goto(live_server.url + reverse("admin:conversations_auditevent_changelist"))
-    expect(page.locator("#result_list")).to_contain_text("memory_item_forgotten")
+    # the audit list shows the action by its Chinese label (AuditAction, issue 16)
+    expect(page.locator("#result_list")).to_contain_text("遗忘记忆")
     assert AuditEvent.objects.filter(action="memory_item_forgotten", actor_id=staff_user.pk).exists()
 
     # and the snapshot moved on: the admin lists the new version, without the forgotten number
