@@ -9,13 +9,16 @@ from __future__ import annotations
 import datetime as dt
 import io
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from celery import current_app as celery_current_app
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.utils import timezone
+from rest_framework.test import APIRequestFactory, force_authenticate
 
 from conversations.drafts import draft_approve, draft_send
 from conversations.models import (
@@ -33,9 +36,9 @@ from conversations.services import account_create, account_delete, customer_get_
 from memory.capture.ingest import messages_ingest
 from memory.capture.jobs import capture_inline
 from memory.context.builder import build_context
+from memory.governance.apis import MemoryItemConfirmApi
 from memory.governance.services import (
     memory_item_add,
-    memory_item_confirm,
     memory_item_edit,
     memory_item_forget,
     memory_item_reject,
@@ -45,6 +48,7 @@ from memory.items import memory_item_put
 from memory.models import MemoryItem, MemorySnapshot, MemoryStatus, MemoryType
 from memory.profile import customer_profile_update
 from memory.snapshots import snapshot_current
+from qiwei_site.platform.errors import ValidationFailed
 from qiwei_site.platform.history import stamp_history
 from qiwei_site.platform.tenancy import use_account
 from sessions_epoch.clients import ModelClient, ModelResult, OfflineClient, SessionRef
@@ -52,6 +56,7 @@ from sessions_epoch.models import CloseReason, SessionEpoch
 from sessions_epoch.pipeline import draft_generate
 
 ACTOR = "agent_console_smoke"
+EXPIRE_TASK = "memory.tasks.memory_expire_all"
 
 
 class StepFailed(AssertionError):
@@ -250,8 +255,17 @@ def step_review_whitelist_send_grounding() -> str:
     cautious = ScriptedClient({**confident.output, "requiresHuman": True})
     held = draft_generate(customer=customer, actor=ACTOR, client=cautious)
     check(not Delivery.objects.filter(draft=held).exists(), "requiresHuman 的草稿被自动发送")
+    unsure = ScriptedClient({**confident.output, "confidence": 0.3})
+    low = draft_generate(customer=customer, actor=ACTOR, client=unsure)
+    check(not Delivery.objects.filter(draft=low).exists(), "低置信度的草稿被自动发送")
     auto = draft_generate(customer=customer, actor=ACTOR, client=confident)
     check(Delivery.objects.filter(draft=auto, auto=True).count() == 1, "白名单+自动模式+高置信度应自动发送")
+    # Whitelisted and confident, but the session mode is assisted: a human still reviews
+    customer.session_mode = SessionMode.ASSISTED
+    stamp_history(customer, actor=ACTOR, reason="端到端检查：辅助模式")
+    customer.save(update_fields=["session_mode", "updated_at"])
+    assisted = draft_generate(customer=customer, actor=ACTOR, client=confident)
+    check(not Delivery.objects.filter(draft=assisted).exists(), "辅助模式下的草稿被自动发送")
     # Manual review and idempotent sending
     draft_approve(
         draft=draft, actor=ACTOR, reason="审核通过", text="您好，预算5000的两居室有三套，周六上午可以看房吗？"
@@ -261,7 +275,7 @@ def step_review_whitelist_send_grounding() -> str:
     return "review, whitelist, requiresHuman, idempotent send and grounding hold"
 
 
-def step_human_governance() -> str:
+def step_human_governance(account_id: str) -> str:
     msgs = _ingest("smoke_governance", [("inbound", "你好")])
     customer = _customer("smoke_governance")
     added = memory_item_add(customer=customer, content="客户是教师，寒暑假可以看房", actor=ACTOR, reason="电话确认")
@@ -280,7 +294,18 @@ def step_human_governance() -> str:
     ).item
     check(hypothesis is not None, "推断未写入")
     assert hypothesis is not None
-    confirmed = memory_item_confirm(item=hypothesis, actor=ACTOR, reason="客户确认有车")
+    # A supervisor confirms through the public API, as the Workbench does.
+    request = APIRequestFactory().post(
+        f"/api/accounts/{account_id}/conversations/{customer.conversation_id}/memory/{hypothesis.pk}/confirm/",
+        {"reason": "客户确认有车"},
+        format="json",
+    )
+    force_authenticate(request, user=get_user_model()(username=ACTOR, is_staff=True, is_superuser=True))
+    response = MemoryItemConfirmApi.as_view()(
+        request, account_id=account_id, conversation_id=customer.conversation_id, item_id=str(hypothesis.pk)
+    )
+    check(response.status_code == 200, f"确认接口返回 {response.status_code}")
+    confirmed = MemoryItem.objects.get(pk=hypothesis.pk)
     check(confirmed.type == MemoryType.FACT and confirmed.confidence == 1, "确认后应为事实且置信度为 1")
     wrong = memory_item_add(customer=customer, content="客户想买别墅", actor=ACTOR, reason="误记")
     rejected = memory_item_reject(item=wrong, actor=ACTOR, reason="记错了")
@@ -310,6 +335,11 @@ def step_human_governance() -> str:
 
 
 def step_temporary_memory_expires() -> str:
+    # Beat runs the expiry for every account: the schedule must hold it, often enough.
+    schedule = [entry for entry in settings.CELERY_BEAT_SCHEDULE.values() if entry.get("task") == EXPIRE_TASK]
+    check(schedule, f"定时任务中缺少到期失效 {EXPIRE_TASK}")
+    check(all(float(entry["schedule"]) <= 300 for entry in schedule), "到期失效的间隔超过 5 分钟")
+    check(EXPIRE_TASK in celery_current_app.tasks, f"任务 {EXPIRE_TASK} 未注册")
     customer, _ = customer_get_or_create(conversation_id="smoke_expiry", actor=ACTOR)
     item = memory_item_add(
         customer=customer,
@@ -352,7 +382,17 @@ def step_backfill_idempotent(account_id: str) -> str:
     )
     check(first[0] >= 3, f"回填应写入画像与原话记忆，实际 {first[0]} 条")
     check(first == second, f"第二次回填不应有改动: {first} → {second}")
-    return f"{first[0]} items on the first run, nothing on the second"
+    # A supervisor's rejection is final: a later backfill never revives it.
+    wrong = MemoryItem.objects.filter(customer=customer, status=MemoryStatus.ACTIVE, type=MemoryType.PREFERENCE).first()
+    check(wrong is not None, "回填应写入原话中的偏好")
+    assert wrong is not None
+    memory_item_reject(item=wrong, actor=ACTOR, reason="主管判断有误")
+    call_command("backfill_memory", account=account_id, stdout=io.StringIO())
+    revived = MemoryItem.objects.filter(
+        customer=customer, status=MemoryStatus.ACTIVE, key=wrong.key, content=wrong.content
+    ).exists()
+    check(not revived, "回填恢复了被拒绝的记忆")
+    return f"{first[0]} items on the first run, nothing on the second, a rejection stays final"
 
 
 def step_profile_clear_invalidates() -> str:
@@ -381,7 +421,16 @@ STEPS: list[tuple[str, Callable[..., str]]] = [
 ]
 
 
-def run_smoke(*, keep: bool = False, on_step: Callable[[StepResult], None] | None = None) -> SmokeReport:
+def run_smoke(
+    *,
+    keep: bool = False,
+    on_step: Callable[[StepResult], None] | None = None,
+    only: Sequence[str] | None = None,
+) -> SmokeReport:
+    """Run the §8 steps (all, or the named ones) on a temporary account that is removed afterwards."""
+    unknown = sorted(set(only or ()) - {name for name, _func in STEPS})
+    if unknown:
+        raise ValidationFailed(f"未知的检查步骤 {unknown} (unknown smoke steps).", code="unknown_step")
     account_id = f"smoke_{uuid.uuid4().hex[:8]}"
     account_create(account_id=account_id, name="端到端检查（临时）", actor=ACTOR)
     report = SmokeReport(account_id=account_id)
@@ -389,6 +438,8 @@ def run_smoke(*, keep: bool = False, on_step: Callable[[StepResult], None] | Non
         # Capture runs inline (this block only): the check needs no worker and sends nothing to a broker.
         with use_account(account_id), capture_inline():
             for name, func in STEPS:
+                if only and name not in only:
+                    continue
                 try:
                     detail = func(account_id) if "account_id" in func.__code__.co_varnames[:1] else func()
                     result = StepResult(name=name, ok=True, detail=detail)
