@@ -27,5 +27,17 @@ trap stop INT TERM EXIT
 pids+=($!)
 .venv/bin/gunicorn qiwei_site.wsgi:application -c qiwei_site/gunicorn.conf.py &
 pids+=($!)
-echo "后台已启动: http://127.0.0.1:4320/ （管理后台 /admin/），按 Ctrl-C 停止"
+# Announce the URLs only once gunicorn answers (it takes several seconds to start).
+bind=${QIWEI_BIND:-127.0.0.1:4320}
+for _ in $(seq 1 120); do
+  if $PY -c "import sys, urllib.request; urllib.request.urlopen('http://$bind/healthz', timeout=1)" 2>/dev/null; then
+    echo "后台已启动: http://$bind/ （管理后台 /admin/，接口文档 /api/docs/），按 Ctrl-C 停止"
+    break
+  fi
+  if ! kill -0 "${pids[1]}" 2>/dev/null; then
+    echo "gunicorn 未能启动，请查看上面的日志 (gunicorn failed to start)" >&2
+    exit 1
+  fi
+  sleep 0.5
+done
 wait -n "${pids[@]}"

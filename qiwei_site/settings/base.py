@@ -82,6 +82,8 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "axes",
     "simple_history",
     "qiwei_site.platform",
     "conversations",
@@ -104,6 +106,8 @@ MIDDLEWARE = [
     "simple_history.middleware.HistoryRequestMiddleware",
     "qiwei_site.platform.middleware.AdminAccountMiddleware",
     "qiwei_site.platform.middleware.ApiJsonNotFoundMiddleware",
+    # Last, as django-axes asks: it turns a locked-out sign-in into its lockout answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "qiwei_site.urls"
@@ -168,10 +172,28 @@ STORAGES = {
 
 LOGIN_URL = "workbench-login"
 
+# Sign-in throttling (django-axes) on /login/ and /admin/login/: after QIWEI_LOGIN_FAILURE_LIMIT
+# wrong passwords for one user from one address, that pair is locked for QIWEI_LOGIN_COOLOFF_MINUTES.
+# Lockouts show in admin (访问尝试 / Access attempts), where staff can also release them.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+QIWEI_LOGIN_FAILURE_LIMIT = env_int("QIWEI_LOGIN_FAILURE_LIMIT", 5, 1, 100)
+QIWEI_LOGIN_COOLOFF_MINUTES = env_int("QIWEI_LOGIN_COOLOFF_MINUTES", 15, 1, 1440)
+AXES_FAILURE_LIMIT = QIWEI_LOGIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = QIWEI_LOGIN_COOLOFF_MINUTES / 60  # hours
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False
+# Token authentication failures from one address: at most this many per minute, then 429.
+QIWEI_TOKEN_FAILURES_PER_MINUTE = env_int("QIWEI_TOKEN_FAILURES_PER_MINUTE", 20, 1, 10000)
+
 # --- DRF -------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "qiwei_site.platform.authentication.ThrottledTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -187,6 +209,10 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "企微客服长期记忆与上下文后台（Workbench API）",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI from the installed sidecar package: /api/docs/ works with no internet.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
         "MessageDirectionEnum": "conversations.models.MessageDirection",

@@ -72,7 +72,10 @@ class Command(BaseCommand):
     def _ensure_admin(self, username: str) -> None:
         users = get_user_model().objects
         if users.filter(username=username).exists():
-            self.stdout.write(f"管理员 {username} 已存在（密码只在首次创建时打印）。")
+            self.stdout.write(
+                f"管理员 {username} 已存在（密码只在首次创建时打印）。忘记密码可重设："
+                f".venv/bin/python manage.py changepassword {username}"
+            )
             return
         password = os.environ.get("QIWEI_ADMIN_PASSWORD") or secrets.token_urlsafe(12)
         users.create_superuser(username=username, email="", password=password)
