@@ -187,6 +187,7 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_VERBOSE = False
+AXES_ENABLE_ACCESS_FAILURE_LOG = True  # every failed sign-in, for staff in admin
 # Token authentication failures from one address: at most this many per minute, then 429.
 QIWEI_TOKEN_FAILURES_PER_MINUTE = env_int("QIWEI_TOKEN_FAILURES_PER_MINUTE", 20, 1, 10000)
 

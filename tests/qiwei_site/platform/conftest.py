@@ -103,4 +103,9 @@ def account_rows(account, staff_user, knowledge_root) -> AccountRows:
     knowledge_index()
     Group.objects.create(name="客服主管")
     Token.objects.get_or_create(user=staff_user)
+    # Sign-in records (django-axes): one failed and one successful sign-in at the Workbench.
+    from django.test import Client
+
+    Client().post("/login/", {"username": "guess_who", "password": "wrong"})
+    Client().post("/login/", {"username": staff_user.username, "password": "pass-1234"})
     return AccountRows(customer=customer, message=message, item=item, snapshot=snapshot, draft=draft, epoch=epoch)
