@@ -5,11 +5,16 @@ by memory.admin: its profile inline saves through memory's profile service."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import Http404, HttpRequest
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
 from django.utils.html import format_html
 from simple_history.admin import SimpleHistoryAdmin
 
@@ -22,7 +27,13 @@ from conversations.models import (
     Message,
     RegistryAuditEvent,
 )
-from conversations.services import account_create, account_update, membership_grant, membership_revoke
+from conversations.services import (
+    account_create,
+    account_update,
+    membership_grant,
+    membership_revoke,
+    message_reveal,
+)
 from qiwei_site.platform.admin_site import (
     AccountHistoryAdminMixin,
     AccountScopedAdminMixin,
@@ -90,23 +101,106 @@ class RegistryAuditEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     readonly_fields = fields
 
 
+# Message text is shown masked: the rules that find credentials and personal numbers live in
+# memory (a layer above), whose admin installs them here. Until then no text is shown at all.
+MESSAGE_HIDDEN = "••••••"
+
+
+def _hide_all(text: str) -> str:
+    return MESSAGE_HIDDEN if text else ""
+
+
+_message_masker: Callable[[str], str] = _hide_all
+
+
+def message_masker_install(masker: Callable[[str], str]) -> None:
+    global _message_masker
+    _message_masker = masker
+
+
+def masked_message_text(message: Message) -> str:
+    return _message_masker(message.text)
+
+
 class MessageInline(ReadOnlyAdminMixin, admin.TabularInline):
     model = Message
-    fields = ["sent_at", "direction", "sender", "text", "is_effective"]
-    readonly_fields = ["sent_at", "direction", "sender", "text", "is_effective"]
+    fields = ["sent_at", "direction", "sender", "masked_text", "is_effective"]
+    readonly_fields = ["sent_at", "direction", "sender", "masked_text", "is_effective"]
     extra = 0
     ordering = ["-sent_at"]
     max_num = 0
     show_change_link = True
 
+    @admin.display(description="内容（已遮蔽）")
+    def masked_text(self, obj: Message) -> str:
+        return masked_message_text(obj)
+
+
+class MessageRevealForm(forms.Form):
+    reason = forms.CharField(label="原因（写入审计）", max_length=300)
+
 
 @admin.register(Message)
 class MessageAdmin(AccountScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["sent_at", "customer", "direction", "sender", "text", "is_effective"]
+    """Masked everywhere; "查看原文" is a separate, audited page for staff (conversations.services.message_reveal)."""
+
+    list_display = ["sent_at", "customer", "direction", "sender", "masked_text", "is_effective"]
     list_filter = ["direction", "is_effective"]
     search_fields = ["text", "customer__conversation_id", "external_id"]
     list_select_related = ["customer"]
     date_hierarchy = "sent_at"
+    _shown = ("customer", "external_id", "direction", "sender", "masked_text", "sent_at", "is_effective", "reveal")
+    fields = _shown
+    readonly_fields = _shown
+    reveal_template = "admin/conversations/message/reveal.html"
+
+    @admin.display(description="内容（已遮蔽）")
+    def masked_text(self, obj: Message) -> str:
+        return masked_message_text(obj)
+
+    @admin.display(description="原文")
+    def reveal(self, obj: Message) -> str:
+        url = reverse("admin:conversations_message_reveal", args=[obj.pk])
+        return format_html('<a class="button" href="{}">{}</a>', url, "查看原文（记入审计）")
+
+    def has_reveal_permission(self, request: HttpRequest) -> bool:
+        user = request.user
+        return bool(user.is_active and user.is_staff) and self.has_view_permission(request)
+
+    def get_urls(self) -> list[Any]:
+        return [
+            path(
+                "<int:object_id>/reveal/",
+                self.admin_site.admin_view(self.reveal_view),
+                name="conversations_message_reveal",
+            ),
+            *super().get_urls(),
+        ]
+
+    def reveal_view(self, request: HttpRequest, object_id: int) -> TemplateResponse:
+        """GET asks why; POST records the audit and shows the message as received (never cached)."""
+        if not self.has_reveal_permission(request):
+            raise PermissionDenied
+        message = self.get_object(request, str(object_id))
+        if message is None:
+            raise Http404
+        form = MessageRevealForm(request.POST if request.method == "POST" else None)
+        original: str | None = None
+        if request.method == "POST" and form.is_valid():
+            try:
+                original = message_reveal(message=message, actor=request.user, reason=form.cleaned_data["reason"])
+            except ApplicationError as exc:
+                self.message_user(request, exc.detail, messages.ERROR)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": "查看未遮蔽消息",
+            "message_obj": message,
+            "masked": masked_message_text(message),
+            "original": original,
+            "form": form,
+        }
+        return TemplateResponse(request, self.reveal_template, context)
 
 
 @admin.register(AuditEvent)

@@ -10,8 +10,10 @@ from __future__ import annotations
 import datetime as dt
 import fcntl
 import json
+import os
 import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -112,6 +114,51 @@ class LoopbackGateway(UpstreamGateway):
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
         return upstream_id
+
+    @classmethod
+    def outbox_scrub(
+        cls, *, conversation_id: str, drop: bool = False, redact: Callable[[str], str] | None = None
+    ) -> int:
+        """Rewrite the outbox without a conversation's lines (`drop`, for an erased customer) or with
+        their texts passed through `redact` (a forgotten quote); returns the lines changed.
+
+        Rewritten in place under the same lock `send` takes, so a concurrent send is neither lost
+        nor written into a replaced file; the file is truncated, so no old byte stays past its end.
+        """
+        path = cls.outbox_path()
+        if not path.exists() or not (drop or redact):
+            return 0
+        with open(path, "r+", encoding="utf-8") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                kept: list[str] = []
+                changed = 0
+                for line in handle.read().splitlines():
+                    if not line.strip():
+                        continue
+                    record = json.loads(line)
+                    if record.get("conversation_id") != conversation_id:
+                        kept.append(line + "\n")
+                        continue
+                    if drop:
+                        changed += 1
+                        continue
+                    if redact is not None and isinstance(record.get("text"), str):
+                        text = redact(record["text"])
+                        if text != record["text"]:
+                            record["text"] = text
+                            line = json.dumps(record, ensure_ascii=False)
+                            changed += 1
+                    kept.append(line + "\n")
+                if changed:
+                    handle.seek(0)
+                    handle.write("".join(kept))
+                    handle.truncate()
+                    handle.flush()
+                    os.fsync(handle.fileno())
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+        return changed
 
     @classmethod
     def sent_records(cls) -> list[dict[str, Any]]:

@@ -75,7 +75,7 @@ class Message(models.Model):
         indexes = [models.Index(fields=["customer", "sent_at", "id"], name="msg_customer_time")]
 
     def __str__(self) -> str:
-        return f"[{self.get_direction_display()}] {self.text[:40]}"
+        return f"{self.get_direction_display()}消息 #{self.pk}"  # never the text: it may hold a secret
 
 
 def _profile_column(name: str) -> models.CharField:
@@ -240,6 +240,7 @@ class AuditAction(models.TextChoices):
     CUSTOMER_PROFILE_UPDATED = "customer_profile_updated", _("修改客户画像")
     CUSTOMER_ERASED = "customer_erased", _("删除客户数据")
     MESSAGES_INGESTED = "messages_ingested", _("收到消息")
+    MESSAGE_REVEALED = "message_revealed", _("查看未遮蔽消息")
     MEMORY_ITEM_CAPTURED = "memory_item_captured", _("自动写入记忆")
     MEMORY_ITEM_BACKFILLED = "memory_item_backfilled", _("回填记忆")
     MEMORY_ITEM_ADDED = "memory_item_added", _("人工添加记忆")

@@ -1,4 +1,16 @@
+from typing import Any
+
 from django.apps import AppConfig
+from django.db.backends.signals import connection_created
+
+
+def _account_sqlite_secure_delete(sender: Any, connection: Any, **kwargs: Any) -> None:
+    # Customer data lives in account databases; with secure_delete every freed cell and page is
+    # overwritten with zeros, so an edited or deleted value (a forgotten item, an erased customer)
+    # leaves no bytes in the file's free space. A per-connection setting, hence the signal.
+    if connection.vendor == "sqlite" and connection.alias.startswith("acct_"):
+        with connection.cursor() as cursor:
+            cursor.execute("PRAGMA secure_delete=ON")
 
 
 class MemoryConfig(AppConfig):
@@ -9,3 +21,5 @@ class MemoryConfig(AppConfig):
         # Register the Celery tasks in every process (web included): capture jobs are queued by
         # task name, so the name must be known wherever a message is ingested.
         from memory import tasks  # noqa: F401
+
+        connection_created.connect(_account_sqlite_secure_delete, dispatch_uid="memory.sqlite_secure_delete")

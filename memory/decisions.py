@@ -4,10 +4,17 @@ Governance records a `MemoryDecision` for every add, edit, confirm, reject, expi
 `memory_item_put` asks `automatic_write_refusal` before any automatic write (capture, re-capture,
 backfill, grounding), so every path is held to the same rules:
 
-- a rejected or forgotten (key, value) never comes back automatically, whatever the evidence;
-- an expired (key, value) comes back only from a customer message newer than the expiry;
+- a rejected or forgotten (key, value) never comes back automatically, whatever the evidence, and
+  no automatic value under that key rests on evidence older than the decision (so the same words
+  written another way — 8000元 for 8000左右 — do not bring it back either);
+- an expired (key, value), or a profile field a supervisor cleared, comes back only from a customer
+  message newer than the decision;
 - a human add, edit or confirm outranks automatic evidence older than it; a newer customer
-  statement of a different value supersedes it (the customer changed their mind).
+  statement of a different value supersedes it (the customer changed their mind);
+- an older statement never overrides a newer one (retried jobs run out of order, backfill replays).
+
+Evidence time is when we received the message, or when it says it was sent if that is earlier:
+a client clock in the future cannot make old words look newer than a decision.
 
 Decisions keep no content: only keyed fingerprints (HMAC-SHA256 with a server-side key) of the
 key and of (key, value), so a forgotten value is recognised without being kept.
@@ -17,11 +24,15 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Sequence
+import os
+import secrets
+from collections.abc import Iterable, Sequence
 from datetime import datetime
+from pathlib import Path
 
 from django.conf import settings
 from django.db.models import Max
+from django.db.models.functions import Least
 from django.utils import timezone
 
 from conversations.models import Customer, Message
@@ -30,12 +41,34 @@ from memory.text import normalize_content
 
 HUMAN_KINDS = (DecisionKind.ADDED, DecisionKind.EDITED, DecisionKind.CONFIRMED)
 FINAL_KINDS = (DecisionKind.REJECTED, DecisionKind.FORGOTTEN)
+DATED_KINDS = (DecisionKind.EXPIRED, DecisionKind.CLEARED)
+_key_cache: dict[str, bytes] = {}
+
+
+def fingerprint_key() -> bytes:
+    """The server-side key of the fingerprints: QIWEI_MEMORY_FINGERPRINT_KEY, or else a random key
+    made once and kept in the data dir (never the public development SECRET_KEY)."""
+    configured = settings.QIWEI_MEMORY_FINGERPRINT_KEY
+    if configured:
+        return configured.encode("utf-8")
+    path = Path(settings.QIWEI_DATA_DIR) / "memory-fingerprint.key"
+    cached = _key_cache.get(str(path))
+    if cached is not None:
+        return cached
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as handle:
+            handle.write(secrets.token_hex(32))
+    except FileExistsError:
+        pass  # made by another process (or an earlier run): use it
+    key = path.read_text().strip().encode("utf-8")
+    _key_cache[str(path)] = key
+    return key
 
 
 def _fingerprint(customer: Customer, *parts: str) -> str:
-    secret = (settings.QIWEI_MEMORY_FINGERPRINT_KEY or settings.SECRET_KEY).encode("utf-8")
     message = "\x1f".join([str(customer.pk), *parts]).encode("utf-8")
-    return hmac.new(secret, message, hashlib.sha256).hexdigest()
+    return hmac.new(fingerprint_key(), message, hashlib.sha256).hexdigest()
 
 
 def key_fingerprint(customer: Customer, key: str) -> str:
@@ -46,35 +79,53 @@ def value_fingerprint(customer: Customer, key: str, content: str) -> str:
     return _fingerprint(customer, "value", key, normalize_content(content))
 
 
-def decision_record(*, item: MemoryItem, kind: DecisionKind, at: datetime | None = None) -> MemoryDecision:
-    """Remember a governance decision about `item` (its key and current value), content-free."""
-    customer = item.customer
-    return MemoryDecision.objects.create(
-        customer=customer,
-        kind=kind,
-        key_fingerprint=key_fingerprint(customer, item.key),
-        value_fingerprint=value_fingerprint(customer, item.key, item.content),
-        decided_at=at or timezone.now(),
+def decision_record(
+    *,
+    item: MemoryItem | None = None,
+    kind: DecisionKind,
+    at: datetime | None = None,
+    customer: Customer | None = None,
+    key: str = "",
+    contents: Iterable[str] = (),
+) -> list[MemoryDecision]:
+    """Remember a governance decision about an item's key and value(s), content-free: by default
+    the item's current value; `contents` adds others (forget covers every value the item ever had)."""
+    customer = customer or (item.customer if item is not None else None)
+    key = key or (item.key if item is not None else "")
+    assert customer is not None and key
+    values = {normalize_content(c) for c in contents if c}
+    if item is not None:
+        values.add(normalize_content(item.content))
+    at = at or timezone.now()
+    return MemoryDecision.objects.bulk_create(
+        MemoryDecision(
+            customer=customer,
+            kind=kind,
+            key_fingerprint=key_fingerprint(customer, key),
+            value_fingerprint=value_fingerprint(customer, key, value),
+            decided_at=at,
+        )
+        for value in sorted(values)
     )
+
+
+def _received(customer: Customer, ids: Sequence[int]) -> datetime | None:
+    if not ids:
+        return None
+    return Message.objects.filter(customer=customer, pk__in=list(ids)).aggregate(
+        newest=Max(Least("sent_at", "created_at"))
+    )["newest"]
 
 
 def evidence_time(customer: Customer, source_message_ids: Sequence[int]) -> datetime | None:
-    """When the newest cited message was sent (None: no message evidence, e.g. a profile backfill)."""
-    ids = [int(i) for i in source_message_ids]
-    if not ids:
-        return None
-    return Message.objects.filter(customer=customer, pk__in=ids).aggregate(newest=Max("sent_at"))["newest"]
+    """When the newest cited message reached us (None: no message evidence, e.g. a profile backfill)."""
+    return _received(customer, [int(i) for i in source_message_ids])
 
 
-def _last_human_decision(customer: Customer, key: str) -> datetime | None:
-    return (
-        MemoryDecision.objects.filter(
-            customer=customer, key_fingerprint=key_fingerprint(customer, key), kind__in=HUMAN_KINDS
-        )
-        .order_by("-decided_at")
-        .values_list("decided_at", flat=True)
-        .first()
-    )
+def _last_decision(customer: Customer, key: str, kinds: Sequence[str]) -> datetime | None:
+    return MemoryDecision.objects.filter(
+        customer=customer, key_fingerprint=key_fingerprint(customer, key), kind__in=list(kinds)
+    ).aggregate(last=Max("decided_at"))["last"]
 
 
 def _older(evidence_at: datetime | None, decided_at: datetime) -> bool:
@@ -85,22 +136,35 @@ def automatic_write_refusal(
     *, customer: Customer, key: str, content: str, evidence_at: datetime | None, supersedes_keys: Sequence[str] = ()
 ) -> str | None:
     """Why an automatic write of (key, content) would undo a decision, or None when it may proceed."""
+    content = normalize_content(content)
     value = value_fingerprint(customer, key, content)
     decisions = MemoryDecision.objects.filter(customer=customer, value_fingerprint=value)
     if decisions.filter(kind__in=FINAL_KINDS).exists():
         return "该值已被主管拒绝或遗忘"
-    expired_at = (
-        decisions.filter(kind=DecisionKind.EXPIRED).aggregate(last=Max("decided_at"))["last"]
-    )
-    if expired_at is not None and _older(evidence_at, expired_at):
-        return "该值已过期，证据早于过期时间"
+    dated_at = decisions.filter(kind__in=DATED_KINDS).aggregate(last=Max("decided_at"))["last"]
+    if dated_at is not None and _older(evidence_at, dated_at):
+        return "该值已过期或被清空，证据早于该决定"
+    final_on_key = _last_decision(customer, key, FINAL_KINDS)
+    if final_on_key is not None and _older(evidence_at, final_on_key):
+        return "该键上的值已被主管拒绝或遗忘，证据早于该决定"
+    cleared_on_key = _last_decision(customer, key, (DecisionKind.CLEARED,))
+    if cleared_on_key is not None and _older(evidence_at, cleared_on_key):
+        return "主管已清空该画像字段，证据早于该决定"
     for governed_key in (key, *supersedes_keys):
         active = MemoryItem.objects.filter(customer=customer, key=governed_key, status=MemoryStatus.ACTIVE).first()
-        if active is None or active.created_by != MemoryCreatedBy.HUMAN:
+        if active is None:
             continue
-        if governed_key == key and normalize_content(active.content) == normalize_content(content):
-            continue  # the same value again: evidence for the human's item, not a change
-        decided_at = _last_human_decision(customer, governed_key) or active.updated_at
-        if _older(evidence_at, decided_at):
-            return "人工确认的内容优先于更早的自动证据"
+        same_value = governed_key == key and normalize_content(active.content) == content
+        if active.created_by == MemoryCreatedBy.HUMAN:
+            if same_value:
+                continue  # the same value again: evidence for the human's item, never a change of it
+            decided_at = max(
+                filter(None, [_last_decision(customer, governed_key, HUMAN_KINDS), active.updated_at])
+            )
+            if _older(evidence_at, decided_at):
+                return "人工确认的内容优先于更早的自动证据"
+        elif not same_value:
+            newest = _received(customer, [int(i) for i in active.source_message_ids or []])
+            if newest is not None and evidence_at is not None and evidence_at < newest:
+                return "更新的客户原话已覆盖该值"
     return None

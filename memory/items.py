@@ -20,8 +20,9 @@ from datetime import datetime
 from django.core.exceptions import ValidationError
 
 from conversations.models import AuditAction, Customer, CustomerProfile
-from conversations.profile_fields import PROFILE_FIELD_LABELS
+from conversations.profile_fields import PROFILE_FIELD_LABELS, PROFILE_FIELD_SPECS
 from conversations.services import audit_record
+from memory.capture.guard import item_refusal
 from memory.decisions import automatic_write_refusal, evidence_time
 from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem, MemoryStatus, MemoryType
 from memory.snapshots import snapshot_refresh
@@ -34,9 +35,10 @@ CREATED = "created"
 EVIDENCE_ADDED = "evidence_added"
 SUPERSEDED = "superseded"
 UNCHANGED = "unchanged"
-REFUSED = "refused"  # an automatic write that would have undone a supervisor's decision
+REFUSED = "refused"  # an automatic write that would have undone a supervisor's decision, or an instruction
 
 PROFILE_KEY_PREFIX = "profile:"
+PROFILE_FIELD_MAX_LENGTH = {spec.name: spec.max_length for spec in PROFILE_FIELD_SPECS}
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,15 @@ def profile_field_release(item: MemoryItem, *, actor: Actor, reason: str) -> boo
 
 def item_values_validate(*, type: str, key: str, content: str, confidence: float, importance: int) -> None:
     """Refuse a memory value no write path may store (shared by capture and governance)."""
+    field = profile_field_of(key)
+    if field is not None:
+        value = profile_item_value(field, content)
+        if len(value) > PROFILE_FIELD_MAX_LENGTH[field]:
+            raise ValidationFailed(
+                f"画像字段 {field} 最长 {PROFILE_FIELD_MAX_LENGTH[field]} 个字符 "
+                f"({field} is at most {PROFILE_FIELD_MAX_LENGTH[field]} chars).",
+                code="profile_value_too_long",
+            )
     if type not in MemoryType.values:
         raise ValidationFailed(f"未知的记忆类型 {type!r} (unknown memory type).", code="invalid_type")
     if not key or len(key) > 200:
@@ -169,7 +180,8 @@ def memory_item_put(
     - `supersedes_keys`: active items under these keys (e.g. the constraint a new
       preference contradicts) are superseded by the new item too;
     - `automatic` (default: `created_by == auto`): refused, writing nothing, when it would undo
-      a supervisor's decision (`memory.decisions.automatic_write_refusal`);
+      a supervisor's decision (`memory.decisions.automatic_write_refusal`) or when the value is an
+      instruction rather than a fact about the customer's world (`memory.capture.guard.item_refusal`);
     - a `profile:<field>` key writes the profile field too (`sync_profile=False` only for
       `customer_profile_update`, which writes the profile itself).
     """
@@ -188,6 +200,11 @@ def memory_item_put(
             .first()
         )
         if automatic:
+            refusal = item_refusal(
+                key=key, content=content, value=profile_item_value(field, content) if field is not None else None
+            )
+            if refusal:
+                return PutResult(item=active, outcome=REFUSED, refusal=refusal)
             refusal = automatic_write_refusal(
                 customer=customer,
                 key=key,
@@ -197,12 +214,22 @@ def memory_item_put(
             )
             if refusal:
                 return PutResult(item=active, outcome=REFUSED, refusal=refusal)
-        if active is not None and active.content == content and active.type == type:
+        same_value = active is not None and active.content == content
+        # An automatic write of a human item's value only adds evidence, whatever type it reads as.
+        if (
+            active is not None
+            and same_value
+            and (active.type == type or (automatic and active.created_by == MemoryCreatedBy.HUMAN))
+        ):
             new_sources = [i for i in sources if i not in active.source_message_ids]
             fields: list[str] = []
             if new_sources:
                 active.source_message_ids = [*active.source_message_ids, *new_sources]
                 fields.append("source_message_ids")
+            if not automatic and active.created_by != MemoryCreatedBy.HUMAN:
+                # A supervisor vouching for the current value makes it theirs (and outrank older words).
+                active.created_by, active.direction = MemoryCreatedBy.HUMAN, direction
+                fields += ["created_by", "direction"]
             if confidence > active.confidence and not (automatic and active.created_by == MemoryCreatedBy.HUMAN):
                 active.confidence = confidence
                 fields.append("confidence")

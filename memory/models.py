@@ -124,6 +124,7 @@ class DecisionKind(models.TextChoices):
     CONFIRMED = "confirmed", _("人工确认")
     REJECTED = "rejected", _("已拒绝")
     EXPIRED = "expired", _("已过期")
+    CLEARED = "cleared", _("画像字段已清空")
     FORGOTTEN = "forgotten", _("已遗忘")
 
 

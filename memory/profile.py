@@ -12,6 +12,7 @@ from typing import Any
 from conversations.models import AuditAction, Customer, CustomerProfile, Message
 from conversations.profile_fields import PROFILE_FIELDS
 from conversations.services import audit_record
+from memory.decisions import decision_record
 from memory.items import (
     REFUSED,
     memory_item_put,
@@ -19,7 +20,7 @@ from memory.items import (
     profile_item_content,
     profile_item_key,
 )
-from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem, MemoryStatus, MemoryType
+from memory.models import DecisionKind, MemoryCreatedBy, MemoryDirection, MemoryItem, MemoryStatus, MemoryType
 from memory.snapshots import snapshot_refresh
 from memory.text import normalize_content
 from qiwei_site.platform.errors import ValidationFailed
@@ -116,6 +117,8 @@ def customer_profile_update(
                 )
                 if result.outcome == REFUSED:
                     changed = [name for name in changed if name != field]
+                elif not grounded and result.item is not None and field in changed:
+                    decision_record(item=result.item, kind=DecisionKind.EDITED)
                 memory_changed = memory_changed or result.changed
             elif grounded:
                 changed = [name for name in changed if name != field]  # the model never clears a field
@@ -128,6 +131,14 @@ def customer_profile_update(
                         item=old, actor=actor, reason=reason, audit_action=AuditAction.MEMORY_ITEM_SUPERSEDED
                     )
                     memory_changed = True
+                if field in changed:
+                    # A supervisor emptied the field: older words must not fill it again.
+                    decision_record(
+                        customer=customer,
+                        key=profile_item_key(field),
+                        kind=DecisionKind.CLEARED,
+                        contents=[old.content] if old is not None else (),
+                    )
         if changed:
             for field in changed:
                 setattr(profile, field, cleaned[field])

@@ -14,6 +14,7 @@ from django.utils.html import format_html, format_html_join
 from simple_history.admin import SimpleHistoryAdmin
 
 from memory.admin.actions import GovernanceActionsMixin
+from memory.capture.masking import mask_sensitive
 from memory.governance.services import (
     memory_item_add,
     memory_item_edit,
@@ -50,7 +51,7 @@ def _render_sources(item: MemoryItem) -> str:
                 timezone.localtime(message.sent_at).strftime("%Y-%m-%d %H:%M"),
                 message.get_direction_display(),
                 message.sender or "—",
-                message.text,
+                mask_sensitive(message.text),
             )
             for message in sources
         ),

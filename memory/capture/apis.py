@@ -1,7 +1,8 @@
 """Message ingest and listing API (DESIGN §12): any member of the account may ingest and read.
 
 POST stores one message or a list (idempotent on external_id) and queues capture; GET lists the
-customer's messages newest first, filtered by direction, or searched with `?q=`.
+customer's messages newest first, filtered by direction, or searched with `?q=`. Every answer
+quotes the text masked; the search still matches the text as stored.
 """
 
 from __future__ import annotations
@@ -18,13 +19,24 @@ from rest_framework.response import Response
 from conversations.models import Message, MessageDirection
 from conversations.selectors import customer_get
 from memory.capture.ingest import messages_ingest
+from memory.capture.masking import mask_sensitive
 from qiwei_site.platform.api import AccountAPIView
 from qiwei_site.platform.errors import ValidationFailed
 
 SEARCH_LIMIT_MAX = 100
 
 
+class MaskedTextField(serializers.CharField):
+    """A message's text as people and clients see it: credentials and personal numbers masked
+    (`memory.capture.masking`); the stored message stays as received."""
+
+    def to_representation(self, value: Any) -> str:
+        return mask_sensitive(str(value))
+
+
 class MessageOutputSerializer(serializers.ModelSerializer):
+    text = MaskedTextField(read_only=True)
+
     class Meta:
         model = Message
         fields = ["id", "external_id", "direction", "sender", "text", "sent_at", "is_effective"]

@@ -1,8 +1,23 @@
 """Safety gate for automatic capture (spec §3, DESIGN §6): a message that smuggles instructions
-or carries a credential never becomes memory. Only categories leave this module, never matches.
+or carries a credential never becomes memory. Only categories, rule names and positions leave
+this module, never matches.
+
+Two kinds of sensitive text, two treatments (issue 14):
+- A secret that opens something (password, key, token, one-time code, CVV) blocks the whole
+  message: it writes no memory and the audit names the category. What surrounds a secret is
+  usually about the secret, and the message is itself a security event.
+- A personal number that only identifies (mainland ID card, bank card, mobile) does not block:
+  customers give them beside real facts ("电话138…，预算5000"), and losing the facts would be the
+  gate's false positive. Capture reads `without_personal_numbers(text, scan(text).spans)`, so the
+  number never reaches an item's content or key; the stored message stays as received.
+
+Both are found after NFKC folding and after squeezing evasive spacing ("密 码 是 a b c 1 2 3",
+"ｐａｓｓｗｏｒｄ＝ａｂｃ１２３"), and `find_sensitive` returns their spans in the text as received,
+which `memory.capture.masking` uses wherever a message is shown.
 
 False positives silently lose customer facts, so every pattern needs an instruction-like object
-or a concrete secret value: "请忽略我上一条消息" (a retraction) and "验证码收不到" (a complaint) pass.
+or a concrete secret value: "请忽略我上一条消息" (a retraction) and "验证码收不到" (a complaint) pass;
+prices, dates, room and order numbers are never personal numbers.
 """
 
 from __future__ import annotations
@@ -10,16 +25,30 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
+
+import phonenumbers
+from stdnum import luhn
+from stdnum.cn import ric
 
 from memory.text import fold_compatibility
 
 PROMPT_INJECTION = "prompt_injection"
 CREDENTIAL = "credential"
 HIDDEN_CHARACTERS = "hidden_characters"
+
+# Span categories: CREDENTIAL (above) and these.
+VERIFICATION_CODE = "verification_code"
+CARD_SECURITY_CODE = "cvv"
+ID_CARD = "id_card"
+BANK_CARD = "bank_card"
+MOBILE = "mobile"
+# Secrets block capture (scan's category CREDENTIAL); personal numbers are cut out of what it reads.
+SECRET_CATEGORIES = frozenset({CREDENTIAL, VERIFICATION_CODE, CARD_SECURITY_CODE})
+PERSONAL_NUMBER_CATEGORIES = frozenset({ID_CARD, BANK_CARD, MOBILE})
 
 
 @dataclass(frozen=True)
@@ -28,6 +57,8 @@ class ScanResult:
     categories: list[str] = field(default_factory=list)
     # Which rules fired (names only, safe to audit); never the matched text.
     rules: list[str] = field(default_factory=list)
+    # Every secret and personal number, as positions in the scanned text (see `find_sensitive`).
+    spans: tuple[Span, ...] = ()
 
 
 # --- hidden characters -------------------------------------------------------------------
@@ -313,8 +344,7 @@ _SELF_RETRACTION = re.compile(
     re.IGNORECASE,
 )
 
-
-# --- credentials -------------------------------------------------------------------------
+# --- credentials and personal numbers -----------------------------------------------------
 
 _VALUE_STOPWORDS_ZH = (
     "什么",
@@ -341,66 +371,128 @@ _VALUE_STOPWORDS_EN = frozenset(
     }
 )  # fmt: skip
 
-_CREDENTIAL_PATTERNS: tuple[tuple[str, str], ...] = (
-    ("private_key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
-    ("aws_access_key", r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}\b"),
-    ("aws_secret", r"aws.{0,20}?(?:secret|key).{0,20}?[\"'=:\s][A-Za-z0-9/+=]{40}\b"),
-    ("gcp_api_key", r"\bAIza[0-9A-Za-z_-]{35}\b"),
-    ("gcp_oauth", r"\bya29\.[0-9A-Za-z_-]{20,}"),
-    ("gcp_service_account", r"\"(?:private_key_id|private_key)\"\s*:"),
-    (
-        "azure_storage",
-        r"AccountKey\s*=\s*[A-Za-z0-9+/=]{40,}|SharedAccessSignature\s+sig=|[?&]sig=[A-Za-z0-9%+/=]{30,}",
+
+def _zh_password_value(value: str) -> bool:
+    # "密码是多少" asks; "密码abc" in "密码abc锁" is a word: a value carries a digit or is long.
+    if any(value.startswith(word) for word in _VALUE_STOPWORDS_ZH):
+        return False
+    return any(c.isdigit() for c in value) or len(value) >= 6
+
+
+def _en_password_value(value: str) -> bool:
+    value = value.lower().rstrip(".!?")
+    if value in _VALUE_STOPWORDS_EN or len(value) < 3:
+        return False
+    return not (value.isalpha() and len(value) < 6)
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """One pattern; its group `v` (when present) is the secret itself, so masking keeps the label."""
+
+    name: str
+    category: str
+    regex: re.Pattern[str]
+    accept: Callable[[str], bool] | None = None
+
+
+def _rule(name: str, category: str, pattern: str, accept: Callable[[str], bool] | None = None) -> _Rule:
+    return _Rule(name, category, re.compile(pattern, re.IGNORECASE), accept)
+
+
+# Digits stand next to Chinese characters without a word break ("验证码482913请查收"), so number
+# edges are lookarounds on digits, not \b.
+_CODE_WORDS_ZH = r"(?:验证码|校验码|动态码|短信码|安全码|授权码|提取码|激活码|动态密码|确认码|取件码)"
+_SECRET_RULES: tuple[_Rule, ...] = (
+    _rule(
+        "private_key",
+        CREDENTIAL,
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END[^\n]*?-----|[\s\S]*)",
     ),
-    ("azure_client_secret", r"\b[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}\b"),
-    ("github_token", r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}|\bgithub_pat_[A-Za-z0-9_]{40,}"),
-    ("gitlab_token", r"\bgl(?:pat|dt|rt|ptt|cbt|oas|soat|ffct|imt|agent)-[A-Za-z0-9_-]{20,}"),
-    ("slack_token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}|https://hooks\.slack\.com/services/[A-Za-z0-9/]+"),
-    ("stripe_key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"),
-    ("openai_key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
-    ("anthropic_key", r"\bsk-ant-(?:api|admin)\d{2}-[A-Za-z0-9_-]{20,}"),
-    ("huggingface_token", r"\bhf_[A-Za-z0-9]{30,}"),
-    ("aliyun_access_key", r"\bLTAI[A-Za-z0-9]{12,24}\b"),
-    ("tencent_secret_id", r"\bAKID[A-Za-z0-9]{13,40}\b"),
-    ("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
-    ("bearer_token", r"\bBearer\s+[A-Za-z0-9._~+/-]{20,}=*"),
-    ("url_credentials", r"\b[a-z][a-z0-9+.-]*://[^\s:/@]+:[^\s:/@]{3,}@[\w.-]+"),
-    (
+    _rule("aws_access_key", CREDENTIAL, r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}\b"),
+    _rule("aws_secret", CREDENTIAL, r"aws.{0,20}?(?:secret|key).{0,20}?[\"'=:\s](?P<v>[A-Za-z0-9/+=]{40})\b"),
+    _rule("gcp_api_key", CREDENTIAL, r"\bAIza[0-9A-Za-z_-]{35}\b"),
+    _rule("gcp_oauth", CREDENTIAL, r"\bya29\.[0-9A-Za-z_-]{20,}"),
+    _rule("gcp_service_account", CREDENTIAL, r"\"(?:private_key_id|private_key)\"\s*:(?:\s*\"(?P<v>[^\"]+)\")?"),
+    _rule(
+        "azure_storage",
+        CREDENTIAL,
+        r"AccountKey\s*=\s*[A-Za-z0-9+/=]{40,}|SharedAccessSignature\s+sig=\S*|[?&]sig=[A-Za-z0-9%+/=]{30,}",
+    ),
+    _rule("azure_client_secret", CREDENTIAL, r"\b[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}\b"),
+    _rule("github_token", CREDENTIAL, r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}|\bgithub_pat_[A-Za-z0-9_]{40,}"),
+    _rule("gitlab_token", CREDENTIAL, r"\bgl(?:pat|dt|rt|ptt|cbt|oas|soat|ffct|imt|agent)-[A-Za-z0-9_-]{20,}"),
+    _rule(
+        "slack_token", CREDENTIAL, r"\bxox[abposr]-[A-Za-z0-9-]{10,}|https://hooks\.slack\.com/services/[A-Za-z0-9/]+"
+    ),
+    _rule("stripe_key", CREDENTIAL, r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"),
+    _rule("openai_key", CREDENTIAL, r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
+    _rule("anthropic_key", CREDENTIAL, r"\bsk-ant-(?:api|admin)\d{2}-[A-Za-z0-9_-]{20,}"),
+    _rule("huggingface_token", CREDENTIAL, r"\bhf_[A-Za-z0-9]{30,}"),
+    _rule("aliyun_access_key", CREDENTIAL, r"\bLTAI[A-Za-z0-9]{12,24}\b"),
+    _rule("tencent_secret_id", CREDENTIAL, r"\bAKID[A-Za-z0-9]{13,40}\b"),
+    _rule("jwt", CREDENTIAL, r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    _rule("bearer_token", CREDENTIAL, r"\bBearer\s+(?P<v>[A-Za-z0-9._~+/-]{20,}=*)"),
+    _rule("url_credentials", CREDENTIAL, r"\b[a-z][a-z0-9+.-]*://[^\s:/@]+:(?P<v>[^\s:/@]{3,})@[\w.-]+"),
+    _rule(
         "secret_assignment",
+        CREDENTIAL,
         r"\b(?:api[_-]?key|apikey|secret[_-]?key|client[_-]?secret|access[_-]?token|auth[_-]?token|refresh[_-]?token|"
-        r"app[_-]?secret|private[_-]?key|secret)\s*[:=]\s*[\"']?[A-Za-z0-9_\-./+=]{8,}",
+        r"app[_-]?secret|private[_-]?key|secret)\s*[:=]\s*[\"']?(?P<v>[A-Za-z0-9_\-./+=]{8,})",
     ),
     # Chinese "密码是…": a concrete value (letters/digits/symbols), not "密码是什么" or "密码锁".
-    (
+    _rule(
         "password_zh",
+        CREDENTIAL,
         r"(?:密码|口令|密令|PIN码|pin码|开门码|门锁码|支付码)(?:是|为|改成了?|改为|设成了?|设置为|:|：|=|\s)?\s*"
-        r"[\"'“「]?(?P<zhval>[A-Za-z0-9!@#$%^&*()_+\-=.~]{3,})",
+        r"[\"'“「]?(?P<v>[A-Za-z0-9!@#$%^&*()_+\-=.~]{3,})",
+        _zh_password_value,
     ),
-    ("password_zh_tight", r"(?:登录|支付|银行卡|取款|开门|门锁|账户|账号|邮箱|微信|支付宝)密码\s*(?P<zhval2>\d{4,})"),
-    (
+    _rule(
+        "password_zh_tight",
+        CREDENTIAL,
+        r"(?:登录|支付|银行卡|取款|开门|门锁|账户|账号|邮箱|微信|支付宝)密码\s*(?P<v>\d{4,})",
+    ),
+    _rule(
         "password_en",
+        CREDENTIAL,
         r"\b(?:password|passwd|pwd|passcode|passphrase|pin(?:\s+code)?)\b(?:\s+(?:is|was|=|:)|\s*[:=])\s*"
-        r"[\"'“]?(?P<enval>[^\s\"'”,;]{3,})",
+        r"[\"'“]?(?P<v>[^\s\"'”,;]{3,})",
+        _en_password_value,
     ),
-    (
+    _rule(
         "verification_code_zh",
-        r"(?:验证码|校验码|动态码|短信码|安全码|授权码|提取码|激活码|动态密码)(?:是|为|:|：|\s|发你|给你)*\s*\d{4,8}\b"
-        r"|\d{4,8}\s*(?:是|为)?(?:我的)?(?:验证码|校验码|动态码|动态密码)",
+        VERIFICATION_CODE,
+        rf"{_CODE_WORDS_ZH}(?:是|为|:|：|\s|发你|给你|发给你)*\s*(?P<v>(?<![0-9])\d{{4,8}})(?![0-9])",
     ),
-    (
+    _rule(
+        "verification_code_zh_before",
+        VERIFICATION_CODE,
+        r"(?<![0-9])(?P<v>\d{4,8})\s*(?:是|为)?(?:我的)?(?:验证码|校验码|动态码|动态密码)",
+    ),
+    _rule(
+        "verification_code_otp",
+        VERIFICATION_CODE,
+        r"\b(?:otp|2fa|mfa|tan)\b\s*(?:code)?\s*(?:is|was|:|=)?\s*(?P<v>\d{4,8})(?![0-9])",
+    ),
+    _rule(
         "verification_code_en",
-        r"\b(?:otp|2fa|mfa|tan)\b\s*(?:code)?\s*(?:is|was|:|=)?\s*\d{4,8}\b"
-        r"|\b(?:verification|security|confirmation|one[-\s]?time|auth(?:entication)?|login|sms|access|door)\s+"
-        r"(?:code|pin|passcode|password)\s*(?:is|was|:|=)?\s*\d{4,8}\b"
-        r"|(?<!zip )(?<!postal )(?<!area )(?<!post )\bcode\s*(?:is|:)\s*\d{4,8}\b",
+        VERIFICATION_CODE,
+        r"\b(?:verification|security|confirmation|one[-\s]?time|auth(?:entication)?|login|sms|access|door)\s+"
+        r"(?:code|pin|passcode|password)\s*(?:is|was|:|=)?\s*(?P<v>\d{4,8})(?![0-9])",
     ),
-    (
-        "bank_card",
-        r"(?:卡号|银行卡|信用卡|储蓄卡|借记卡|card\s*(?:number|no\.?|#))[^0-9\n]{0,8}(?P<card>\d(?:[\s-]?\d){11,18})",
+    _rule(
+        "verification_code_word",
+        VERIFICATION_CODE,
+        r"(?<!zip )(?<!postal )(?<!area )(?<!post )\bcode\s*(?:is|:)\s*(?P<v>\d{4,8})(?![0-9])",
     ),
-    ("card_cvv", r"(?:\b(?:cvv2?|cvc2?|cvn|csc)\b|安全码|卡背后三位|背面三位)[^0-9\n]{0,6}\d{3,4}\b"),
+    _rule(
+        "card_cvv",
+        CARD_SECURITY_CODE,
+        r"(?:(?<![A-Za-z])(?:cvv|cvc|cvn|csc)2?(?![A-Za-z])|安全码|卡背后三位|背面三位|卡背面)[^0-9\n]{0,6}"
+        r"(?P<v>(?<![0-9])\d{3,4})(?![0-9])",
+    ),
 )
-_COMPILED_CREDENTIALS = tuple((name, re.compile(pattern, re.IGNORECASE)) for name, pattern in _CREDENTIAL_PATTERNS)
 
 # A long opaque token: letters and digits mixed, high entropy; Chinese and ordinary words never match.
 _TOKEN_RE = re.compile(r"(?<![A-Za-z0-9_/+=.-])[A-Za-z0-9_+/=-]{24,}(?![A-Za-z0-9_/+=-])")
@@ -411,6 +503,7 @@ _URL_SECRET_PARAM_RE = re.compile(
     r"[?&](?:access_?token|api_?key|apikey|token|secret|password|sig|signature|key|auth)=([A-Za-z0-9%._~+/=-]{16,})",
     re.IGNORECASE,
 )
+_HEX_RE = re.compile(r"(?<![0-9a-fA-F])[0-9a-fA-F]{32,}(?![0-9a-fA-F])")
 
 
 def _entropy(value: str) -> float:
@@ -431,7 +524,7 @@ def _looks_like_secret_token(token: str) -> bool:
     digits = sum(c.isdigit() for c in stripped)
     if stripped.isdigit() or digits == 0:
         return False
-    # Hex digests (order hashes, file checksums) only count with a keyword nearby; see _keyword_near.
+    # Hex digests (order hashes, file checksums) only count with a keyword nearby; see _HEX_RE.
     if re.fullmatch(r"[0-9a-fA-F]+", stripped):
         return False
     if not (has_lower and has_upper) and digits < 4:
@@ -480,71 +573,259 @@ def _detect_secrets_plugins() -> tuple[Any, ...]:
     return tuple(cls() for cls in classes)
 
 
-def _luhn_ok(digits: str) -> bool:
-    total = 0
-    for index, char in enumerate(reversed(digits)):
-        value = int(char)
-        if index % 2 == 1:
-            value *= 2
-            if value > 9:
-                value -= 9
-        total += value
-    return total % 10 == 0
+def _match_span(match: re.Match[str]) -> tuple[int, int]:
+    """The secret inside a match: group `v` or the first group that matched, else the whole match."""
+    if "v" in match.re.groupindex:
+        if match.group("v") is not None:
+            return match.span("v")
+        return match.span()
+    for index in range(1, (match.re.groups or 0) + 1):
+        if match.group(index):
+            return match.span(index)
+    return match.span()
 
 
-def _credential_rules(text: str) -> list[str]:
-    hits: list[str] = []
-    for name, regex in _COMPILED_CREDENTIALS:
-        for match in regex.finditer(text):
-            groups = match.groupdict()
-            if groups.get("zhval") is not None:
-                value = groups["zhval"]
-                # "密码是多少" or "密码123" typed as a word ("密码abc" in "密码abc锁") must carry a digit or be long.
-                if any(value.startswith(w) for w in _VALUE_STOPWORDS_ZH):
-                    continue
-                if not (any(c.isdigit() for c in value) or len(value) >= 6):
-                    continue
-            if groups.get("enval") is not None:
-                value = groups["enval"].lower().rstrip(".!?")
-                if value in _VALUE_STOPWORDS_EN or len(value) < 3:
-                    continue
-                if value.isalpha() and len(value) < 6:
-                    continue
-            if groups.get("card") is not None:
-                digits = re.sub(r"\D", "", groups["card"])
-                # Explicitly a card number: 12–19 digits; mobile numbers (11 digits) never qualify.
-                if not 12 <= len(digits) <= 19:
-                    continue
-            hits.append(name)
-            break
+def _secret_hits(text: str) -> Iterator[tuple[str, str, int, int]]:
+    """(rule, category, start, end) of every secret in one view of the message."""
+    for rule in _SECRET_RULES:
+        for match in rule.regex.finditer(text):
+            start, end = _match_span(match)
+            if rule.accept is not None and not rule.accept(text[start:end]):
+                continue
+            yield rule.name, rule.category, start, end
     for plugin in _detect_secrets_plugins():
-        try:
-            if any(True for _ in plugin.analyze_string(text)):
-                hits.append(f"ds_{type(plugin).__name__}")
-        except Exception:
+        for regex in getattr(plugin, "denylist", ()):
+            try:
+                for match in regex.finditer(text):
+                    yield f"ds_{type(plugin).__name__}", CREDENTIAL, *_match_span(match)
+            except Exception:  # pragma: no cover - a plugin's own regex must never break capture
+                continue
+    urls = list(_URL_RE.finditer(text))
+    for url in urls:
+        for param in _URL_SECRET_PARAM_RE.finditer(url.group()):
+            yield "url_secret_param", CREDENTIAL, url.start() + param.start(1), url.start() + param.end(1)
+    # Tokens and hex digests are looked for outside URLs (paths and slugs are not keys).
+    outside = _URL_RE.sub(lambda m: " " * len(m.group()), text)
+    for token in _TOKEN_RE.finditer(outside):
+        if not _WECHAT_ID_RE.fullmatch(token.group()) and _looks_like_secret_token(token.group()):
+            yield "opaque_token", CREDENTIAL, token.start(), token.end()
+    if _SECRET_KEYWORD_RE.search(outside):
+        for token in _HEX_RE.finditer(outside):
+            if any(c.isalpha() for c in token.group()) and any(c.isdigit() for c in token.group()):
+                yield "hex_secret", CREDENTIAL, token.start(), token.end()
+
+
+# --- personal numbers: mainland ID cards, bank cards, mobiles ---------------------------------
+
+# Digit runs with at most one space or dash between digits ("6222 0212 3456 7890 123").
+_ID_CARD_RE = re.compile(r"(?<![0-9A-Za-z])\d(?:[ -]?\d){16}[ -]?[0-9Xx](?![0-9A-Za-z])")
+_CARD_RUN_RE = re.compile(r"(?<![0-9A-Za-z])\d(?:[ -]?\d){14,18}(?![0-9A-Za-z])")
+# A label just before the number (same clause) says what it is; a label beats the bare rules.
+_CLAUSE_TAIL = r"[^0-9\n。，,；;！!？?]{0,8}$"
+_CARD_CONTEXT_RE = re.compile(
+    r"(?:卡号|银行卡|信用卡|储蓄卡|借记卡|工资卡|银联|开户行|收款账户|银行账户|银行账号|"
+    r"card|visa|master\s?card|amex|unionpay)" + _CLAUSE_TAIL,
+    re.IGNORECASE,
+)
+# Weaker: "用卡6222…" or "6222…这张卡", unless an order or waybill label says otherwise.
+_CARD_NEAR_BEFORE_RE = re.compile(r"卡[:：是为\s]{0,2}$")
+_CARD_NEAR_AFTER_RE = re.compile(r"^\s?(?:这张|那张|的)?(?:银行卡|信用卡|储蓄卡|卡)(?![券住顿了])")
+_ID_CONTEXT_RE = re.compile(r"(?:身份证|证件|身份号|公民身份|id\s?card|\bid\b|\bid\s?no)" + _CLAUSE_TAIL, re.IGNORECASE)
+# ...and these make a number something else (order, waybill, invoice, contract numbers).
+_OTHER_NUMBER_CONTEXT_RE = re.compile(
+    r"(?:订单|单号|编号|流水|快递|运单|物流|工单|合同|发票|票号|房源|批次|序列号|order|tracking|invoice|ref|serial)"
+    + _CLAUSE_TAIL,
+    re.IGNORECASE,
+)
+_CONTEXT_WINDOW = 16
+
+
+def _digits(value: str) -> str:
+    return re.sub(r"[^0-9Xx]", "", value).upper()
+
+
+def _before(text: str, start: int) -> str:
+    return text[max(0, start - _CONTEXT_WINDOW) : start]
+
+
+def _is_id_card(text: str, start: int, end: int) -> bool:
+    # ric checks the length, the birth date, the birth place and the check digit.
+    if not ric.is_valid(_digits(text[start:end])):
+        return False
+    before = _before(text, start)
+    return bool(_ID_CONTEXT_RE.search(before)) or not _OTHER_NUMBER_CONTEXT_RE.search(before)
+
+
+def _is_bank_card(text: str, start: int, end: int) -> bool:
+    digits = _digits(text[start:end])
+    before = _before(text, start)
+    if _CARD_CONTEXT_RE.search(before):
+        return 15 <= len(digits) <= 19
+    if _OTHER_NUMBER_CONTEXT_RE.search(before):
+        return False
+    if _CARD_NEAR_BEFORE_RE.search(before) or _CARD_NEAR_AFTER_RE.search(text[end : end + 8]):
+        return 15 <= len(digits) <= 19
+    # A bare number: 16–19 digits, a card network's leading digit (UnionPay 62, Visa 4, Mastercard 5,
+    # JCB/Discover 3 and 6), a valid Luhn check and not a repeated pattern.
+    return 16 <= len(digits) <= 19 and digits[0] in "3456" and len(set(digits)) > 3 and bool(luhn.is_valid(digits))
+
+
+def _personal_hits(text: str) -> Iterator[tuple[str, str, int, int]]:
+    if sum(c.isdigit() for c in text) < 11:
+        return
+    ids: list[tuple[int, int]] = []
+    for match in _ID_CARD_RE.finditer(text):
+        if _is_id_card(text, match.start(), match.end()):
+            ids.append(match.span())
+            yield "id_card", ID_CARD, match.start(), match.end()
+    for match in _CARD_RUN_RE.finditer(text):
+        if any(start < match.end() and match.start() < end for start, end in ids):
             continue
-    for url in _URL_RE.findall(text):
-        if _URL_SECRET_PARAM_RE.search(url):
-            hits.append("url_secret_param")
-    text_without_urls = _URL_RE.sub(" ", text)
-    for token in _TOKEN_RE.findall(text_without_urls):
-        if _WECHAT_ID_RE.fullmatch(token):
+        if _is_bank_card(text, match.start(), match.end()):
+            yield "bank_card", BANK_CARD, match.start(), match.end()
+    yield from _mobile_hits(text)
+
+
+def _mobile_hits(text: str) -> Iterator[tuple[str, str, int, int]]:
+    """Mainland mobiles as libphonenumber reads them: 13812345678, 138 1234 5678, +86-138-1234-5678."""
+    for match in phonenumbers.PhoneNumberMatcher(text, "CN", leniency=phonenumbers.Leniency.VALID):
+        number = match.number
+        if (
+            phonenumbers.region_code_for_number(number) == "CN"
+            and phonenumbers.number_type(number) == phonenumbers.PhoneNumberType.MOBILE
+        ):
+            yield "mobile", MOBILE, match.start, match.end
+
+
+# --- views of the message, mapped back to its characters ----------------------------------------
+
+
+@dataclass(frozen=True)
+class _View:
+    """A normalised reading of the message; `origin[i]` is the raw index of its i-th character."""
+
+    text: str
+    origin: tuple[int, ...]
+
+    def raw_span(self, start: int, end: int) -> tuple[int, int]:
+        return self.origin[start], self.origin[end - 1] + 1
+
+
+# One separator between one-character tokens is spacing meant to evade ("密 码 是 a b c 1 2 3").
+_SQUEEZABLE = frozenset(" \t\u00a0·•_*.-")
+
+
+def _is_cjk(char: str) -> bool:
+    return "\u3400" <= char <= "\u9fff" or "\uf900" <= char <= "\ufaff"
+
+
+def _folded_view(raw: str) -> _View:
+    """NFKC one character at a time (full-width forms fold, indexes survive), hidden characters dropped."""
+    chars: list[str] = []
+    origin: list[int] = []
+    for index, char in enumerate(raw):
+        if _HIDDEN_RE.match(char) or char == "\ufeff" or char == _ZWJ:
             continue
-        if _looks_like_secret_token(token):
-            hits.append("opaque_token")
-            break
-    if _SECRET_KEYWORD_RE.search(text_without_urls):
-        for token in re.findall(r"(?<![0-9a-fA-F])[0-9a-fA-F]{32,}(?![0-9a-fA-F])", text_without_urls):
-            if any(c.isalpha() for c in token) and any(c.isdigit() for c in token):
-                hits.append("hex_secret")
-                break
-    # A bare card number (no context word) with a valid Luhn check and 16–19 digits.
-    for run in re.findall(r"(?<!\d)\d(?:[ -]?\d){15,18}(?!\d)", text):
-        digits = re.sub(r"\D", "", run)
-        if 16 <= len(digits) <= 19 and digits[0] in "3456" and _luhn_ok(digits) and len(set(digits)) > 3:
-            hits.append("card_number_luhn")
-            break
-    return hits
+        for folded in unicodedata.normalize("NFKC", char):
+            chars.append(folded)
+            origin.append(index)
+    return _View("".join(chars), tuple(origin))
+
+
+def _squeezed_view(view: _View) -> _View:
+    text = view.text
+    last = len(text) - 1
+
+    def separator(i: int) -> bool:
+        return text[i] in _SQUEEZABLE or text[i].isspace()
+
+    def word(i: int) -> bool:
+        return text[i].isascii() and text[i].isalnum()
+
+    def single(i: int) -> bool:
+        # A character standing alone: a CJK character, or a letter or digit with no letter or digit
+        # on either side. "am" in "I am" is not single, so words keep their spaces.
+        if separator(i):
+            return False
+        if _is_cjk(text[i]):
+            return True
+        return (i == 0 or not word(i - 1)) and (i == last or not word(i + 1))
+
+    keep = [i for i in range(len(text)) if not (0 < i < last and separator(i) and single(i - 1) and single(i + 1))]
+    return _View("".join(text[i] for i in keep), tuple(view.origin[i] for i in keep))
+
+
+def _views(raw: str) -> list[_View]:
+    folded = _folded_view(raw)
+    squeezed = _squeezed_view(folded)
+    return [folded] if squeezed.text == folded.text else [folded, squeezed]
+
+
+@dataclass(frozen=True, order=True)
+class Span:
+    """Where a secret or a personal number sits in the message as received: `text[start:end]`."""
+
+    start: int
+    end: int
+    category: str
+    rule: str = ""
+
+
+# When spans overlap, the stronger reading wins: a password that looks like a mobile is a password.
+_PRIORITY = {
+    CREDENTIAL: 0,
+    VERIFICATION_CODE: 1,
+    CARD_SECURITY_CODE: 2,
+    BANK_CARD: 3,
+    ID_CARD: 4,
+    MOBILE: 5,
+}
+
+
+def _merge(spans: Iterable[Span]) -> tuple[Span, ...]:
+    merged: list[Span] = []
+    for span in sorted(spans):
+        if merged and span.start < merged[-1].end:
+            previous = merged[-1]
+            stronger = previous if _PRIORITY[previous.category] <= _PRIORITY[span.category] else span
+            merged[-1] = Span(previous.start, max(previous.end, span.end), stronger.category, stronger.rule)
+        else:
+            merged.append(span)
+    return tuple(merged)
+
+
+# The Workbench and the APIs re-quote the same recent messages on every poll.
+@lru_cache(maxsize=1024)
+def _find_sensitive(raw: str) -> tuple[Span, ...]:
+    found: list[Span] = []
+    for view in _views(raw):
+        if not view.text:
+            continue
+        for hits in (_secret_hits(view.text), _personal_hits(view.text)):
+            for rule, category, start, end in hits:
+                if end > start:
+                    found.append(Span(*view.raw_span(start, end), category, rule))
+    return _merge(found)
+
+
+def find_sensitive(text: str) -> list[Span]:
+    """Every credential, one-time code, CVV, ID-card, bank-card and mobile number in `text`, as
+    non-overlapping spans of the text as received (spaced-out and full-width forms included)."""
+    return list(_find_sensitive(text or ""))
+
+
+def without_personal_numbers(text: str, spans: Iterable[Span]) -> str:
+    """What capture reads: the message with its ID-card, bank-card and mobile numbers cut out."""
+    out: list[str] = []
+    last = 0
+    for span in sorted(spans):
+        if span.category not in PERSONAL_NUMBER_CATEGORIES or span.start < last:
+            continue
+        out.append(text[last : span.start])
+        out.append(" ")
+        last = span.end
+    out.append(text[last:])
+    return "".join(out)
 
 
 def _injection_rules(text: str) -> list[str]:
@@ -592,7 +873,8 @@ def _spaced_latin_rules(text: str) -> list[str]:
 
 
 def scan(text: str) -> ScanResult:
-    """Scan a message before capture: blocked when it carries instructions, hidden characters or a secret."""
+    """Scan a message before capture: blocked when it carries instructions, hidden characters or a
+    secret; its personal numbers are reported in `spans` without blocking."""
     raw = text or ""
     categories: list[str] = []
     rules: list[str] = []
@@ -609,8 +891,9 @@ def scan(text: str) -> ScanResult:
     if injection:
         categories.append(PROMPT_INJECTION)
         rules += injection
-    credential = _credential_rules(visible)
-    if credential:
+    spans = _find_sensitive(raw)
+    secret_rules = list(dict.fromkeys(span.rule for span in spans if span.category in SECRET_CATEGORIES))
+    if secret_rules:
         categories.append(CREDENTIAL)
-        rules += credential
-    return ScanResult(blocked=bool(categories), categories=categories, rules=rules)
+        rules += secret_rules
+    return ScanResult(blocked=bool(categories), categories=categories, rules=rules, spans=spans)

@@ -12,7 +12,7 @@ from typing import Any
 from conversations.models import AuditAction, AuditEvent, Message, MessageDirection
 from conversations.services import audit_record
 from memory.capture.extract import FACT, Candidate, extract_candidates
-from memory.capture.safety import scan
+from memory.capture.safety import scan, without_personal_numbers
 from memory.items import CREATED, EVIDENCE_ADDED, REFUSED, SUPERSEDED, UNCHANGED, memory_item_put
 from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem, MemoryStatus
 from memory.snapshots import snapshot_refresh
@@ -142,7 +142,7 @@ def capture_message(*, message: Message, actor: Actor = "capture", refresh_snaps
         with account_atomic():
             _audit_blocked(message, outcome.categories, actor)
         return outcome
-    candidates = extract_candidates(message.text)
+    candidates = extract_candidates(without_personal_numbers(message.text, result.spans))
     # Facts are never written from hedged or inferred values: extraction already drops those.
     outcome.candidates = len(candidates)
     if not candidates:

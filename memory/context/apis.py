@@ -10,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from conversations.models import Message
+from memory.capture.apis import MaskedTextField
 from memory.providers import PrefetchRequest, SearchScope, get_provider
 from qiwei_site.platform.api import AccountAPIView
 
@@ -28,6 +29,7 @@ class ContextOutputSerializer(serializers.Serializer):
 
 class MessageSearchOutputSerializer(serializers.ModelSerializer):
     conversation_id = serializers.CharField(source="customer.conversation_id")
+    text = MaskedTextField(read_only=True)
 
     class Meta:
         model = Message

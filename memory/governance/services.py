@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
 
@@ -18,6 +18,13 @@ from conversations.models import AuditAction, AuditEvent, Customer, CustomerProf
 from conversations.profile_fields import PROFILE_FIELDS
 from conversations.services import audit_record
 from memory.decisions import decision_record
+from memory.governance.scrub import (
+    FORGOTTEN_MARK,
+    Quotes,
+    reasons_scrub,
+    secure_delete_on,
+    storage_purge_on_commit,
+)
 from memory.items import (
     item_row_save,
     item_values_validate,
@@ -44,7 +51,6 @@ from qiwei_site.platform.errors import Conflict, ValidationFailed
 from qiwei_site.platform.history import Actor, stamp_history
 from qiwei_site.platform.tenancy import account_atomic
 
-FORGOTTEN_MARK = "［已遗忘内容已移除］"
 SNAPSHOT_HEADINGS = frozenset(f"## {title}" for _type, title in SECTION_TITLES)
 
 
@@ -336,49 +342,28 @@ def _remove_line(content: str, lines_to_remove: set[str]) -> str:
     return "\n".join(kept)
 
 
-def _snapshots_redact(customer: Customer, item_id: int, contents: set[str], reason: str) -> int:
-    """Remove a forgotten item from every snapshot version that showed it.
+def _snapshots_redact(customer: Customer, item_id: int, contents: set[str], quotes: Quotes) -> int:
+    """Remove a forgotten item from every snapshot version that still lists it.
 
-    Versions keep their numbers (epochs and draft traces refer to them); only the
-    forgotten line goes, so each version still shows everything else the model saw.
+    Run after the new version (without the item) is written, so only older versions are touched.
+    They keep their numbers (epochs and draft traces refer to them); only the forgotten line goes,
+    so each still shows everything else the model saw.
     """
     lines = {f"- {' '.join(c.split())}" for c in contents}
     redacted = 0
     for snapshot in MemorySnapshot.objects.filter(customer=customer).order_by("version"):
-        listed = item_id in snapshot.item_ids or item_id in snapshot.left_out_ids
-        if not listed:
+        if item_id not in snapshot.item_ids and item_id not in snapshot.left_out_ids:
             continue
-        snapshot.content = _remove_line(snapshot.content, lines) if item_id in snapshot.item_ids else snapshot.content
+        if item_id in snapshot.item_ids:
+            snapshot.content = _remove_line(snapshot.content, lines)
         snapshot.item_ids = [i for i in snapshot.item_ids if i != item_id]
         snapshot.left_out_ids = [i for i in snapshot.left_out_ids if i != item_id]
         snapshot.sha256 = hashlib.sha256(snapshot.content.encode("utf-8")).hexdigest()
         snapshot.char_count = len(snapshot.content)
-        snapshot.reason = _scrub(snapshot.reason, contents)
+        snapshot.reason = quotes.scrub(snapshot.reason)
         snapshot.save(update_fields=["content", "item_ids", "left_out_ids", "sha256", "char_count", "reason"])
         redacted += 1
     return redacted
-
-
-def _scrub(text: str, contents: Iterable[str]) -> str:
-    for content in sorted(contents, key=len, reverse=True):
-        if len(content) >= 2 and content in text:
-            text = text.replace(content, FORGOTTEN_MARK)
-    return text
-
-
-def _scrub_reasons(customer: Customer, contents: set[str]) -> None:
-    """A supervisor may have quoted the item in a reason: replace the quote, keep the record."""
-    for content in (c for c in contents if len(c) >= 2):
-        for event in AuditEvent.objects.filter(conversation_id=customer.conversation_id, reason__contains=content):
-            event.reason = _scrub(event.reason, contents)
-            event.save(update_fields=["reason"])
-        for snapshot in MemorySnapshot.objects.filter(customer=customer, reason__contains=content):
-            snapshot.reason = _scrub(snapshot.reason, contents)
-            snapshot.save(update_fields=["reason"])
-        for history in (MemoryItem.history, CustomerProfile.history, Draft.history):
-            for row in history.filter(customer_id=customer.pk, history_change_reason__contains=content):
-                row.history_change_reason = _scrub(row.history_change_reason or "", contents)
-                row.save(update_fields=["history_change_reason"])
 
 
 def _forget_profile_value(customer: Customer, key: str, contents: set[str], *, actor: Actor, reason: str) -> set[str]:
@@ -395,7 +380,7 @@ def _forget_profile_value(customer: Customer, key: str, contents: set[str], *, a
     profile = CustomerProfile.objects.filter(customer=customer).first()
     if profile is not None and getattr(profile, field) in values:
         setattr(profile, field, "")
-        stamp_history(profile, actor=actor, reason=_scrub(reason, contents))
+        stamp_history(profile, actor=actor, reason=Quotes(contents | values).scrub(reason))
         profile.save(update_fields=[field, "updated_at"])
     CustomerProfile.history.filter(customer_id=customer.pk, **{f"{field}__in": values}).update(**{field: ""})
     _scrub_structured_updates(customer, field, values)
@@ -438,33 +423,41 @@ def _scrub_structured_updates(customer: Customer, field: str, values: set[str]) 
 
 
 def memory_item_forget(*, item: MemoryItem, actor: Actor, reason: str) -> dict[str, Any]:
-    """Physically delete an item, its history rows and its lines in every snapshot version.
+    """Physically delete an item and its history rows, write a snapshot version without it and take
+    its line out of every older version; leave no byte of it behind.
 
-    The audit keeps that it happened and the item id, never what it said. The customer's
-    messages are kept (a separate policy; see `memory.governance.erasure.customer_erase`).
+    The audit keeps that it happened and the item id, never what it said: any part of the content a
+    reason quoted is replaced (rule: `memory.governance.scrub.Quotes`), in audit, snapshot, history,
+    draft and capture-job rows, and in the loopback outbox. On SQLite the deleted bytes are zeroed
+    (`secure_delete`) and the WAL truncated after commit. The customer's messages are kept (a
+    separate policy; see `memory.governance.erasure.customer_erase`).
     """
     with account_atomic():
+        secure_delete_on()
         item = _locked(item)
         customer = item.customer
         history = MemoryItem.history.filter(id=item.pk)
         contents = {item.content, *(c for c in history.values_list("content", flat=True) if c)}
-        reason = _scrub(reason, contents)
+        reason = Quotes(contents).scrub(reason)
         for dependant in MemoryItem.objects.select_for_update().filter(superseded_by=item):
             dependant.superseded_by = None
             stamp_history(dependant, actor=actor, reason=reason)
             dependant.save(update_fields=["superseded_by", "updated_at"])
         item_id, item_type = item.pk, item.type
-        decision_record(item=item, kind=DecisionKind.FORGOTTEN)
+        # Every value the item ever had is refused from now on (each as a fingerprint only).
+        decision_record(item=item, kind=DecisionKind.FORGOTTEN, contents=contents)
         profile_values = _forget_profile_value(customer, item.key, contents, actor=actor, reason=reason)
         # A supervisor types the bare value ("8000元"), not the rendered item ("预算：8000元").
         contents |= profile_values
-        reason = _scrub(reason, contents)
+        quotes = Quotes(contents)
+        reason = quotes.scrub(reason)
         item.delete()
         # Deleting wrote one more history row (with the content): remove them all afterwards.
         history_deleted, _ = MemoryItem.history.filter(id=item_id).delete()
-        redacted = _snapshots_redact(customer, item_id, contents, reason)
-        _scrub_reasons(customer, contents)
+        # A new version first (the current one still shows the item), then the older ones lose it.
         snapshot, _created = snapshot_refresh(customer=customer, reason=reason)
+        redacted = _snapshots_redact(customer, item_id, contents, quotes)
+        reasons_scrub(customer, quotes)
         audit_record(
             action=AuditAction.MEMORY_ITEM_FORGOTTEN,
             conversation_id=customer.conversation_id,
@@ -478,4 +471,5 @@ def memory_item_forget(*, item: MemoryItem, actor: Actor, reason: str) -> dict[s
                 "profile_field_cleared": bool(profile_values),
             },
         )
+        storage_purge_on_commit(conversation_id=customer.conversation_id, redact=quotes.scrub)
     return {"item_id": item_id, "snapshot_version": snapshot.version, "snapshots_redacted": redacted}

@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 from conversations.apis import DraftOutputSerializer
 from conversations.models import Alert, AuditEvent, Customer, CustomerProfile, Message, Task
 from conversations.profile_fields import PROFILE_FIELDS
+from memory.capture.apis import MaskedTextField
 from memory.models import MemorySnapshot
 from qiwei_site.platform.api import AccountAPIView
 from qiwei_site.platform.selectors import accounts_for_user
@@ -31,7 +32,8 @@ class ConversationOutputSerializer(serializers.Serializer):
     display_name = serializers.CharField()
     session_mode = serializers.CharField()
     last_message_at = serializers.DateTimeField(allow_null=True)
-    last_message_text = serializers.CharField(allow_null=True)
+    # The list preview quotes the last message masked, like every other place a message is shown.
+    last_message_text = MaskedTextField(allow_null=True)
     last_message_direction = serializers.CharField(allow_null=True)
     pending_drafts = serializers.IntegerField()
     open_tasks = serializers.IntegerField()
@@ -48,6 +50,7 @@ class CustomerOutputSerializer(serializers.ModelSerializer):
 @extend_schema_serializer(component_name="WorkbenchMessage")
 class MessageOutputSerializer(serializers.ModelSerializer):
     direction_label = serializers.CharField(source="get_direction_display")
+    text = MaskedTextField(read_only=True)
 
     class Meta:
         model = Message

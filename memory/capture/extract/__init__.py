@@ -5,14 +5,17 @@ double negation ("不是不考虑") and strong hedges ("还没想好") produce n
 ("可能", "maybe") lower the confidence. Keys derive from the normalised object, so the same
 statement twice maps to one key and a preference and a constraint on one object share it.
 
+Nothing instruction-like is extracted (`memory.capture.guard`): a message spoofing structure yields
+nothing, an instruction-like clause yields nothing, and every object or value must pass the guard on
+its own. A condition ("除非…", "如果…的话", "unless…") never becomes an absolute: it voids the clause it
+governs.
+
 This module reads a message sentence by sentence; `clauses` splits and guards, `statements` turns
 one clause into candidates from `address`, `profile_facts` and the `constraints`/`preferences`
 triggers on `objects`.
 """
 
 from __future__ import annotations
-
-import re
 
 from memory.capture.extract._common import (
     ADDRESS_KEY,
@@ -34,14 +37,17 @@ from memory.capture.extract.clauses import (
     JOKE_RE,
     NEGATED_AVERSION_RE,
     PAST_RE,
+    POSTPOSED_CONDITION_RE,
     QUESTION_RE,
     REPORTING_RE,
     STRONG_HEDGE_RE,
     WEAK_HEDGE_RE,
+    has_own_consequent,
     split_sentences,
 )
 from memory.capture.extract.objects import object_key
 from memory.capture.extract.statements import coordinated, find_trigger, reversed_candidates, statement_candidates
+from memory.capture.guard import message_refusal, statement_refusal
 from memory.text import normalise_statement, normalize_content
 
 __all__ = [
@@ -59,8 +65,8 @@ __all__ = [
 
 
 def _sentence_candidates(clauses: list[str], question_mark: bool) -> list[Candidate]:
-    """Candidates of one sentence's clauses; the guards void a clause, the next one, or the rest."""
-    found: list[Candidate] = []
+    """Candidates of one sentence's clauses; the guards void a clause, its neighbour, or the rest."""
+    found: dict[int, list[Candidate]] = {}  # per clause, so a trailing condition can void the one before
     skip_rest = False
     skip_next = False
     # Preferences/constraints of a past clause ("我以前喜欢高层"), waiting for "现在不要了".
@@ -80,8 +86,17 @@ def _sentence_candidates(clauses: list[str], question_mark: bool) -> list[Candid
             # "我老婆说，不要顶楼": everything after the reporting verb is someone else's words.
             skip_rest = True
             continue
+        if statement_refusal(clause):
+            continue  # an instruction to us or the model, not a statement about the customer's world
         if CONDITIONAL_RE.search(clause):
-            skip_next = not last and not re.search(r"(?:我|就).{0,4}(?:要|想|喜欢)", clause)
+            # A condition never becomes an absolute item: it voids the clause it governs. "除非…" /
+            # "unless…" and a condition with no consequent of its own ("我要三居室，如果预算够的话")
+            # govern the clause before them when they close the sentence, the next one otherwise.
+            if not has_own_consequent(clause, find_trigger(clause, not CJK_RE.search(clause)) is not None):
+                if index > 0 and (last or POSTPOSED_CONDITION_RE.search(clause)):
+                    found.pop(index - 1, None)
+                elif not last:
+                    skip_next = True
             continue
         if (last and question_mark) or QUESTION_RE.search(clause):
             continue
@@ -106,13 +121,15 @@ def _sentence_candidates(clauses: list[str], question_mark: bool) -> list[Candid
         own = [candidate for piece in coordinated(clause) for candidate in statement_candidates(piece, hedged=hedged)]
         if pending and not any(candidate.type in {PREFERENCE, CONSTRAINT} for candidate in own):
             own += reversed_candidates(pending, clause, hedged=hedged)
-        found += own
-    return found
+        found[index] = own
+    return [candidate for candidates in found.values() for candidate in candidates]
 
 
 def extract_candidates(text: str) -> list[Candidate]:
     """Candidates from one customer message, in order, one per key (the last statement wins)."""
     text = normalise_statement(text)
+    if message_refusal(text):
+        return []  # a message spoofing structure (role lines, fences, delimiters) states nothing of its own
     per_sentence: list[list[Candidate]] = []
     for clauses, question_mark in split_sentences(text):
         jokes = [index for index, clause in enumerate(clauses) if JOKE_RE.search(clause)]

@@ -7,6 +7,7 @@ import re
 
 from memory.capture.extract._common import ADDRESS_KEY, CJK_RE, FACT, Candidate
 from memory.capture.extract.clauses import NO_LONGER_EN
+from memory.capture.guard import address_refusal
 
 # Any mention of a form of address, chosen or not.
 ADDRESS_PHRASE_RE = re.compile(r"叫我|称呼我|喊我|\bcall\s+me\b|\baddress\s+me\b", re.IGNORECASE)
@@ -75,6 +76,8 @@ def address_candidate(clause: str) -> Candidate | None:
     name = _NAME_TRAIL.sub("", name.strip()).strip()
     if not name or (CJK_RE.search(name) and _NAME_JUNK.search(name)):
         return None
+    if address_refusal(name):
+        return None  # a role ("叫我系统管理员", "call me Admin") is no name and no polite title
     return Candidate(
         type=FACT,
         key=ADDRESS_KEY,

@@ -65,9 +65,30 @@ FIRST_PERSON_SAYING_RE = re.compile(
     re.IGNORECASE,
 )
 CONDITIONAL_RE = re.compile(
-    r"如果|假如|假设|万一|倘若|(?<![主就还要])要是|的话|若是|\bif\b|\bunless\b|\bsuppose\b|\bin\s+case\b|\bwhat\s+if\b",
+    # "评分要是5分" is "must be 5", not "if".
+    r"如果|假如|假设|万一|倘若|(?<![主就还要])要是(?![\d一二三四五六七八九十两])|的话|若是|除非|只有.{0,12}才|"
+    r"\bif\b|\bunless\b|\bsuppose\b|\bin\s+case\b|\bwhat\s+if\b|\bprovided\s+(?:that\b)?|\bas\s+long\s+as\b|"
+    r"\bon\s+condition\b",
     re.IGNORECASE,
 )
+# A condition that governs another clause, never itself: "不要顶楼，除非有电梯", "no pets unless…".
+POSTPOSED_CONDITION_RE = re.compile(
+    r"除非|\bunless\b|\bprovided\b|\bas\s+long\s+as\b|\bonly\s+if\b|\bon\s+condition\b", re.IGNORECASE
+)
+# What a condition clause says once its condition is met: "如果有地铁的话更好", "要是便宜就要一楼".
+_CONSEQUENT_ZH_RE = re.compile(
+    r"(?:如果|假如|假设|万一|倘若|要是|若是|的话).*?(?:就|才|更好|最好|也行|也可以|那|便|则)"
+)
+
+
+def has_own_consequent(clause: str, has_trigger: bool) -> bool:
+    """Whether a conditional clause carries its own consequent (then it voids only itself), or is a
+    bare condition ("如果预算够的话", "if possible", "除非…") that governs a neighbouring clause."""
+    if POSTPOSED_CONDITION_RE.search(clause):
+        return False
+    return has_trigger or _CONSEQUENT_ZH_RE.search(clause) is not None
+
+
 STRONG_HEDGE_RE = re.compile(
     r"不是非要|不是一定要|不是必须|不必|没必要|未必|不非得|不一定非要|还没想好|没想好|还没定|没定|不确定|不一定|看情况|再说吧|说不准|不好说|随便|都行|都可以|无所谓|还在考虑|再考虑|"
     r"\bnot\s+sure\b|\bundecided\b|\bhaven't\s+decided\b|\bdepends\b|\bwhatever\b|\bdon't\s+mind\b|\bno\s+preference\b",
@@ -131,3 +152,64 @@ FIRST_PERSON_LEAD_RE = re.compile(
 )
 # "not anymore", "no longer": what the clause names (a name, a city) is over.
 NO_LONGER_EN = re.compile(r"\bany\s*more\b|\bno\s+longer\b", re.IGNORECASE)
+
+
+# --- negated statements (for grounding) ------------------------------------------------------
+
+# What a negation rules out runs from the cue to the next affirmative verb ("不要两居室要三居室"),
+# or, when nothing follows the cue, back to the previous one ("两居室不考虑", "两居室就算了").
+_NEGATION_CUE_RE = re.compile(
+    r"不是|并非|不要|不想要?|不考虑|不接受|不能接受|接受不了|受不了|不喜欢|不需要|不用|不在|不去|不住|不租|不买|不找|不选|不看|"
+    r"不打算|不准备|不愿意?|不希望|(?<![特区分性识告级类个离差辨])别(?![墅的人处])|没有|没(?!问题|关系|事)|拒绝|排除|避开|避免|"
+    r"讨厌|反感|嫌弃|算了|(?<![a-z])(?:not|no|never|don't|doesn't|won't|can't|cannot|without|except|avoid|exclude|"
+    r"hate|dislike)(?![a-z])|n't\b|\bno\s+longer\b|\brather\s+not\b",
+    re.IGNORECASE,
+)
+# "不超过4500", "别超过5000", "no more than 5000": a cap states the amount, it does not refuse it.
+_CAP_AFTER_CUE_RE = re.compile(  # used with .match(clause, position): anchored there
+    r"\s*(?:要|能|可以|得|会)?\s*(?:超过|超出|高于|多于|大于|过|到)|\s*(?:more|higher|over|above)\s+than\b|\s*over\b",
+    re.IGNORECASE,
+)
+_AFFIRMATIVE_CUE_RE = re.compile(
+    r"(?<![不没别])(?:而是|还是|倒是|就是|是|只要|想要|要|喜欢|希望|需要|最好|必须|改成|换成|倾向)|"
+    r"(?<![给帮替让叫为])(?:我|我们|咱们)(?:在|住|找|租|买|选|考虑)|"  # "别给我找…" stays negated
+    r"\b(?:but|instead|i\s+(?:want|prefer|need|like)|we\s+(?:want|prefer|need|like)|rather)\b",
+    re.IGNORECASE,
+)
+_EMPTY_SCOPE_RE = re.compile(r"^[\s了的吧啊呀哦哈啦嘛呢就也都还吧。！!.]*$")
+
+
+def affirmed_text(clause: str) -> str:
+    """The clause without what it negates: "我不要两居室" → "我", "不是两居室是三居室" → "是三居室".
+
+    Double negation ("不是不要两居室") affirms, so the clause is kept whole.
+    """
+    if DOUBLE_NEGATION_RE.search(clause):
+        return clause
+    kept: list[str] = []
+    position = 0
+    while True:
+        cue = _NEGATION_CUE_RE.search(clause, position)
+        if cue is None:
+            kept.append(clause[position:])
+            break
+        if _CAP_AFTER_CUE_RE.match(clause, cue.end()):
+            kept.append(clause[position : cue.end()])
+            position = cue.end()
+            continue
+        # A cue's own verb ("不要在…", "不想要…") is part of the negation, not a new statement.
+        start = cue.end()
+        following = _AFFIRMATIVE_CUE_RE.search(clause, start)
+        while following is not None and not clause[start : following.start()].strip():
+            start = following.end()
+            following = _AFFIRMATIVE_CUE_RE.search(clause, start)
+        end = following.start() if following else len(clause)
+        if _EMPTY_SCOPE_RE.match(clause[start:end]):
+            # Fronted object: the negation reaches back to the previous affirmative cue.
+            before = [m.end() for m in _AFFIRMATIVE_CUE_RE.finditer(clause, position, cue.start())]
+            kept.append(clause[position : before[-1]] if before else "")
+        else:
+            kept.append(clause[position : cue.start()])
+        kept.append(" ")
+        position = end
+    return "".join(kept)

@@ -16,6 +16,7 @@ from memory.capture.extract.preferences import (
     ZH_PREFERENCE_TRIGGERS,
 )
 from memory.capture.extract.profile_facts import profile_facts
+from memory.capture.guard import object_refusal, value_refusal
 
 # Constraints before preferences, so "不喜欢" never reads as "喜欢".
 _COMPILED_ZH = tuple((re.compile(p), t, c, i) for p, t, c, i in (*ZH_CONSTRAINT_TRIGGERS, *ZH_PREFERENCE_TRIGGERS))
@@ -76,7 +77,7 @@ def statement_candidates(clause: str, *, hedged: bool) -> list[Candidate]:
             facts, spans = [], []
         if hedged:
             facts = []  # facts must be firm; a hedged value is at most something to ask about
-        candidates += facts
+        candidates += [fact for fact in facts if not value_refusal(fact.field or "", fact.value)]
     if trigger is None:
         return candidates
     match, memory_type, confidence, importance = trigger
@@ -93,7 +94,7 @@ def statement_candidates(clause: str, *, hedged: bool) -> list[Candidate]:
     if sub is None:
         return candidates
     for obj in objects_for(remainder, sub[0], is_english):
-        if not valid_object(obj):
+        if not valid_object(obj) or object_refusal(obj):
             continue
         key_obj = object_key(obj)
         if not key_obj:

@@ -1,0 +1,297 @@
+"""What forget and erase leave behind, removed: quotes of the content in reasons, and on SQLite the
+bytes that deleted rows leave in free pages, the WAL and the full-text index (issue 14, item 7).
+
+The quote rule (`Quotes`): a text quotes a content when it shares with it a run of at least
+4 characters containing a character other than a Latin letter, space or punctuation (Chinese,
+digits), or a run of at least 8 characters of any kind; a content of 2 to 7 characters is
+also a quote wherever it appears whole ("徐汇", "老王头"). Each such run is replaced by
+`FORGOTTEN_MARK`. Forget applies it with the item's values (all versions, and a profile field's
+bare value); erase with every text value of the customer's rows.
+"""
+
+from __future__ import annotations
+
+import logging
+import string
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from django.apps import apps
+from django.db import connections, models
+
+from conversations.gateway import LoopbackGateway
+from conversations.models import AuditEvent, Customer, Draft
+from memory.models import CaptureJob, MemorySnapshot
+from qiwei_site.platform.tenancy import current_alias, is_account_model, on_account_commit
+
+logger = logging.getLogger(__name__)
+
+FORGOTTEN_MARK = "［已遗忘内容已移除］"
+QUOTE_MIN_CHARS = 4
+# English words and identifiers ("the metro", "customer") are common to unrelated texts: a run of
+# Latin letters, spaces and punctuation only counts as a quote from this length on.
+WEAK_QUOTE_MIN_CHARS = 8
+WHOLE_MIN_CHARS = 2
+_WEAK = frozenset(string.ascii_letters + string.whitespace + string.punctuation)
+
+FTS_TABLE = "memory_message_fts"  # memory/migrations/0004_message_search_index.py
+
+
+class Quotes:
+    """The parts of some contents that a text must not keep (see the module's rule)."""
+
+    def __init__(self, contents: Iterable[str]) -> None:
+        self.whole: set[str] = set()
+        self.grams: set[str] = set()
+        self.weak_grams: set[str] = set()
+        for content in contents:
+            self.add(content)
+
+    def add(self, content: str) -> None:
+        for variant in {content, " ".join(content.split())}:
+            if len(variant.strip()) < WHOLE_MIN_CHARS:
+                continue
+            if len(variant) < QUOTE_MIN_CHARS:
+                self.whole.add(variant)
+                continue
+            for start in range(len(variant) - QUOTE_MIN_CHARS + 1):
+                gram = variant[start : start + QUOTE_MIN_CHARS]
+                if not _WEAK.issuperset(gram):
+                    self.grams.add(gram)
+            if len(variant) < WEAK_QUOTE_MIN_CHARS:
+                self.whole.add(variant)
+            for start in range(len(variant) - WEAK_QUOTE_MIN_CHARS + 1):
+                self.weak_grams.add(variant[start : start + WEAK_QUOTE_MIN_CHARS])
+
+    def __bool__(self) -> bool:
+        return bool(self.whole or self.grams or self.weak_grams)
+
+    def _covered(self, text: str) -> list[bool]:
+        covered = [False] * len(text)
+        for start in range(len(text)):
+            for size, grams in ((QUOTE_MIN_CHARS, self.grams), (WEAK_QUOTE_MIN_CHARS, self.weak_grams)):
+                if start + size <= len(text) and text[start : start + size] in grams:
+                    covered[start : start + size] = [True] * size
+        for whole in self.whole:
+            start = text.find(whole)
+            while start != -1:
+                covered[start : start + len(whole)] = [True] * len(whole)
+                start = text.find(whole, start + 1)
+        return covered
+
+    def scrub(self, text: str) -> str:
+        """`text` with every quoted run replaced by the mark (unchanged when it quotes nothing)."""
+        if not text or not self:
+            return text
+        covered = self._covered(text)
+        if not any(covered):
+            return text
+        parts: list[str] = []
+        for index, char in enumerate(text):
+            if not covered[index]:
+                parts.append(char)
+            elif index == 0 or not covered[index - 1]:
+                parts.append(FORGOTTEN_MARK)
+        return "".join(parts)
+
+    def scrub_json(self, value: Any) -> Any:
+        """A JSON value with its strings scrubbed (keys are field names, kept)."""
+        if isinstance(value, str):
+            return self.scrub(value)
+        if isinstance(value, list):
+            return [self.scrub_json(v) for v in value]
+        if isinstance(value, dict):
+            return {k: self.scrub_json(v) for k, v in value.items()}
+        return value
+
+
+def json_strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for v in value:
+            yield from json_strings(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from json_strings(v)
+
+
+# --- rows about a customer --------------------------------------------------------------------
+
+
+def historical_models_with_customer() -> list[type[models.Model]]:
+    """simple-history tables of account apps that reference a customer (found generically, so
+    apps added later, such as session epochs, are covered without being imported here)."""
+    found: list[type[models.Model]] = []
+    for model in apps.get_models():
+        field_names = {field.name for field in model._meta.get_fields()}
+        if "history_id" in field_names and "customer" in field_names and is_account_model(model):
+            found.append(model)
+    return found
+
+
+def _models_with_customer() -> list[type[models.Model]]:
+    found: list[type[models.Model]] = []
+    for model in apps.get_models():
+        names = {field.name for field in model._meta.get_fields()}
+        if "customer" in names and is_account_model(model):
+            found.append(model)
+    return found
+
+
+# Not words about the customer: identifiers (their digit runs would match unrelated numbers in
+# reasons), the context trace (ids, versions, stage names), the sender, which is either the
+# customer (their display name is collected) or our staff, and reasons and errors, which are
+# what gets scrubbed, not what a quote is taken from.
+_NOT_WORDS = frozenset(
+    {
+        "conversation_id",
+        "external_id",
+        "idempotency_key",
+        "upstream_id",
+        "session_id",
+        "parent_session_id",
+        "sha256",
+        "key",
+        "client",
+        "key_fingerprint",
+        "value_fingerprint",
+        "context_trace",
+        "sender",
+        "reason",
+        "error",
+        "last_error",
+    }
+)
+
+
+def _text_fields(model: type[models.Model]) -> list[str]:
+    """Fields that hold words rather than states or bookkeeping: text without choices, JSON."""
+    names: list[str] = []
+    for field in model._meta.concrete_fields:
+        if field.name.startswith("history_") or field.name in _NOT_WORDS:
+            continue  # the change reason is a reason (scrubbed), not content; the rest is bookkeeping
+        if isinstance(field, models.JSONField) or (
+            isinstance(field, models.CharField | models.TextField) and not field.choices
+        ):
+            names.append(field.name)
+    return names
+
+
+def customer_texts(customer: Customer) -> Iterator[str]:
+    """Every word stored about a customer: text and JSON values of their rows and history rows."""
+    yield customer.display_name
+    for model in [*_models_with_customer(), Customer.history.model]:
+        fields = _text_fields(model)
+        if not fields:
+            continue
+        rows = model._default_manager.filter(
+            **({"id": customer.pk} if model is Customer.history.model else {"customer_id": customer.pk})
+        )
+        for values in rows.values_list(*fields):
+            for value in values:
+                yield from json_strings(value)
+
+
+def _scrub_column(queryset: models.QuerySet[Any], field: str, quotes: Quotes, *, is_json: bool = False) -> int:
+    """Rewrite one column where it quotes; queryset updates, so no history row records the old value."""
+    changed = 0
+    for pk, value in queryset.values_list("pk", field):
+        if value in (None, "", [], {}):
+            continue
+        scrubbed = quotes.scrub_json(value) if is_json else quotes.scrub(value)
+        if scrubbed != value:
+            queryset.model._default_manager.filter(pk=pk).update(**{field: scrubbed})
+            changed += 1
+    return changed
+
+
+def audit_scrub(conversation_id: str, quotes: Quotes) -> int:
+    """Replace quotes in a conversation's audit rows (reason and payload); returns rows changed."""
+    if not quotes:
+        return 0
+    audit = AuditEvent.objects.filter(conversation_id=conversation_id)
+    return _scrub_column(audit, "reason", quotes) + _scrub_column(audit, "payload", quotes, is_json=True)
+
+
+def reasons_scrub(customer: Customer, quotes: Quotes) -> int:
+    """Replace quotes in the reasons and explanations kept about a customer; returns rows changed.
+
+    Audit rows (reason and payload), snapshot reasons, every history row's change reason, draft
+    reasons and errors (and their history), capture job errors.
+    """
+    if not quotes:
+        return 0
+    changed = audit_scrub(customer.conversation_id, quotes)
+    changed += _scrub_column(MemorySnapshot.objects.filter(customer_id=customer.pk), "reason", quotes)
+    changed += _scrub_column(CaptureJob.objects.filter(customer_id=customer.pk), "last_error", quotes)
+    for history_model in historical_models_with_customer():
+        rows = history_model._default_manager.filter(customer_id=customer.pk)
+        changed += _scrub_column(rows, "history_change_reason", quotes)
+    drafts: list[models.QuerySet[Any]] = [
+        Draft.objects.filter(customer_id=customer.pk),
+        Draft.history.filter(customer_id=customer.pk),
+    ]
+    for rows in drafts:
+        changed += _scrub_column(rows, "reasons", quotes, is_json=True)
+        changed += _scrub_column(rows, "error", quotes)
+    return changed
+
+
+# --- storage: SQLite free pages, WAL, full-text index; the loopback outbox ------------------------
+
+
+def _sqlite(alias: str) -> bool:
+    return connections[alias].vendor == "sqlite"
+
+
+def secure_delete_on(alias: str | None = None) -> None:
+    """Deleted rows are overwritten with zeros instead of left in free pages (per connection;
+    memory/apps.py sets it on every account connection, this makes a service independent of it)."""
+    alias = alias or current_alias()
+    if _sqlite(alias):
+        with connections[alias].cursor() as cursor:
+            cursor.execute("PRAGMA secure_delete=ON")
+
+
+def search_index_purge(alias: str | None = None) -> None:
+    """Deleting from an FTS5 index only adds delete markers: the old segments keep the trigrams until
+    they are merged. 'optimize' merges every segment into one without the deleted entries.
+    (FTS5's own 'secure-delete' option needs SQLite ≥ 3.42 and changes the file format.)"""
+    alias = alias or current_alias()
+    if not _sqlite(alias):
+        return  # PostgreSQL: the pg_trgm index entries go with VACUUM (README, production deployment)
+    with connections[alias].cursor() as cursor:
+        cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = %s", [FTS_TABLE])
+        if cursor.fetchone() is not None:
+            cursor.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('optimize')")
+
+
+def wal_truncate(alias: str) -> bool:
+    """Copy the WAL into the database file and truncate it to zero bytes: the WAL keeps the old
+    images of every page written since the last checkpoint. Waits for readers (the connection's
+    busy timeout); returns False when one still held the WAL."""
+    if not _sqlite(alias):
+        return True
+    with connections[alias].cursor() as cursor:
+        cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        row = cursor.fetchone()
+    busy = bool(row and row[0])
+    if busy:
+        logger.warning("erasure: WAL checkpoint of %s blocked by a reader; old pages remain until the next", alias)
+    return not busy
+
+
+def storage_purge_on_commit(
+    *, conversation_id: str, drop: bool = False, redact: Callable[[str], str] | None = None
+) -> None:
+    """After the transaction commits: scrub the conversation's lines in the loopback outbox (drop
+    them, or redact quotes), then truncate the WAL. Files are not transactional, so nothing here
+    runs if the deletion rolls back."""
+    alias = current_alias()
+
+    def purge() -> None:
+        LoopbackGateway.outbox_scrub(conversation_id=conversation_id, drop=drop, redact=redact)
+        wal_truncate(alias)
+
+    on_account_commit(purge)
