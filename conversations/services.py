@@ -8,8 +8,15 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
 
-from conversations.models import AuditAction, AuditEvent, Customer, CustomerProfile, RegistryAuditEvent
-from qiwei_site.platform.errors import Conflict, NotFound, ValidationFailed
+from conversations.models import AuditAction, AuditEvent, Customer, CustomerProfile, Message, RegistryAuditEvent
+from qiwei_site.platform.errors import (
+    Conflict,
+    NotFound,
+    PermissionDenied,
+    StorageUnavailable,
+    ValidationFailed,
+    validate_identifier,
+)
 from qiwei_site.platform.history import Actor, actor_identity, stamp_history
 from qiwei_site.platform.models import AccountMembership, WeComAccount
 from qiwei_site.platform.tenancy import (
@@ -200,21 +207,52 @@ def customer_update(*, customer: Customer, changes: dict[str, Any], actor: Actor
     return current
 
 
+CUSTOMER_CREATE_ATTEMPTS = 3
+
+
 def customer_get_or_create(
     *, conversation_id: str, display_name: str = "", actor: Actor = None, reason: str = "首次收到消息"
 ) -> tuple[Customer, bool]:
-    """The customer for a conversation id, created (with an empty profile) on first sight."""
-    conversation_id = (conversation_id or "").strip()
-    if not conversation_id or len(conversation_id) > 128:
-        raise ValidationFailed("conversation_id 必须是 1–128 个字符 (conversation_id must be 1–128 chars).")
-    customer = Customer.objects.filter(conversation_id=conversation_id).first()
-    if customer is not None:
-        return customer, False
+    """The customer for a conversation id, created (with an empty profile) on first sight.
+
+    Race-free on the unique conversation id: the insert runs in its own transaction (a savepoint
+    inside a caller's), and an IntegrityError means another request created the customer first —
+    theirs is read and returned. Each retry re-reads, so losing the race never loses the message."""
+    conversation_id = validate_identifier(conversation_id, field="conversation_id", code="invalid_conversation_id")
+    for _attempt in range(CUSTOMER_CREATE_ATTEMPTS):
+        customer = Customer.objects.filter(conversation_id=conversation_id).first()
+        if customer is not None:
+            return customer, False
+        try:
+            with account_atomic():
+                customer = Customer(conversation_id=conversation_id, display_name=display_name[:100])
+                stamp_history(customer, actor=actor, reason=reason)
+                customer.save()
+                profile = CustomerProfile(customer=customer)
+                stamp_history(profile, actor=actor, reason=reason)
+                profile.save()
+        except IntegrityError:
+            continue  # created concurrently: the next pass reads it
+        return customer, True
+    # The row kept appearing and vanishing (a concurrent erasure): let the client retry.
+    raise StorageUnavailable("contention")
+
+
+def message_reveal(*, message: Message, actor: Actor, reason: str) -> str:
+    """The message as received, for a supervisor who must read what masking hides (a credential,
+    an ID or card number). Audited with who, why and which message, never the text itself."""
+    if not (getattr(actor, "is_active", False) and getattr(actor, "is_staff", False)):
+        raise PermissionDenied("只有主管可以查看未遮蔽的消息 (only staff may reveal a message).", code="reveal_denied")
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationFailed("查看未遮蔽消息需要填写原因 (a reason is required).", code="reason_required")
+    customer = Customer.objects.only("conversation_id").get(pk=message.customer_id)
     with account_atomic():
-        customer = Customer(conversation_id=conversation_id, display_name=display_name[:100])
-        stamp_history(customer, actor=actor, reason=reason)
-        customer.save()
-        profile = CustomerProfile(customer=customer)
-        stamp_history(profile, actor=actor, reason=reason)
-        profile.save()
-    return customer, True
+        audit_record(
+            action=AuditAction.MESSAGE_REVEALED,
+            conversation_id=customer.conversation_id,
+            actor=actor,
+            reason=reason,
+            payload={"message_id": message.pk, "direction": message.direction},
+        )
+    return message.text

@@ -5,10 +5,11 @@ invalidity or an exceeded budget. The customer's memory lives in the database, s
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import uuid
 
 from django.conf import settings
-from django.db import IntegrityError
+from django.db import DatabaseError, IntegrityError
 from django.utils import timezone
 
 from conversations.models import AuditAction, Customer
@@ -17,6 +18,8 @@ from memory.snapshots import snapshot_current
 from qiwei_site.platform.history import Actor, stamp_history
 from qiwei_site.platform.tenancy import account_atomic
 from sessions_epoch.models import CloseReason, SessionEpoch
+
+logger = logging.getLogger(__name__)
 
 CLOSED_EPOCHS_KEPT = 50
 
@@ -46,15 +49,34 @@ def _close(epoch: SessionEpoch, *, reason: str, actor: Actor, now: dt.datetime) 
     epoch.save(update_fields=["closed_at", "close_reason"])
 
 
+def _memory_version(customer: Customer, actor: Actor) -> int | None:
+    """The snapshot version a new epoch starts from. An unreadable snapshot table must not stop the
+    turn (spec §6 failure boundary): it is audited as memory_recall_failed and the epoch opens with
+    no version; the pipeline then drafts through the degraded context."""
+    try:
+        with account_atomic():  # a savepoint: on PostgreSQL a failed read would abort the whole turn
+            snapshot = snapshot_current(customer)
+    except DatabaseError as exc:
+        logger.exception("reading the memory snapshot for %s failed; epoch opens without one", customer.conversation_id)
+        audit_record(
+            action=AuditAction.MEMORY_RECALL_FAILED,
+            conversation_id=customer.conversation_id,
+            actor=actor,
+            reason="开启会话时读取记忆快照失败，会话不带记忆版本",
+            payload={"stage": "epoch_open", "error": exc.__class__.__name__},
+        )
+        return None
+    return snapshot.version if snapshot else None
+
+
 def _open(
     *, customer: Customer, parent: SessionEpoch | None, actor: Actor, client: str, now: dt.datetime, reason: str
 ) -> SessionEpoch:
-    snapshot = snapshot_current(customer)
     epoch = SessionEpoch(
         customer=customer,
         session_id=str(uuid.uuid4()),
         parent_session_id=parent.session_id if parent else "",
-        memory_version=snapshot.version if snapshot else None,
+        memory_version=_memory_version(customer, actor),
         client=client,
         started_at=now,
         turns=0,

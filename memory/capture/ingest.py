@@ -1,13 +1,23 @@
 """Ingest WeCom messages (DESIGN §6.1, §12): idempotent on `external_id`, and every new inbound
-message gets its durable capture job in the same transaction."""
+message gets its durable capture job in the same transaction.
+
+Race-free: one conversation's ingests are serialised on its customer row (SQLite's IMMEDIATE
+transactions already serialise writers), and a lost race — a unique violation, a serialization
+failure or deadlock — is retried a bounded number of times, then answered 503 with Retry-After.
+No message is lost and none is stored twice."""
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
+import random
+import re
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import IntegrityError
+from django.conf import settings
+from django.db import DatabaseError, IntegrityError, connections
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -15,13 +25,24 @@ from conversations.models import AuditAction, Customer, Message, MessageDirectio
 from conversations.services import audit_record, customer_get_or_create
 from memory.capture.jobs import enqueue_after_commit
 from memory.models import CaptureJob
-from qiwei_site.platform.errors import ValidationFailed
+from qiwei_site.platform.errors import StorageUnavailable, ValidationFailed, storage_fault, validate_identifier
 from qiwei_site.platform.history import Actor, stamp_history
-from qiwei_site.platform.tenancy import account_atomic
+from qiwei_site.platform.tenancy import account_atomic, current_alias
+
+logger = logging.getLogger(__name__)
 
 MAX_TEXT_CHARS = 8000
 MAX_BATCH = 500
 MAX_SENDER_CHARS = 100
+# Retries after losing a race (unique violation, serialization failure, deadlock): fast, bounded.
+INGEST_ATTEMPTS = 5
+RETRY_BACKOFF_SECONDS = 0.02
+# A lock wait that already lasted this long was the full busy/lock timeout: answer 503 at once
+# instead of waiting it out again (the whole request stays within one timeout).
+LOCK_RETRY_BELOW_SECONDS = 1.0
+# PostgreSQL waits for a row lock forever by default; SQLite's busy timeout is 5 s (tenancy).
+POSTGRES_LOCK_TIMEOUT = "5s"
+_SURROGATE = re.compile("[\ud800-\udfff]")
 # A message outside these years is garbage; dates before 1901 even serialize with Shanghai's
 # local-mean-time offset (+08:05:43), which is not a valid RFC 3339 date-time.
 SENT_AT_EARLIEST = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
@@ -44,14 +65,16 @@ def _invalid(index: int, detail: str) -> ValidationFailed:
     return ValidationFailed(f"第 {index + 1} 条消息：{detail}", code="invalid_message")
 
 
-def _clean(index: int, raw: Any) -> dict[str, Any]:
+def _clean(index: int, raw: Any, now: dt.datetime) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise _invalid(index, "必须是 JSON 对象 (each message must be an object).")
-    external_id = raw.get("external_id")
-    if not isinstance(external_id, str | int) or not str(external_id).strip() or len(str(external_id).strip()) > 128:
-        raise _invalid(index, "external_id 必须是 1–128 个字符 (external_id must be 1–128 chars).")
+    try:
+        # A string, never a coerced bool or number: `true` must not become the id "True".
+        external_id = validate_identifier(raw.get("external_id"), field="external_id")
+    except ValidationFailed as exc:
+        raise _invalid(index, exc.detail) from None
     direction = raw.get("direction", MessageDirection.INBOUND)
-    if direction not in MessageDirection.values:
+    if not isinstance(direction, str) or direction not in MessageDirection.values:
         raise _invalid(
             index, "direction 必须是 inbound、outbound 或 system (direction must be inbound|outbound|system)."
         )
@@ -60,19 +83,32 @@ def _clean(index: int, raw: Any) -> dict[str, Any]:
         raise _invalid(index, "text 不能为空 (text must be a non-empty string).")
     if "\x00" in text:
         raise _invalid(index, "text 不能包含空字符 (text must not contain NUL).")
+    if _SURROGATE.search(text):
+        raise _invalid(index, "text 含有孤立的代理字符 (text contains a lone surrogate).")
     if len(text) > MAX_TEXT_CHARS:
         raise _invalid(index, f"text 最长 {MAX_TEXT_CHARS} 个字符 (text is at most {MAX_TEXT_CHARS} chars).")
-    sender = raw.get("sender") or ""
-    if not isinstance(sender, str) or len(sender) > MAX_SENDER_CHARS or "\x00" in sender:
+    sender = raw.get("sender")
+    if sender is None:
+        sender = ""
+    if not isinstance(sender, str) or len(sender) > MAX_SENDER_CHARS or "\x00" in sender or _SURROGATE.search(sender):
         raise _invalid(index, f"sender 必须是最长 {MAX_SENDER_CHARS} 个字符的文本 (sender must be a short string).")
-    sent_at_raw = raw.get("sent_at")
-    if sent_at_raw in (None, ""):
-        sent_at = timezone.now()
-    elif isinstance(sent_at_raw, dt.datetime):
-        sent_at = sent_at_raw
-    elif isinstance(sent_at_raw, str):
+    return {
+        "external_id": external_id,
+        "direction": direction,
+        "text": text,
+        "sender": sender.strip(),
+        "sent_at": _clean_sent_at(index, raw.get("sent_at"), now),
+    }
+
+
+def _clean_sent_at(index: int, raw: Any, now: dt.datetime) -> dt.datetime:
+    if raw in (None, ""):
+        return now
+    if isinstance(raw, dt.datetime):
+        sent_at = raw
+    elif isinstance(raw, str):
         try:
-            parsed = parse_datetime(sent_at_raw.strip())
+            parsed = parse_datetime(raw.strip())
         except ValueError:
             parsed = None
         if parsed is None:
@@ -84,18 +120,28 @@ def _clean(index: int, raw: Any) -> dict[str, Any]:
         raise _invalid(index, "sent_at 必须带时区，例如 +08:00 (sent_at needs a timezone offset).")
     if not SENT_AT_EARLIEST <= sent_at < SENT_AT_LATEST:
         raise _invalid(index, "sent_at 必须在 2000–2099 年之间 (sent_at must be within 2000–2099).")
-    return {
-        "external_id": str(external_id).strip(),
-        "direction": direction,
-        "text": text,
-        "sender": sender.strip(),
-        "sent_at": sent_at,
-    }
+    skew = settings.QIWEI_INGEST_MAX_FUTURE_SKEW_SECONDS
+    if sent_at > now + dt.timedelta(seconds=skew):
+        # Otherwise it would stay "the latest customer message" until that date.
+        raise _invalid(
+            index,
+            f"sent_at 晚于服务器当前时间超过 {skew} 秒，请检查发送方时钟 "
+            f"(sent_at is more than {skew} s in the future; check the sender's clock).",
+        )
+    return sent_at
 
 
 def _store(customer: Customer, cleaned: list[dict[str, Any]], actor: Actor, reason: str) -> IngestResult:
-    result = IngestResult(customer=customer)
     with account_atomic():
+        connection = connections[current_alias()]
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute(f"SET LOCAL lock_timeout = '{POSTGRES_LOCK_TIMEOUT}'")
+        # One ingest per conversation at a time (PostgreSQL; SQLite writers are serialised anyway):
+        # the duplicate check below then sees every message stored before, and last_message_at
+        # is read fresh, so a slower batch cannot move it back.
+        customer = Customer.objects.select_for_update().get(pk=customer.pk)
+        result = IngestResult(customer=customer)
         ids = [item["external_id"] for item in cleaned]
         existing = {m.external_id: m for m in Message.objects.filter(customer=customer, external_id__in=ids)}
         fresh: list[Message] = []
@@ -144,15 +190,29 @@ def messages_ingest(
         raise ValidationFailed("至少需要一条消息 (at least one message is required).", code="invalid_message")
     if len(messages) > MAX_BATCH:
         raise ValidationFailed(f"一次最多 {MAX_BATCH} 条消息 (at most {MAX_BATCH} messages per request).")
-    cleaned = [_clean(index, raw) for index, raw in enumerate(messages)]
+    now = timezone.now()
+    cleaned = [_clean(index, raw, now) for index, raw in enumerate(messages)]
     display_name = next(
         (c["sender"] for c in cleaned if c["direction"] == MessageDirection.INBOUND and c["sender"]), ""
     )
-    customer, _created = customer_get_or_create(
-        conversation_id=conversation_id, display_name=display_name, actor=actor, reason=reason
-    )
-    try:
-        return _store(customer, cleaned, actor, reason)
-    except IntegrityError:
-        # A concurrent ingest stored some of these first (PostgreSQL): the second pass sees them as duplicates.
-        return _store(customer, cleaned, actor, reason)
+    cause = "contention"
+    for attempt in range(1, INGEST_ATTEMPTS + 1):
+        started = time.monotonic()
+        try:
+            customer, _created = customer_get_or_create(
+                conversation_id=conversation_id, display_name=display_name, actor=actor, reason=reason
+            )
+            return _store(customer, cleaned, actor, reason)
+        except (IntegrityError, Customer.DoesNotExist):
+            # A concurrent ingest stored some of these first, or the customer was erased meanwhile:
+            # the next pass sees the stored ones as duplicates (or creates the customer again).
+            cause = "contention"
+        except DatabaseError as exc:
+            cause = storage_fault(exc) or ""
+            waited_out = time.monotonic() - started >= LOCK_RETRY_BELOW_SECONDS
+            if cause not in ("contention", "locked") or (cause == "locked" and waited_out):
+                raise
+        logger.info("ingest for %s lost a race (%s), attempt %s", conversation_id, cause, attempt)
+        if attempt < INGEST_ATTEMPTS:
+            time.sleep(RETRY_BACKOFF_SECONDS * (2 ** (attempt - 1)) * (0.5 + random.random()))
+    raise StorageUnavailable(cause)

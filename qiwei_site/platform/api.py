@@ -7,7 +7,10 @@ import inspect
 import logging
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import DatabaseError, DataError
 from django.http import Http404
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiResponse
@@ -18,7 +21,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from qiwei_site.platform.errors import ApplicationError
+from qiwei_site.platform.errors import (
+    ApplicationError,
+    RequestTooLarge,
+    StorageUnavailable,
+    ValidationFailed,
+    storage_fault,
+    validate_identifier,
+)
 from qiwei_site.platform.selectors import user_can_access_account
 from qiwei_site.platform.tenancy import _current_account, ensure_account_database, validate_account_id
 
@@ -31,6 +41,7 @@ _DRF_CODES = {
     404: "not_found",
     405: "method_not_allowed",
     406: "not_acceptable",
+    413: "request_too_large",
     415: "unsupported_media_type",
     429: "throttled",
 }
@@ -44,10 +55,55 @@ def _flatten(detail: Any) -> str:
     return str(detail)
 
 
-def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """Every error is `{"code", "detail"}` with a 4xx status; field errors ride along in `errors`."""
+def request_too_large(limit: int | None = None) -> RequestTooLarge:
+    limit = limit or settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return RequestTooLarge(
+        f"请求体超过上限 {limit} 字节（{limit / 1048576:.0f} MB）(request body exceeds the limit of {limit} bytes).",
+        extra={"limit_bytes": limit},
+    )
+
+
+def known_error(exc: BaseException) -> ApplicationError | None:
+    """The domain error an exception stands for: our own, a storage fault (503 with its cause), or
+    input that only failed deep down (a number or date out of range, a lone surrogate, NUL on
+    PostgreSQL). None means unforeseen: the caller answers a logged 500."""
     if isinstance(exc, ApplicationError):
-        return Response({"code": exc.code, "detail": exc.detail, **exc.extra}, status=exc.status_code)
+        return exc
+    if isinstance(exc, RequestDataTooBig):
+        return request_too_large()
+    if isinstance(exc, DatabaseError):
+        cause = storage_fault(exc)
+        if cause is not None:
+            logger.warning("account storage fault (%s): %s", cause, exc)
+            return StorageUnavailable(cause)
+        if isinstance(exc, DataError):  # PostgreSQL refusing a value: NUL, out of range, too long
+            logger.info("database refused a value: %s", exc)
+            return ValidationFailed(
+                "输入的值无法保存或查询 (a value is out of range or not storable).", code="invalid_value"
+            )
+        return None
+    if isinstance(exc, OverflowError):  # SQLite binding an integer beyond 64 bits; datetime arithmetic
+        return ValidationFailed("数值或日期超出范围 (a number or date is out of range).", code="out_of_range")
+    if isinstance(exc, UnicodeEncodeError) and "surrogates not allowed" in str(exc):
+        return ValidationFailed("文本含有孤立的代理字符 (text contains a lone surrogate).", code="invalid_unicode")
+    return None
+
+
+def error_headers(error: ApplicationError) -> dict[str, str]:
+    retry_after = getattr(error, "retry_after", None)
+    return {"Retry-After": str(retry_after)} if retry_after else {}
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """Every error is `{"code", "detail"}` with a 4xx status (503 for storage faults); field errors
+    ride along in `errors`. Unforeseen exceptions go on to the JSON 500 of `ApiErrorMiddleware`."""
+    known = known_error(exc)
+    if known is not None:
+        return Response(
+            {"code": known.code, "detail": known.detail, **known.extra},
+            status=known.status_code,
+            headers=error_headers(known),
+        )
     if isinstance(exc, DjangoValidationError):
         exc = drf_exceptions.ValidationError(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
     if isinstance(exc, Http404):
@@ -85,6 +141,9 @@ _ERROR_DESCRIPTIONS = {
     403: "治理操作需要后台员工权限 (governance needs a staff user)",
     404: "账号或对象不存在 (not found)",
     409: "当前状态不允许该操作 (conflict)",
+    413: "请求体超过上限 (request body too large)",
+    415: "请求体必须是 JSON (the body must be application/json)",
+    503: "账号数据库暂时不可用，见 cause 与 Retry-After (storage unavailable)",
 }
 
 
@@ -110,6 +169,10 @@ class QiweiAutoSchema(AutoSchema):
             codes.append(404)
             if self.method in ("POST", "PATCH", "PUT", "DELETE"):
                 codes.append(409)
+        if self.method in ("POST", "PATCH", "PUT"):
+            codes.extend([413, 415])
+        if isinstance(self.view, AccountAPIView):
+            codes.append(503)
         return codes
 
     def _map_basic_serializer(self, serializer: Any, direction: Any) -> dict[str, Any]:
@@ -161,6 +224,8 @@ class AccountAPIView(APIView):
         if not user_can_access_account(request.user, account_id):
             raise drf_exceptions.NotFound("账号不存在 (no such account).")
         self.check_governance(request)
+        if "conversation_id" in kwargs:
+            validate_identifier(kwargs["conversation_id"], field="conversation_id", code="invalid_conversation_id")
         ensure_account_database(account_id)
         self._account_token = _current_account.set(account_id)
         self.account_id = account_id

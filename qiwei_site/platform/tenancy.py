@@ -113,7 +113,7 @@ def account_database_config(account_id: str) -> dict[str, Any]:
         "NAME": str(path),
         "OPTIONS": {
             "transaction_mode": "IMMEDIATE",
-            "timeout": 30,
+            "timeout": 5,
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         },
         "TEST": {"NAME": str(path)},

@@ -53,7 +53,8 @@ QIWEI_OPENAI_API_KEY = env_str("QIWEI_OPENAI_API_KEY", "")
 QIWEI_OPENAI_TIMEOUT_SECONDS = env_int("QIWEI_OPENAI_TIMEOUT_SECONDS", 60, 1, 3600)
 QIWEI_AUTO_SEND_CONFIDENCE = env_float("QIWEI_AUTO_SEND_CONFIDENCE", 0.85, 0.0, 1.0)
 # Keys the fingerprints that let a forgotten or rejected value be refused without being kept;
-# empty = SECRET_KEY. Changing it makes earlier decisions unrecognisable: set it once.
+# empty = a random key made once in QIWEI_DATA_DIR (one host). Changing it makes earlier decisions
+# unrecognisable: set it once, the same on every host.
 QIWEI_MEMORY_FINGERPRINT_KEY = env_str("QIWEI_MEMORY_FINGERPRINT_KEY", "")
 
 # --- Upstream WeCom gateway (spec §9) ---------------------------------------------------
@@ -233,6 +234,8 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "processed_folder": str(_broker_dir / "processed"),
         # Broadcast/control exchanges (worker pings, shutdown) — kombu's default is ./control.
         "control_folder": str(_broker_dir / "control"),
+        # Message files that cannot be parsed are set aside here, never crash a worker (qiwei_site/broker.py).
+        "corrupt_folder": str(_broker_dir / "corrupt"),
         # kombu polls the folder once a second by default: 2 capture jobs/s with two worker processes.
         "polling_interval": 0.1,
         "store_processed": False,
@@ -262,3 +265,16 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("DJANGO_LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
+
+# --- API input limits (issue 11) ----------------------------------------------------------
+# A message may be dated at most this far past the server's clock; beyond it the message would stay
+# "the latest customer message" until that date.
+QIWEI_INGEST_MAX_FUTURE_SKEW_SECONDS = env_int("QIWEI_INGEST_MAX_FUTURE_SKEW_SECONDS", 300, 0, 86400)
+# The largest documented ingest batch — 500 messages (MAX_BATCH) of 1,800 CJK characters — is
+# about 5.9 MB when a client escapes every character as \uXXXX (Python's json.dumps default);
+# 8 MiB leaves room for the other fields. Beyond it the API answers 413 naming this limit.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024
+# JSON only (a form-encoded or multipart body is a 415), parsed strictly: see StrictJSONParser.
+REST_FRAMEWORK["DEFAULT_PARSER_CLASSES"] = ["qiwei_site.platform.parsers.StrictJSONParser"]
+# Outermost, so that no answer under /api/ or /workbench/api/ is ever an HTML error page.
+MIDDLEWARE = ["qiwei_site.platform.middleware.ApiErrorMiddleware", *MIDDLEWARE]
