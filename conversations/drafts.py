@@ -25,6 +25,7 @@ from conversations.models import (
     Draft,
     DraftStatus,
     Message,
+    MessageDirection,
     SessionMode,
 )
 from conversations.services import audit_record
@@ -288,12 +289,49 @@ def draft_send(*, draft: Draft, actor: Actor, reason: str = "发送回复", auto
         locked.status = DraftStatus.SENT
         stamp_history(locked, actor=actor, reason=reason)
         locked.save(update_fields=["status", "updated_at"])
+        reply = _reply_into_thread(draft=locked, delivery_id=delivery.pk, text=text, sent_at=now, actor=actor)
         audit_record(
-            action=AuditAction.DRAFT_AUTO_SENT if auto else "draft_sent",
+            action=AuditAction.DRAFT_AUTO_SENT if auto else AuditAction.DRAFT_SENT,
             conversation_id=conversation_id,
             actor=actor,
             reason=reason,
-            payload={"draft_id": draft.pk, "delivery_id": delivery.pk, "upstream_id": upstream_id, "auto": auto},
+            payload={
+                "draft_id": draft.pk,
+                "delivery_id": delivery.pk,
+                "upstream_id": upstream_id,
+                "auto": auto,
+                "message_id": reply.pk,
+            },
         )
     delivery.refresh_from_db()
     return delivery
+
+
+def reply_external_id(delivery_id: int) -> str:
+    """The thread message of a delivery is keyed by it: one message per delivery, however often sent."""
+    return f"delivery-{delivery_id}"
+
+
+def _reply_into_thread(*, draft: Draft, delivery_id: int, text: str, sent_at: dt.datetime, actor: Actor) -> Message:
+    """A delivered reply joins the conversation as our outbound message, so the next context and the
+    Workbench show what we already told the customer."""
+    _identity, sender = actor_identity(actor)
+    message, created = Message.objects.get_or_create(
+        customer=draft.customer,
+        external_id=reply_external_id(delivery_id),
+        defaults={
+            "direction": MessageDirection.OUTBOUND,
+            "sender": "自动回复" if sender in ("pipeline", "system") else sender[:100],
+            "text": text,
+            "sent_at": sent_at,
+            "is_effective": True,
+        },
+    )
+    if created and (draft.customer.last_message_at is None or draft.customer.last_message_at < sent_at):
+        Customer.objects.filter(pk=draft.customer.pk).update(last_message_at=sent_at)
+    return message
+
+
+def draft_answering(*, reply_to: Message) -> Draft | None:
+    """The sent draft that already answered this customer message, if any."""
+    return Draft.objects.filter(reply_to=reply_to, status=DraftStatus.SENT).order_by("-id").first()

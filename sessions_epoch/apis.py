@@ -38,6 +38,9 @@ class DraftListGenerateApi(DraftListApi):
 
     class GenerateInputSerializer(serializers.Serializer):
         reason = serializers.CharField(required=False, allow_blank=True, max_length=300)
+        regenerate = serializers.BooleanField(
+            required=False, default=False, help_text="客户的最新消息已回复时仍要重新生成（否则 409）"
+        )
 
     @extend_schema(request=GenerateInputSerializer, responses={201: DraftOutputSerializer}, summary="生成回复草稿")
     def post(self, request: Request, account_id: str, conversation_id: str) -> Response:
@@ -45,7 +48,10 @@ class DraftListGenerateApi(DraftListApi):
         data.is_valid(raise_exception=True)
         customer = customer_get(conversation_id)
         draft = draft_generate(
-            customer=customer, actor=request.user, reason=data.validated_data.get("reason") or "生成回复草稿"
+            customer=customer,
+            actor=request.user,
+            reason=data.validated_data.get("reason") or "生成回复草稿",
+            regenerate=data.validated_data["regenerate"],
         )
         return Response(DraftOutputSerializer(draft_get(draft.pk)).data, status=status.HTTP_201_CREATED)
 

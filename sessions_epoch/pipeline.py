@@ -13,14 +13,18 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-from conversations.drafts import draft_auto_send_blockers, draft_create, draft_send
+from conversations.drafts import draft_answering, draft_auto_send_blockers, draft_create, draft_send
 from conversations.models import AuditAction, Customer, Draft, Message, MessageDirection
 from conversations.profile_fields import PROFILE_FIELD_NAMES
 from conversations.selectors import message_latest_inbound
 from conversations.services import audit_record
+from memory.capture.extract.clauses import affirmed_text, split_sentences
+from memory.capture.guard import value_refusal
+from memory.capture.safety import scan
 from memory.context.builder import AgentContextBuilder, MemoryFailure
 from memory.providers import CaptureTurn, MemoryProvider, PrefetchRequest, get_provider
-from qiwei_site.platform.errors import UpstreamUnavailable
+from memory.text import fold_compatibility
+from qiwei_site.platform.errors import Conflict, UpstreamUnavailable
 from qiwei_site.platform.history import Actor
 from sessions_epoch.clients import ModelClient, ModelResult, SessionRef, get_client
 from sessions_epoch.models import CloseReason, SessionEpoch
@@ -32,6 +36,7 @@ PIPELINE_ACTOR = "pipeline"
 
 _UNIT_CHARS = set("元块圆万千百kKwW/每月年左右以内上下约大概套室厅卫个间号日周天")
 _NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
+_THOUSANDS_RE = re.compile(r"(?<=\d)[,，](?=\d{3})")
 
 
 @dataclass
@@ -126,23 +131,42 @@ def _supports(value: str, message_text: str) -> bool:
     return all(number in message_numbers for number in numbers)
 
 
+def _affirmed_statements(text: str) -> list[str]:
+    """The customer's message as the clauses it affirms: what a clause negates ("我不要两居室") is cut
+    out by the extractor's clause guard, so it grounds nothing."""
+    text = _THOUSANDS_RE.sub("", fold_compatibility(text))  # "４，５００" stays one number
+    return [affirmed_text(clause) for clauses, _question in split_sentences(text) for clause in clauses]
+
+
 def ground_profile_updates(
     *, customer: Customer, updates: dict[str, str]
 ) -> tuple[dict[str, str], dict[str, list[int]], list[dict[str, Any]]]:
     """(grounded updates, evidence message ids per field, dropped): a value is kept only if the
-    customer's own inbound words contain it — never the model's, never our staff's."""
+    customer's own inbound words affirm it — never the model's, never our staff's, never a message
+    the safety gate blocks, never a value the customer negated, never an instruction-like value."""
     if not updates:
         return {}, {}, []
-    messages = list(
-        Message.objects.filter(customer=customer, direction=MessageDirection.INBOUND, is_effective=True)
+    messages = [
+        (message_id, _affirmed_statements(text))
+        for message_id, text in Message.objects.filter(
+            customer=customer, direction=MessageDirection.INBOUND, is_effective=True
+        )
         .order_by("-sent_at", "-id")
         .values_list("id", "text")[:500]
-    )
+        if not scan(text).blocked
+    ]
     grounded: dict[str, str] = {}
     evidence: dict[str, list[int]] = {}
     dropped: list[dict[str, Any]] = []
     for key, value in updates.items():
-        ids = sorted(message_id for message_id, text in messages if _supports(value, text))
+        if value_refusal(key, value):
+            dropped.append({"field": key, "value": value, "reason": "该值像指令或角色，不是客户情况"})
+            continue
+        ids = sorted(
+            message_id
+            for message_id, statements in messages
+            if any(_supports(value, statement) for statement in statements)
+        )
         if ids:
             grounded[key] = value
             evidence[key] = ids[-5:]
@@ -215,11 +239,29 @@ def _run_client(
 
 
 def draft_generate(
-    *, customer: Customer, actor: Actor, reason: str = "生成回复草稿", client: ModelClient | None = None
+    *,
+    customer: Customer,
+    actor: Actor,
+    reason: str = "生成回复草稿",
+    client: ModelClient | None = None,
+    regenerate: bool = False,
 ) -> Draft:
-    """Produce a reply draft for the customer's latest message; it waits for review unless auto-send applies."""
+    """Produce a reply draft for the customer's latest message; it waits for review unless auto-send applies.
+
+    A message we already answered (a sent draft replies to it) gets no second draft unless the
+    caller asks to `regenerate`, so an agent never answers the same words twice by accident.
+    """
     client = client or get_client()
     latest = message_latest_inbound(customer)
+    if latest is not None and not regenerate:
+        answered = draft_answering(reply_to=latest)
+        if answered is not None:
+            raise Conflict(
+                f"客户的最新消息已由草稿 #{answered.pk} 回复；如需重新生成请传 regenerate=true "
+                "(the latest customer message was already answered).",
+                code="already_answered",
+                extra={"draft_id": answered.pk},
+            )
     prompt, trace = _build_context(customer, latest, actor)
     profile = getattr(customer, "profile", None)
     hints = {

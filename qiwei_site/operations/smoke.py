@@ -48,7 +48,7 @@ from memory.items import memory_item_put
 from memory.models import MemoryItem, MemorySnapshot, MemoryStatus, MemoryType
 from memory.profile import customer_profile_update
 from memory.snapshots import snapshot_current
-from qiwei_site.platform.errors import ValidationFailed
+from qiwei_site.platform.errors import Conflict, ValidationFailed
 from qiwei_site.platform.history import stamp_history
 from qiwei_site.platform.tenancy import use_account
 from sessions_epoch.clients import ModelClient, ModelResult, OfflineClient, SessionRef
@@ -258,14 +258,21 @@ def step_review_whitelist_send_grounding() -> str:
     unsure = ScriptedClient({**confident.output, "confidence": 0.3})
     low = draft_generate(customer=customer, actor=ACTOR, client=unsure)
     check(not Delivery.objects.filter(draft=low).exists(), "低置信度的草稿被自动发送")
-    auto = draft_generate(customer=customer, actor=ACTOR, client=confident)
-    check(Delivery.objects.filter(draft=auto, auto=True).count() == 1, "白名单+自动模式+高置信度应自动发送")
     # Whitelisted and confident, but the session mode is assisted: a human still reviews
-    customer.session_mode = SessionMode.ASSISTED
-    stamp_history(customer, actor=ACTOR, reason="端到端检查：辅助模式")
-    customer.save(update_fields=["session_mode", "updated_at"])
+    _set_mode(customer, SessionMode.ASSISTED)
     assisted = draft_generate(customer=customer, actor=ACTOR, client=confident)
     check(not Delivery.objects.filter(draft=assisted).exists(), "辅助模式下的草稿被自动发送")
+    _set_mode(customer, SessionMode.AUTO)
+    auto = draft_generate(customer=customer, actor=ACTOR, client=confident)
+    check(Delivery.objects.filter(draft=auto, auto=True).count() == 1, "白名单+自动模式+高置信度应自动发送")
+    # The sent reply joined the thread once, and the answered message gets no second draft
+    replies = Message.objects.filter(customer=customer, direction=MessageDirection.OUTBOUND, text=auto.reply)
+    check(replies.count() == 1, f"已发送的回复应作为一条客服消息进入会话，实际 {replies.count()} 条")
+    try:
+        draft_generate(customer=customer, actor=ACTOR, client=confident)
+        check(False, "已回复的客户消息又生成了草稿")
+    except Conflict:
+        pass
     # Manual review and idempotent sending
     draft_approve(
         draft=draft, actor=ACTOR, reason="审核通过", text="您好，预算5000的两居室有三套，周六上午可以看房吗？"
@@ -273,6 +280,12 @@ def step_review_whitelist_send_grounding() -> str:
     first, second = draft_send(draft=draft, actor=ACTOR), draft_send(draft=draft, actor=ACTOR)
     check(first.pk == second.pk and Delivery.objects.filter(draft=draft).count() == 1, "重复发送产生了多条投递")
     return "review, whitelist, requiresHuman, idempotent send and grounding hold"
+
+
+def _set_mode(customer: Customer, mode: str) -> None:
+    customer.session_mode = mode
+    stamp_history(customer, actor=ACTOR, reason=f"端到端检查：会话模式 {mode}")
+    customer.save(update_fields=["session_mode", "updated_at"])
 
 
 def step_human_governance(account_id: str) -> str:
