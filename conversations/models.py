@@ -264,14 +264,10 @@ class AuditAction(models.TextChoices):
     WORKER_PING = "worker_ping", _("后台任务连通检查")
 
 
-class AuditEvent(models.Model):
-    """Who did what to whose data. Never holds forgotten content or matched secrets.
-
-    Kept by conversation id rather than a foreign key, so an erasure's own audit survives it.
-    """
+class AuditRecord(models.Model):
+    """What every audit row says: which action, who, why, and ids (never forgotten content or secrets)."""
 
     action = models.CharField(_("操作"), max_length=64, db_index=True, choices=AuditAction.choices)
-    conversation_id = models.CharField(_("会话 ID"), max_length=128, blank=True, db_index=True)
     actor_id = models.IntegerField(_("操作人 ID"), null=True, blank=True)
     actor_name = models.CharField(_("操作人"), max_length=150, blank=True)
     reason = models.CharField(_("原因"), max_length=300, blank=True)
@@ -279,30 +275,35 @@ class AuditEvent(models.Model):
     created_at = models.DateTimeField(_("时间"), auto_now_add=True, db_index=True)
 
     class Meta:
+        abstract = True
+        ordering = ["-created_at", "-id"]
+
+
+class AuditEvent(AuditRecord):
+    """Who did what to whose data, in the account's database.
+
+    Kept by conversation id rather than a foreign key, so an erasure's own audit survives it.
+    """
+
+    conversation_id = models.CharField(_("会话 ID"), max_length=128, blank=True, db_index=True)
+
+    class Meta(AuditRecord.Meta):
         verbose_name = _("审计事件")
         verbose_name_plural = _("审计事件")
-        ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
         return f"{self.get_action_display()} {self.conversation_id}"
 
 
-class RegistryAuditEvent(models.Model):
+class RegistryAuditEvent(AuditRecord):
     """Who changed the account registry (accounts, memberships). Lives in `default`, because an
     account's own database cannot keep the record of its deletion."""
 
-    action = models.CharField(_("操作"), max_length=64, db_index=True, choices=AuditAction.choices)
     account_id = models.CharField(_("账号 ID"), max_length=40, db_index=True)
-    actor_id = models.IntegerField(_("操作人 ID"), null=True, blank=True)
-    actor_name = models.CharField(_("操作人"), max_length=150, blank=True)
-    reason = models.CharField(_("原因"), max_length=300, blank=True)
-    payload = models.JSONField(_("详情"), default=dict, blank=True)
-    created_at = models.DateTimeField(_("时间"), auto_now_add=True, db_index=True)
 
-    class Meta:
+    class Meta(AuditRecord.Meta):
         verbose_name = _("账号审计事件")
         verbose_name_plural = _("账号审计事件")
-        ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
         return f"{self.get_action_display()} {self.account_id}"

@@ -29,9 +29,19 @@ from qiwei_site.platform.tenancy import (
 )
 
 
-def _checked_action(action: AuditAction | str) -> AuditAction:
-    # The list is fixed: an unknown action is a programming error, never silently stored.
-    return AuditAction(action)
+def _audit_fields(
+    action: AuditAction | str, actor: Actor, reason: str, payload: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The columns every audit row shares. The action list is fixed: an unknown action is a
+    programming error (ValueError), never silently stored."""
+    actor_id, actor_name = actor_identity(actor)
+    return {
+        "action": AuditAction(action),
+        "actor_id": actor_id,
+        "actor_name": actor_name[:150],
+        "reason": (reason or "")[:300],
+        "payload": payload or {},
+    }
 
 
 def audit_record(
@@ -43,15 +53,7 @@ def audit_record(
     payload: dict[str, Any] | None = None,
 ) -> AuditEvent:
     """Write one audit row in the selected account's database."""
-    actor_id, actor_name = actor_identity(actor)
-    return AuditEvent.objects.create(
-        action=_checked_action(action),
-        conversation_id=conversation_id,
-        actor_id=actor_id,
-        actor_name=actor_name[:150],
-        reason=(reason or "")[:300],
-        payload=payload or {},
-    )
+    return AuditEvent.objects.create(conversation_id=conversation_id, **_audit_fields(action, actor, reason, payload))
 
 
 def registry_audit_record(
@@ -63,15 +65,7 @@ def registry_audit_record(
     payload: dict[str, Any] | None = None,
 ) -> RegistryAuditEvent:
     """Write one row of the registry's audit journal (in `default`)."""
-    actor_id, actor_name = actor_identity(actor)
-    return RegistryAuditEvent.objects.create(
-        action=_checked_action(action),
-        account_id=account_id,
-        actor_id=actor_id,
-        actor_name=actor_name[:150],
-        reason=(reason or "")[:300],
-        payload=payload or {},
-    )
+    return RegistryAuditEvent.objects.create(account_id=account_id, **_audit_fields(action, actor, reason, payload))
 
 
 def account_create(*, account_id: str, name: str, actor: Actor = None, reason: str = "") -> WeComAccount:
