@@ -88,7 +88,9 @@ class MemoryItem(TimeStampedModel):
         indexes = [models.Index(fields=["customer", "status"], name="memory_customer_status")]
 
     def __str__(self) -> str:
-        return f"[{self.get_type_display()}] {self.content[:40]}"
+        # Ids only: admin puts this in page titles and its "deleted" message (a cookie), which forget
+        # cannot reach, so the content must not be in it.
+        return f"[{self.get_type_display()}] #{self.pk}"
 
 
 class MemorySnapshot(models.Model):

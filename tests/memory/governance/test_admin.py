@@ -246,3 +246,13 @@ def test_audit_admin_filters_by_actor_and_shows_detail(admin_client, staff_user,
     assert f"item_id={preference.pk}" in response.content.decode()
     event = AuditEvent.objects.get(action="memory_item_rejected")
     assert admin_client.get(f"/admin/conversations/auditevent/{event.pk}/change/").status_code == 200
+
+
+def test_memory_admin_forget_leaves_the_content_in_no_message(admin_client, staff_user, preference):
+    # given a supervisor forgetting an item through the delete page
+    url = f"{CHANGELIST}{preference.pk}/delete/"
+    # when the deletion redirects to the list with Django's success message
+    response = admin_client.post(url, {"post": "yes", "reason": "客户要求删除"}, follow=True)
+    # then neither the message shown nor the page holds the forgotten words
+    shown = " ".join(str(m) for m in response.context["messages"])
+    assert "地铁" not in shown and "地铁" not in response.content.decode()
