@@ -273,7 +273,8 @@ def _expire(item: MemoryItem, *, now: datetime, actor: Actor, reason: str, autom
         item.expires_at = now
         fields.append("expires_at")
     item_row_save(item, actor=actor, reason=reason, update_fields=fields)
-    decision_record(item=item, kind=DecisionKind.EXPIRED, at=now)
+    # Dated when the item stopped being true, not when the sweep noticed: words in between are old.
+    decision_record(item=item, kind=DecisionKind.EXPIRED, at=item.expires_at or now)
     cleared = profile_field_release(item, actor=actor, reason=reason)
     _audit(
         AuditAction.MEMORY_ITEM_EXPIRED,
