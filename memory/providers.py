@@ -49,13 +49,34 @@ class PrefetchRequest:
 
 
 @dataclass(frozen=True)
+class TurnHypothesis:
+    """A model inference the turn validated: it rests on the customer's own inbound messages
+    (`message_ids`), and stays a `hypothesis` item until a supervisor confirms it."""
+
+    key: str
+    text: str
+    confidence: float
+    message_ids: tuple[int, ...]
+
+    def as_payload(self) -> dict[str, object]:
+        return {
+            "key": self.key,
+            "text": self.text,
+            "confidence": self.confidence,
+            "message_ids": list(self.message_ids),
+        }
+
+
+@dataclass(frozen=True)
 class CaptureTurn:
-    """What a finished turn hands to memory: grounded profile updates and their evidence."""
+    """What a finished turn hands to memory: grounded profile updates and their evidence, and the
+    validated hypotheses (each with its own evidence)."""
 
     customer: Customer
     draft_id: int | None
     profile_updates: dict[str, str] = field(default_factory=dict)
     source_message_ids: list[int] = field(default_factory=list)
+    hypotheses: list[TurnHypothesis] = field(default_factory=list)
 
     @property
     def conversation_id(self) -> str:
@@ -99,11 +120,13 @@ class LocalMemoryProvider(MemoryProvider):
     def capture(self, turn: CaptureTurn) -> None:
         from memory.capture.jobs import capture_job_enqueue
 
-        payload = {
+        payload: dict[str, object] = {
             "profile_updates": dict(turn.profile_updates),
             "source_message_ids": list(turn.source_message_ids),
             "draft_id": turn.draft_id,
         }
+        if turn.hypotheses:
+            payload["hypotheses"] = [hypothesis.as_payload() for hypothesis in turn.hypotheses]
         capture_job_enqueue(customer=turn.customer, payload=payload)
 
     def search(self, query: str, scope: SearchScope) -> list[Message]:

@@ -7,9 +7,11 @@ degraded context from the same AgentContextBuilder when the provider could not b
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,10 +21,10 @@ from conversations.profile_fields import PROFILE_FIELD_NAMES
 from conversations.selectors import message_latest_inbound
 from conversations.services import audit_record
 from memory.capture.extract.clauses import affirmed_text, split_sentences
-from memory.capture.guard import value_refusal
+from memory.capture.guard import object_refusal, value_refusal
 from memory.capture.safety import scan
 from memory.context.builder import AgentContextBuilder, MemoryFailure
-from memory.providers import CaptureTurn, MemoryProvider, PrefetchRequest, get_provider
+from memory.providers import CaptureTurn, MemoryProvider, PrefetchRequest, TurnHypothesis, get_provider
 from memory.text import fold_compatibility
 from qiwei_site.platform.errors import Conflict, UpstreamUnavailable
 from qiwei_site.platform.history import Actor
@@ -38,6 +40,14 @@ _UNIT_CHARS = set("元块圆万千百kKwW/每月年左右以内上下约大概�
 _NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
 _THOUSANDS_RE = re.compile(r"(?<=\d)[,，](?=\d{3})")
 
+# The model's `hypotheses` (output contract): bounded so a chatty model cannot flood the review queue.
+HYPOTHESES_MAX = 5
+HYPOTHESIS_TEXT_MAX = 60
+HYPOTHESIS_KEY_MAX = 60
+HYPOTHESIS_EVIDENCE_MAX = 10
+# A key is an identifier, not the customer's words (traces and payloads keep keys, never texts).
+_HYPOTHESIS_KEY_RE = re.compile(rf"[a-z][a-z0-9_]{{0,{HYPOTHESIS_KEY_MAX - 1}}}")
+
 
 @dataclass
 class TurnOutput:
@@ -47,6 +57,8 @@ class TurnOutput:
     profile_updates: dict[str, str] = field(default_factory=dict)
     reasons: list[str] = field(default_factory=list)
     dropped: list[dict[str, Any]] = field(default_factory=list)
+    hypotheses: list[TurnHypothesis] = field(default_factory=list)
+    dropped_hypotheses: list[dict[str, Any]] = field(default_factory=list)
     error: str = ""
 
 
@@ -94,10 +106,73 @@ def validate_output(output: dict[str, Any] | None) -> TurnOutput:
             result.profile_updates[key] = value.strip()[:50]
         else:
             result.dropped.append({"field": key, "value": str(value)[:200], "reason": "值必须是非空字符串"})
+    result.hypotheses, result.dropped_hypotheses = parse_hypotheses(output.get("hypotheses"))
     if errors:
         result.error = "模型输出不符合约定：" + "；".join(errors)
         result.requires_human = True
     return result
+
+
+def _hypothesis_drop(index: int, reason: str, *, key: str = "", message_ids: Any = ()) -> dict[str, Any]:
+    """A dropped hypothesis as the trace keeps it: its position, key and evidence ids, the reason;
+    never its text (a trace is not scrubbed when memory is forgotten)."""
+    listed = message_ids if isinstance(message_ids, list | tuple) else []
+    ids = [i for i in listed if isinstance(i, int) and not isinstance(i, bool)]
+    return {"index": index, "key": key, "messageIds": ids[:HYPOTHESIS_EVIDENCE_MAX], "reason": reason}
+
+
+def _parse_hypothesis(index: int, entry: Any) -> TurnHypothesis | dict[str, Any]:
+    if not isinstance(entry, dict):
+        return _hypothesis_drop(index, "推断必须是对象")
+    raw_key = entry.get("key")
+    key = raw_key.strip().lower() if isinstance(raw_key, str) else ""
+    key_ok = bool(_HYPOTHESIS_KEY_RE.fullmatch(key))
+    ids = entry.get("messageIds")
+    if not key_ok:
+        return _hypothesis_drop(index, f"key 必须是 1–{HYPOTHESIS_KEY_MAX} 位小写英文标识", message_ids=ids)
+    text = entry.get("text")
+    text = " ".join(text.split()) if isinstance(text, str) else ""
+    if not text:
+        return _hypothesis_drop(index, "text 必须是非空字符串", key=key, message_ids=ids)
+    if len(text) > HYPOTHESIS_TEXT_MAX:
+        return _hypothesis_drop(index, f"text 超过 {HYPOTHESIS_TEXT_MAX} 个字符", key=key, message_ids=ids)
+    confidence = entry.get("confidence")
+    if not (isinstance(confidence, int | float) and not isinstance(confidence, bool) and 0 <= confidence <= 1):
+        return _hypothesis_drop(index, "confidence 必须是 0–1 之间的数字", key=key, message_ids=ids)
+    if ids is None:
+        ids = []  # rests on the message this turn answers (filled in by the turn)
+    if not (
+        isinstance(ids, list)
+        and len(ids) <= HYPOTHESIS_EVIDENCE_MAX
+        and all(isinstance(i, int) and not isinstance(i, bool) for i in ids)
+    ):
+        return _hypothesis_drop(
+            index, f"messageIds 必须是至多 {HYPOTHESIS_EVIDENCE_MAX} 个消息 id（整数）", key=key, message_ids=ids
+        )
+    return TurnHypothesis(key=key, text=text, confidence=float(confidence), message_ids=tuple(sorted(set(ids))))
+
+
+def parse_hypotheses(value: Any) -> tuple[list[TurnHypothesis], list[dict[str, Any]]]:
+    """(well-formed hypotheses, dropped with reasons). They are optional: a missing or malformed
+    list never blocks the draft, it is only dropped and traced."""
+    if value is None:
+        return [], []
+    if not isinstance(value, list):
+        return [], [_hypothesis_drop(-1, "hypotheses 必须是数组，已整体忽略")]
+    kept: list[TurnHypothesis] = []
+    dropped: list[dict[str, Any]] = []
+    for index, entry in enumerate(value):
+        if index >= HYPOTHESES_MAX:
+            dropped.append(_hypothesis_drop(index, f"超过 {HYPOTHESES_MAX} 条上限"))
+            continue
+        parsed = _parse_hypothesis(index, entry)
+        if isinstance(parsed, dict):
+            dropped.append(parsed)
+        elif any(other.key == parsed.key for other in kept):
+            dropped.append(_hypothesis_drop(index, "key 重复", key=parsed.key, message_ids=list(parsed.message_ids)))
+        else:
+            kept.append(parsed)
+    return kept, dropped
 
 
 # --- grounding --------------------------------------------------------------------------------
@@ -173,6 +248,59 @@ def ground_profile_updates(
         else:
             dropped.append({"field": key, "value": value, "reason": "客户原话中找不到该值"})
     return grounded, evidence, dropped
+
+
+def _evidence_refusal(message: Mapping[str, Any] | None, customer: Customer) -> str | None:
+    if message is None:
+        return "依据的消息不存在"
+    if message["customer_id"] != customer.pk:
+        return "依据的消息属于其他客户"
+    if message["direction"] != MessageDirection.INBOUND:
+        return "依据的消息不是客户原话"
+    if not message["is_effective"]:
+        return "依据的消息已失效"
+    if scan(message["text"]).blocked:
+        return "依据的消息被安全闸拦截"
+    return None
+
+
+def ground_hypotheses(
+    *, customer: Customer, hypotheses: list[TurnHypothesis]
+) -> tuple[list[TurnHypothesis], list[dict[str, Any]]]:
+    """(kept, dropped): a hypothesis is kept only when every message it rests on is this customer's
+    own effective inbound message that the safety gate lets through, and its text describes the
+    customer's world rather than instructing us (`object_refusal`)."""
+    if not hypotheses:
+        return [], []
+    ids = {message_id for hypothesis in hypotheses for message_id in hypothesis.message_ids}
+    messages = {
+        row["id"]: row
+        for row in Message.objects.filter(pk__in=ids).values("id", "customer_id", "direction", "is_effective", "text")
+    }
+    kept: list[TurnHypothesis] = []
+    dropped: list[dict[str, Any]] = []
+    for index, hypothesis in enumerate(hypotheses):
+        refusal = next(
+            (
+                reason
+                for message_id in hypothesis.message_ids
+                if (reason := _evidence_refusal(messages.get(message_id), customer))
+            ),
+            None,
+        )
+        if refusal is None and (guard := object_refusal(hypothesis.text)):
+            refusal = f"推断像指令，不是客户情况（{guard}）"
+        if refusal:
+            dropped.append(
+                _hypothesis_drop(index, refusal, key=hypothesis.key, message_ids=list(hypothesis.message_ids))
+            )
+        else:
+            kept.append(hypothesis)
+    return kept, dropped
+
+
+def _hypothesis_trace(hypothesis: TurnHypothesis) -> dict[str, Any]:
+    return {"key": hypothesis.key, "confidence": hypothesis.confidence, "messageIds": list(hypothesis.message_ids)}
 
 
 # --- the turn ---------------------------------------------------------------------------------
@@ -274,6 +402,13 @@ def draft_generate(
     output = validate_output(result.output) if result.ok else TurnOutput(error=result.error or "模型调用失败")
     grounded, evidence, dropped = ground_profile_updates(customer=customer, updates=output.profile_updates)
     source_message_ids = sorted({message_id for ids in evidence.values() for message_id in ids})
+    # The prompt quotes messages without ids, so an inference that cites none rests on the message
+    # this turn answers (the customer's own latest words); it is checked like any other evidence.
+    proposed = [
+        h if h.message_ids or latest is None else dataclasses.replace(h, message_ids=(latest.pk,))
+        for h in output.hypotheses
+    ]
+    hypotheses, dropped_hypotheses = ground_hypotheses(customer=customer, hypotheses=proposed)
     trace = {
         **trace,
         "model": {
@@ -284,6 +419,10 @@ def draft_generate(
             **sessions,
         },
         "grounding": {"evidence": evidence, "dropped_fields": [item["field"] for item in output.dropped + dropped]},
+        "hypotheses": {
+            "kept": [_hypothesis_trace(hypothesis) for hypothesis in hypotheses],
+            "dropped": output.dropped_hypotheses + dropped_hypotheses,
+        },
     }
     draft = draft_create(
         customer=customer,
@@ -301,20 +440,37 @@ def draft_generate(
         actor=actor,
         reason=reason,
     )
-    _capture(customer=customer, draft=draft, updates=grounded, source_message_ids=source_message_ids, actor=actor)
+    _capture(
+        customer=customer,
+        draft=draft,
+        updates=grounded,
+        source_message_ids=source_message_ids,
+        hypotheses=hypotheses,
+        actor=actor,
+    )
     _maybe_auto_send(draft=draft, customer=customer)
     draft.refresh_from_db()
     return draft
 
 
 def _capture(
-    *, customer: Customer, draft: Draft, updates: dict[str, str], source_message_ids: list[int], actor: Actor
+    *,
+    customer: Customer,
+    draft: Draft,
+    updates: dict[str, str],
+    source_message_ids: list[int],
+    hypotheses: list[TurnHypothesis],
+    actor: Actor,
 ) -> None:
     try:
         provider: MemoryProvider = get_provider()
         provider.capture(
             CaptureTurn(
-                customer=customer, draft_id=draft.pk, profile_updates=updates, source_message_ids=source_message_ids
+                customer=customer,
+                draft_id=draft.pk,
+                profile_updates=updates,
+                source_message_ids=source_message_ids,
+                hypotheses=hypotheses,
             )
         )
     except Exception as exc:
@@ -322,7 +478,7 @@ def _capture(
             customer=customer,
             actor=actor,
             action=AuditAction.MEMORY_CAPTURE_FAILED,
-            reason="草稿的画像更新未能写入记忆队列",
+            reason="草稿的画像更新和推断未能写入记忆队列",
             stage="draft_capture",
             exc=exc,
             draft_id=draft.pk,

@@ -29,6 +29,10 @@ from qiwei_site.platform.tenancy import account_atomic, current_account, on_acco
 logger = logging.getLogger(__name__)
 
 PROFILE_UPDATE_REASON = "模型输出中经客户原话核验的画像更新"
+HYPOTHESIS_REASON = "模型推断（依据客户原话），待主管确认"
+HYPOTHESIS_KEY_PREFIX = "hypothesis:"
+# A model's inference is never stored as more certain than this, whatever it claimed.
+HYPOTHESIS_MAX_CONFIDENCE = 0.6
 
 
 class _ClaimLost(Exception):
@@ -132,7 +136,58 @@ def _execute(job: CaptureJob) -> dict[str, Any]:
             reason=PROFILE_UPDATE_REASON,
             source_message_ids=[int(i) for i in job.payload.get("source_message_ids") or []],
         )
-    return {"profile_fields": sorted(updates)}
+    hypotheses = _hypotheses_put(job)
+    return {"profile_fields": sorted(updates), "hypotheses": hypotheses}
+
+
+def _hypotheses_put(job: CaptureJob) -> dict[str, str]:
+    """Store a draft's validated hypotheses as `hypothesis` items (outcome per key).
+
+    The pipeline checked each one; the evidence is checked again here because a message can be
+    erased between the turn and the job. `memory_item_put` refuses what would undo a supervisor's
+    decision or is instruction-like. Once stored, the job keeps only keys and ids, not the text.
+    """
+    entries = [entry for entry in job.payload.get("hypotheses") or [] if isinstance(entry, dict)]
+    if not entries:
+        return {}
+    from memory.items import memory_item_put
+    from memory.models import MemoryCreatedBy, MemoryDirection, MemoryType
+
+    now = timezone.now()
+    expires_at = now + timedelta(hours=settings.QIWEI_HYPOTHESIS_TTL_HOURS)
+    wanted = {int(i) for entry in entries for i in entry.get("message_ids") or []}
+    inbound = set(
+        Message.objects.filter(pk__in=wanted, customer=job.customer, direction=MessageDirection.INBOUND).values_list(
+            "pk", flat=True
+        )
+    )
+    outcomes: dict[str, str] = {}
+    for entry in entries:
+        key = f"{HYPOTHESIS_KEY_PREFIX}{entry.get('key')}"
+        ids = sorted({int(i) for i in entry.get("message_ids") or []})
+        if not ids or any(i not in inbound for i in ids):
+            outcomes[key] = "evidence_gone"
+            continue
+        result = memory_item_put(
+            customer=job.customer,
+            type=MemoryType.HYPOTHESIS,
+            key=key,
+            content=str(entry.get("text") or ""),
+            actor="capture",
+            reason=HYPOTHESIS_REASON,
+            source_message_ids=ids,
+            confidence=min(float(entry.get("confidence") or 0.0), HYPOTHESIS_MAX_CONFIDENCE),
+            direction=MemoryDirection.INBOUND,
+            created_by=MemoryCreatedBy.AUTO,
+            expires_at=expires_at,
+        )
+        outcomes[key] = result.outcome
+    payload = dict(job.payload)
+    payload["hypotheses"] = [
+        {"key": entry.get("key"), "message_ids": entry.get("message_ids") or []} for entry in entries
+    ]
+    CaptureJob.objects.filter(pk=job.pk).update(payload=payload)
+    return outcomes
 
 
 def capture_job_run(*, job_id: int) -> CaptureJob | None:

@@ -278,3 +278,5 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024
 REST_FRAMEWORK["DEFAULT_PARSER_CLASSES"] = ["qiwei_site.platform.parsers.StrictJSONParser"]
 # Outermost, so that no answer under /api/ or /workbench/api/ is ever an HTML error page.
 MIDDLEWARE = ["qiwei_site.platform.middleware.ApiErrorMiddleware", *MIDDLEWARE]
+# How long a model's inference (a `hypothesis` memory item) waits for a supervisor before it expires.
+QIWEI_HYPOTHESIS_TTL_HOURS = env_int("QIWEI_HYPOTHESIS_TTL_HOURS", 168, 1, 8760)
