@@ -44,7 +44,6 @@ from memory.governance.services import (
     memory_item_reject,
     memory_items_expire_due,
 )
-from memory.items import memory_item_put
 from memory.models import MemoryItem, MemorySnapshot, MemoryStatus, MemoryType
 from memory.profile import customer_profile_update
 from memory.snapshots import snapshot_current
@@ -289,22 +288,28 @@ def _set_mode(customer: Customer, mode: str) -> None:
 
 
 def step_human_governance(account_id: str) -> str:
-    msgs = _ingest("smoke_governance", [("inbound", "你好")])
+    msgs = _ingest("smoke_governance", [("inbound", "我每天开车去张江上班，你好")])
     customer = _customer("smoke_governance")
     added = memory_item_add(customer=customer, content="客户是教师，寒暑假可以看房", actor=ACTOR, reason="电话确认")
     check(added.created_by == "human" and added.importance >= 4, "人工添加应为高重要性的人工事实")
     edited = memory_item_edit(item=added, content="客户是中学教师，寒暑假方便看房", actor=ACTOR, reason="修正职业")
     check(edited.content.startswith("客户是中学教师") and edited.created_by == "human", "编辑未覆盖内容")
-    hypothesis = memory_item_put(
-        customer=customer,
-        type=MemoryType.HYPOTHESIS,
-        key="hypothesis:有车",
-        content="可能有车，需要车位",
-        source_message_ids=[msgs[0].pk],
-        confidence=0.4,
-        actor=ACTOR,
-        reason="模型推断",
-    ).item
+    # A hypothesis arrives the real way: the model infers it in a turn, resting on the customer's words.
+    inferring = ScriptedClient(
+        {
+            "reply": "好的，我们会优先推荐带车位的房源。",
+            "confidence": 0.6,
+            "requiresHuman": True,
+            "profileUpdates": {},
+            "reasons": ["客户提到开车上班"],
+            "hypotheses": [{"text": "可能有车，需要车位", "key": "has_car", "confidence": 0.5}],
+        }
+    )
+    draft_generate(customer=customer, actor=ACTOR, client=inferring)
+    hypothesis = MemoryItem.objects.filter(
+        customer=customer, key="hypothesis:has_car", status=MemoryStatus.ACTIVE, type=MemoryType.HYPOTHESIS
+    ).first()
+    check(hypothesis is not None and msgs[0].pk in hypothesis.source_message_ids, "模型推断未作为待确认条目写入")
     check(hypothesis is not None, "推断未写入")
     assert hypothesis is not None
     # A supervisor confirms through the public API, as the Workbench does.

@@ -92,6 +92,13 @@ MUTATIONS: list[tuple[str, str, Callable[[pytest.MonkeyPatch, Any], None]]] = [
         lambda mp, settings: mp.setattr("memory.snapshots.effective_items", _effective_including_rejected),
     ),
     (
+        "human_add_edit_confirm_reject_forget",
+        "the model's hypotheses never reach memory",
+        lambda mp, settings: mp.setattr(
+            "sessions_epoch.pipeline.ground_hypotheses", lambda customer, hypotheses: ([], [])
+        ),
+    ),
+    (
         "temporary_memory_expires_out_of_snapshot",
         "the expiry schedule is gone",
         lambda mp, settings: _schedule_without_expiry(settings),
