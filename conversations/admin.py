@@ -20,6 +20,7 @@ from simple_history.admin import SimpleHistoryAdmin
 
 from conversations.drafts import draft_approve, draft_reject
 from conversations.models import (
+    Alert,
     AuditEvent,
     Delivery,
     Draft,
@@ -30,6 +31,7 @@ from conversations.models import (
 from conversations.services import (
     account_create,
     account_update,
+    alert_resolve,
     membership_grant,
     membership_revoke,
     message_reveal,
@@ -42,6 +44,7 @@ from qiwei_site.platform.admin_site import (
 )
 from qiwei_site.platform.errors import ApplicationError
 from qiwei_site.platform.models import AccountMembership, WeComAccount
+from qiwei_site.platform.tenancy import current_account
 
 
 @admin.register(WeComAccount)
@@ -312,3 +315,29 @@ class DeliveryAdmin(AccountScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmi
     list_filter = ["status", "auto"]
     search_fields = ["idempotency_key", "upstream_id", "draft__customer__conversation_id"]
     list_select_related = ["draft"]
+
+
+@admin.register(Alert)
+class AlertAdmin(AccountScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Alerts are raised by services (blocked messages, personal numbers, failing capture); staff
+    resolve them here through the same service as the API."""
+
+    list_display = ["created_at", "customer", "level", "kind", "text", "resolved"]
+    list_filter = ["resolved", "level", "kind"]
+    search_fields = ["customer__conversation_id", "text"]
+    list_select_related = ["customer"]
+    actions = ["resolve_selected"]
+    fields = ("customer", "kind", "level", "text", "resolved", "created_at", "updated_at")
+    readonly_fields = fields
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # The list's action needs change permission; the rows themselves stay read-only.
+        return obj is None and current_account() is not None and request.user.has_perm("conversations.change_alert")
+
+    @admin.action(description="标记所选预警为已处理")
+    def resolve_selected(self, request: HttpRequest, queryset: QuerySet[Alert]) -> None:
+        done = 0
+        for alert in queryset.filter(resolved=False):
+            alert_resolve(alert=alert, actor=request.user, reason="后台处理预警")
+            done += 1
+        self.message_user(request, f"已处理 {done} 条预警", level=messages.SUCCESS)

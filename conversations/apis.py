@@ -18,8 +18,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from conversations.drafts import draft_approve, draft_reject, draft_send
-from conversations.models import AuditEvent, Customer, Delivery, Draft, DraftStatus
-from conversations.selectors import audit_event_list, customer_get, draft_get, draft_list
+from conversations.models import Alert, AuditEvent, Customer, Delivery, Draft, DraftStatus
+from conversations.selectors import alert_get, alert_list, audit_event_list, customer_get, draft_get, draft_list
+from conversations.services import alert_resolve
 from qiwei_site.platform.api import AccountAPIView, ErrorOutputSerializer
 from qiwei_site.platform.pagination import LimitOffsetPagination, paginated_response
 
@@ -225,3 +226,55 @@ class AuditListApi(AccountAPIView):
     def get(self, request: Request, account_id: str) -> Response:
         events = audit_event_list(filters=request.query_params)
         return paginated_response(request=request, view=self, queryset=events, serializer=AuditEventOutputSerializer)
+
+
+# --- alerts ------------------------------------------------------------------------------
+
+
+class AlertOutputSerializer(serializers.ModelSerializer):
+    conversation_id = serializers.CharField(source="customer.conversation_id")
+    level_label = serializers.CharField(source="get_level_display")
+    kind_label = serializers.CharField(source="get_kind_display")
+
+    class Meta:
+        model = Alert
+        fields = [
+            "id",
+            "conversation_id",
+            "kind",
+            "kind_label",
+            "level",
+            "level_label",
+            "text",
+            "resolved",
+            "created_at",
+            "updated_at",
+        ]
+
+
+class AlertListApi(AccountAPIView):
+    """一个客户的预警（默认只列未处理的；`resolved=true` 列已处理的，`resolved=all` 全部）。"""
+
+    pagination_class = LimitOffsetPagination
+
+    @extend_schema(
+        parameters=[OpenApiParameter("resolved", str, enum=["false", "true", "all"], description="按处理状态筛选")],
+        responses=AlertOutputSerializer(many=True),
+        summary="预警列表",
+    )
+    def get(self, request: Request, account_id: str, conversation_id: str) -> Response:
+        alerts = alert_list(
+            customer=customer_get(conversation_id), resolved=request.query_params.get("resolved", "false")
+        )
+        return paginated_response(request=request, view=self, queryset=alerts, serializer=AlertOutputSerializer)
+
+
+class AlertResolveApi(AccountAPIView):
+    @extend_schema(request=ReasonInputSerializer, responses=AlertOutputSerializer, summary="处理预警")
+    def post(self, request: Request, account_id: str, alert_id: int) -> Response:
+        data = ReasonInputSerializer(data=request.data or {})
+        data.is_valid(raise_exception=True)
+        alert = alert_resolve(
+            alert=alert_get(alert_id), actor=request.user, reason=data.validated_data.get("reason") or "已处理"
+        )
+        return Response(AlertOutputSerializer(alert).data)

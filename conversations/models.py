@@ -131,11 +131,21 @@ class AlertLevel(models.TextChoices):
     CRITICAL = "critical", _("严重")
 
 
+class AlertKind(models.TextChoices):
+    MANUAL = "manual", _("人工")
+    MESSAGE_BLOCKED = "message_blocked", _("消息被安全拦截")
+    PERSONAL_NUMBER = "personal_number", _("消息含个人号码")
+    CAPTURE_FAILING = "capture_failing", _("记忆提取持续失败")
+
+
 class Alert(TimeStampedModel):
     customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="alerts", verbose_name=_("客户"))
     level = models.CharField(_("级别"), max_length=16, choices=AlertLevel.choices, default=AlertLevel.INFO)
     text = models.CharField(_("预警"), max_length=300)
     resolved = models.BooleanField(_("已处理"), default=False)
+    kind = models.CharField(_("来源"), max_length=32, choices=AlertKind.choices, default=AlertKind.MANUAL)
+    # What raised it (e.g. "message:42"): an automatic alert is raised once per cause.
+    cause = models.CharField(_("起因"), max_length=64, blank=True, db_index=True)
 
     class Meta:
         verbose_name = _("预警")
@@ -262,6 +272,8 @@ class AuditAction(models.TextChoices):
     DRAFT_AUTO_SENT = "draft_auto_sent", _("自动发送回复")
     DRAFT_SEND_FAILED = "draft_send_failed", _("发送失败")
     WORKER_PING = "worker_ping", _("后台任务连通检查")
+    ALERT_RAISED = "alert_raised", _("产生预警")
+    ALERT_RESOLVED = "alert_resolved", _("处理预警")
 
 
 class AuditRecord(models.Model):

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from conversations.models import AuditEvent, Customer, Draft, DraftStatus, Message, MessageDirection
+from conversations.models import Alert, AuditEvent, Customer, Draft, DraftStatus, Message, MessageDirection
 from qiwei_site.platform.errors import NotFound, ValidationFailed
 
 
@@ -72,3 +72,18 @@ def messages_up_to(customer: Customer, message: Message | None) -> QuerySet[Mess
     if message is not None:
         messages = messages.filter(sent_at__lte=message.sent_at).exclude(sent_at=message.sent_at, id__gt=message.id)
     return messages.order_by("-sent_at", "-id")
+
+
+def alert_list(*, customer: Customer, resolved: str = "false") -> QuerySet[Alert]:
+    """A customer's alerts, newest first: open ones by default, `true` handled ones, `all` both."""
+    alerts = Alert.objects.filter(customer=customer).select_related("customer").order_by("-created_at", "-id")
+    if resolved not in ("false", "true", "all"):
+        raise ValidationFailed("resolved 只能是 false、true 或 all (resolved must be false, true or all).")
+    return alerts if resolved == "all" else alerts.filter(resolved=resolved == "true")
+
+
+def alert_get(alert_id: int) -> Alert:
+    alert = Alert.objects.select_related("customer").filter(pk=alert_id).first()
+    if alert is None:
+        raise NotFound(f"预警 {alert_id} 不存在 (no such alert).", code="alert_not_found")
+    return alert

@@ -8,7 +8,15 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
 
-from conversations.models import AuditAction, AuditEvent, Customer, CustomerProfile, Message, RegistryAuditEvent
+from conversations.models import (
+    Alert,
+    AuditAction,
+    AuditEvent,
+    Customer,
+    CustomerProfile,
+    Message,
+    RegistryAuditEvent,
+)
 from qiwei_site.platform.errors import (
     Conflict,
     NotFound,
@@ -250,3 +258,53 @@ def message_reveal(*, message: Message, actor: Actor, reason: str) -> str:
             payload={"message_id": message.pk, "direction": message.direction},
         )
     return message.text
+
+
+def alert_raise(
+    *,
+    customer: Customer,
+    kind: str,
+    level: str,
+    text: str,
+    actor: Actor,
+    cause: str = "",
+    reason: str = "",
+) -> Alert | None:
+    """Raise an alert for the agents and supervisors; an automatic one (with a `cause`) is raised once
+    per cause, however often its cause is seen again (a retried job, a second backfill). The text
+    says what happened, never what the customer wrote."""
+    with account_atomic():
+        if cause and Alert.objects.filter(customer=customer, kind=kind, cause=cause).exists():
+            return None
+        alert = Alert(customer=customer, kind=kind, level=level, text=text[:300], cause=cause[:64])
+        try:
+            alert.full_clean()
+        except DjangoValidationError as exc:
+            raise ValidationFailed("; ".join(exc.messages)) from None
+        alert.save()
+        audit_record(
+            action=AuditAction.ALERT_RAISED,
+            conversation_id=customer.conversation_id,
+            actor=actor,
+            reason=reason,
+            payload={"alert_id": alert.pk, "kind": kind, "level": level, "cause": cause},
+        )
+    return alert
+
+
+def alert_resolve(*, alert: Alert, actor: Actor, reason: str) -> Alert:
+    """Mark an alert handled (idempotent); who and why go to the audit."""
+    with account_atomic():
+        current = Alert.objects.select_for_update().select_related("customer").get(pk=alert.pk)
+        if current.resolved:
+            return current
+        current.resolved = True
+        current.save(update_fields=["resolved", "updated_at"])
+        audit_record(
+            action=AuditAction.ALERT_RESOLVED,
+            conversation_id=current.customer.conversation_id,
+            actor=actor,
+            reason=reason,
+            payload={"alert_id": current.pk, "kind": current.kind},
+        )
+    return current

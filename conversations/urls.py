@@ -12,5 +12,7 @@ urlpatterns = [
     path("drafts/<int:draft_id>/approve/", apis.DraftApproveApi.as_view(), name="draft-approve"),
     path("drafts/<int:draft_id>/reject/", apis.DraftRejectApi.as_view(), name="draft-reject"),
     path("drafts/<int:draft_id>/send/", apis.DraftSendApi.as_view(), name="draft-send"),
+    path("conversations/<str:conversation_id>/alerts/", apis.AlertListApi.as_view(), name="alert-list"),
+    path("alerts/<int:alert_id>/resolve/", apis.AlertResolveApi.as_view(), name="alert-resolve"),
     path("audit/", apis.AuditListApi.as_view(), name="audit-list"),
 ]

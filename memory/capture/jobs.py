@@ -21,8 +21,8 @@ from django.conf import settings
 from django.db.models import F, Q
 from django.utils import timezone
 
-from conversations.models import AuditAction, Customer, Message, MessageDirection
-from conversations.services import audit_record
+from conversations.models import AlertKind, AlertLevel, AuditAction, Customer, Message, MessageDirection
+from conversations.services import alert_raise, audit_record
 from memory.models import CaptureJob, CaptureJobStatus
 from qiwei_site.platform.tenancy import account_atomic, current_account, on_account_commit, use_account
 
@@ -247,6 +247,16 @@ def _record_failure(job: CaptureJob, *, attempt: int, error: BaseException) -> N
                 "error": type(error).__name__,
             },
         )
+        if final:
+            alert_raise(
+                customer=job.customer,
+                kind=AlertKind.CAPTURE_FAILING,
+                level=AlertLevel.CRITICAL,
+                text=f"记忆提取任务 #{job.pk} 多次失败（{type(error).__name__}），该消息未写入记忆，请运维排查",
+                cause=f"job:{job.pk}",
+                actor="capture",
+                reason="记忆提取多次失败",
+            )
     logger.warning("capture job %s failed (attempt %s, final=%s): %s", job.pk, attempt, final, summary)
 
 

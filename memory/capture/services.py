@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from conversations.models import AuditAction, AuditEvent, Message, MessageDirection
-from conversations.services import audit_record
+from conversations.models import AlertKind, AlertLevel, AuditAction, AuditEvent, Message, MessageDirection
+from conversations.services import alert_raise, audit_record
 from memory.capture.extract import FACT, Candidate, extract_candidates
-from memory.capture.safety import scan, without_personal_numbers
+from memory.capture.safety import PERSONAL_NUMBER_CATEGORIES, scan, without_personal_numbers
 from memory.items import CREATED, EVIDENCE_ADDED, REFUSED, SUPERSEDED, UNCHANGED, memory_item_put
 from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem, MemoryStatus
 from memory.snapshots import snapshot_refresh
@@ -141,7 +141,30 @@ def capture_message(*, message: Message, actor: Actor = "capture", refresh_snaps
         outcome.categories = list(result.categories)
         with account_atomic():
             _audit_blocked(message, outcome.categories, actor)
+            alert_raise(
+                customer=message.customer,
+                kind=AlertKind.MESSAGE_BLOCKED,
+                level=AlertLevel.WARNING,
+                text=(
+                    f"客户消息 #{message.pk} 被安全扫描拦截（{'、'.join(outcome.categories)}），"
+                    "未写入记忆，请人工查看"
+                ),
+                cause=f"message:{message.pk}",
+                actor=actor,
+                reason="安全扫描拦截",
+            )
         return outcome
+    if any(span.category in PERSONAL_NUMBER_CATEGORIES for span in result.spans):
+        with account_atomic():
+            alert_raise(
+                customer=message.customer,
+                kind=AlertKind.PERSONAL_NUMBER,
+                level=AlertLevel.INFO,
+                text=f"客户消息 #{message.pk} 含个人号码（身份证/银行卡/手机号），展示时已遮蔽，未写入记忆",
+                cause=f"message:{message.pk}",
+                actor=actor,
+                reason="消息含个人号码",
+            )
     candidates = extract_candidates(without_personal_numbers(message.text, result.spans))
     # Facts are never written from hedged or inferred values: extraction already drops those.
     outcome.candidates = len(candidates)

@@ -100,6 +100,11 @@ def account_rows(account, staff_user, knowledge_root) -> AccountRows:
     epoch = epoch_for_turn(customer=customer)
     CaptureJob.objects.create(customer=customer, message=message)
     audit_record(action="memory_capture_blocked", conversation_id=customer.conversation_id, actor="capture")
+    from conversations.services import alert_raise
+
+    alert_raise(
+        customer=customer, kind="manual", level="warning", text="客户对看房时间有投诉，请主管回电", actor=staff_user
+    )
     knowledge_index()
     Group.objects.create(name="客服主管")
     Token.objects.get_or_create(user=staff_user)
