@@ -101,21 +101,31 @@ def account_create(*, account_id: str, name: str, actor: Actor = None, reason: s
     return account
 
 
+def _refuse_other_fields(changes: dict[str, Any], editable: tuple[str, ...], what: str, what_en: str) -> None:
+    unknown = sorted(set(changes) - set(editable))
+    if unknown:
+        raise ValidationFailed(f"不可修改的{what}字段 {unknown} (these {what_en} fields cannot be edited).")
+
+
+def _apply_changes(current: Any, changes: dict[str, Any]) -> list[str]:
+    """Set the fields whose value differs; returns their names (nothing to write when empty)."""
+    changed = [field for field, value in changes.items() if getattr(current, field) != value]
+    for field in changed:
+        setattr(current, field, changes[field])
+    return changed
+
+
 ACCOUNT_EDITABLE_FIELDS = ("name", "is_active")
 
 
 def account_update(*, account: WeComAccount, changes: dict[str, Any], actor: Actor, reason: str = "") -> WeComAccount:
     """Rename or (de)activate an account; its id, which names its database, never changes."""
-    unknown = sorted(set(changes) - set(ACCOUNT_EDITABLE_FIELDS))
-    if unknown:
-        raise ValidationFailed(f"不可修改的账号字段 {unknown} (these account fields cannot be edited).")
+    _refuse_other_fields(changes, ACCOUNT_EDITABLE_FIELDS, "账号", "account")
     with transaction.atomic():
         current = WeComAccount.objects.select_for_update().get(pk=account.pk)
-        changed = [field for field, value in changes.items() if getattr(current, field) != value]
+        changed = _apply_changes(current, changes)
         if not changed:
             return current
-        for field in changed:
-            setattr(current, field, changes[field])
         if not str(current.name).strip():
             raise ValidationFailed("账号名称不能为空 (name is required).")
         current.save(update_fields=[*changed, "updated_at"])
@@ -182,16 +192,12 @@ CUSTOMER_EDITABLE_FIELDS = ("display_name", "session_mode", "auto_send_whitelist
 
 def customer_update(*, customer: Customer, changes: dict[str, Any], actor: Actor, reason: str) -> Customer:
     """Customer settings (display name, session mode, auto-send whitelist) with history and audit."""
-    unknown = sorted(set(changes) - set(CUSTOMER_EDITABLE_FIELDS))
-    if unknown:
-        raise ValidationFailed(f"不可修改的客户字段 {unknown} (these customer fields cannot be edited).")
+    _refuse_other_fields(changes, CUSTOMER_EDITABLE_FIELDS, "客户", "customer")
     with account_atomic():
         current = Customer.objects.select_for_update().get(pk=customer.pk)
-        changed = [field for field, value in changes.items() if getattr(current, field) != value]
+        changed = _apply_changes(current, changes)
         if not changed:
             return current
-        for field in changed:
-            setattr(current, field, changes[field])
         try:
             current.full_clean(exclude=["conversation_id"])
         except DjangoValidationError as exc:
