@@ -208,3 +208,28 @@ class CaptureJob(TimeStampedModel):
 
     def __str__(self) -> str:
         return f"提取任务 #{self.pk} {self.get_status_display()}"
+
+
+class MessageRecallFeatures(models.Model):
+    """A message's recall features (memory/context/recall.py), computed once when it is stored so
+    recall reads them instead of tokenising the history on every turn. Derived data, like the
+    search index: deleted with the message; `version` and `text_fingerprint` tell when they no
+    longer match the tokeniser or the text, and recall then computes them again."""
+
+    message = models.OneToOneField(
+        Message,
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="recall_features",
+        verbose_name=_("消息"),
+    )
+    version = models.PositiveSmallIntegerField(_("特征版本"))
+    text_fingerprint = models.CharField(_("原文指纹"), max_length=16)
+    features = models.TextField(_("召回特征"), blank=True)
+
+    class Meta:
+        verbose_name = _("消息召回特征")
+        verbose_name_plural = _("消息召回特征")
+
+    def __str__(self) -> str:
+        return f"召回特征 v{self.version} #{self.pk}"  # never the features: they spell the text

@@ -24,6 +24,7 @@ from django.utils.dateparse import parse_datetime
 from conversations.models import AuditAction, Customer, Message, MessageDirection
 from conversations.services import audit_record, customer_get_or_create
 from memory.capture.jobs import enqueue_after_commit
+from memory.context.recall import features, recall_features_store
 from memory.models import CaptureJob
 from qiwei_site.platform.errors import StorageUnavailable, ValidationFailed, storage_fault, validate_identifier
 from qiwei_site.platform.history import Actor, stamp_history
@@ -132,6 +133,8 @@ def _clean_sent_at(index: int, raw: Any, now: dt.datetime) -> dt.datetime:
 
 
 def _store(customer: Customer, cleaned: list[dict[str, Any]], actor: Actor, reason: str) -> IngestResult:
+    # Recall features are tokenised before the transaction, so SQLite's write lock is not held for it.
+    text_features = [features(item["text"]) for item in cleaned]
     with account_atomic():
         connection = connections[current_alias()]
         if connection.vendor == "postgresql":
@@ -145,16 +148,20 @@ def _store(customer: Customer, cleaned: list[dict[str, Any]], actor: Actor, reas
         ids = [item["external_id"] for item in cleaned]
         existing = {m.external_id: m for m in Message.objects.filter(customer=customer, external_id__in=ids)}
         fresh: list[Message] = []
-        for item in cleaned:
+        fresh_features = []
+        for item, item_features in zip(cleaned, text_features, strict=True):
             if item["external_id"] in existing:
                 result.duplicates.append(existing[item["external_id"]])
                 continue
             message = Message(customer=customer, **item)
             existing[item["external_id"]] = message  # a repeat inside the same batch is a duplicate too
             fresh.append(message)
+            fresh_features.append(item_features)
         if not fresh:
             return result
         result.created = Message.objects.bulk_create(fresh)
+        # Stored with the messages, instead of tokenised again on every later turn's recall.
+        recall_features_store(messages=result.created, computed=fresh_features)
         now = timezone.now()
         jobs = [
             CaptureJob(customer=customer, message=m, next_attempt_at=now, enqueued_at=now)

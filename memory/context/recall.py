@@ -1,21 +1,28 @@
 """Local relevance recall (spec §4): rank older messages against the latest customer message by
 CJK character bigrams, English words and numbers weighted by rarity; no network, pure Python.
 
+Amounts are read as values (八千, 8k, 8,000 and 0.8万 are all the number 8000), so a question
+matches an old message however either wrote the number. A message's features are computed once,
+when it is stored, and kept in `memory.MessageRecallFeatures`; recall reads them instead of
+tokenising the history on every turn, so no process keeps a tokenisation cache.
+
 `rank` is the stable entry point for benchmarks and tools; `recall_for` applies it to a
 customer's effective history outside the recent window.
 """
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
@@ -24,6 +31,195 @@ if TYPE_CHECKING:
 
 # Models and selectors are imported lazily so `rank` works without a configured Django
 # (benchmarks, tools).
+
+logger = logging.getLogger(__name__)
+
+# Bump when `features` changes: stored features of another version are recomputed when read and
+# by `recall_features_backfill` (the `recall_features_backfill` command).
+FEATURE_VERSION = 2
+
+Feature = tuple[str, float, int]
+
+# --- amounts -------------------------------------------------------------------------------
+
+_CN_DIGIT_VALUES = dict(zip("零〇一二两三四五六七八九", (0, 0, 1, 2, 2, 3, 4, 5, 6, 7, 8, 9), strict=True))
+_CN_UNIT_VALUES = {"十": 10, "百": 100, "千": 1000, "万": 10_000, "亿": 100_000_000}
+_CN_NUMERAL = "".join(_CN_DIGIT_VALUES) + "".join(_CN_UNIT_VALUES)
+# A run of digits and Chinese numerals (3.5万, 1万2, 七千五, 8,000), then an optional k/w
+# (thousand / 万, as Chinese chat writes 8k and 2w).
+_NUMBER_RUN_RE = re.compile(rf"[\d{_CN_NUMERAL}](?:[\d{_CN_NUMERAL}]|[.,](?=\d))*(?P<suffix>[kw](?![a-z]))?")
+_THOUSANDS_RE = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+_MIXED_PIECE_RE = re.compile(rf"[\d.]+[{''.join(_CN_UNIT_VALUES)}]*|[{_CN_NUMERAL}]+")
+_RANGE_JOINERS = ("到", "至", "~", "-", "—", "～", "或")
+# A bare Chinese digit is a number only before one of these (一楼, 两居, 三号线, 十分钟), never in
+# words such as 一下, 一直, 二手, 三心二意; 一点 means "a little" more often than one o'clock.
+_CLASSIFIERS = (
+    "分钟", "小时", "个月", "公里", "号", "楼", "层", "室", "居", "厅", "卫", "套", "间", "户", "年", "月", "日",
+    "天", "周", "岁", "元", "块", "平", "米", "栋", "座", "期", "站", "倍", "点", "人", "成", "折", "线",
+)  # fmt: skip
+_CLASSIFIER_CHARS = frozenset(classifier[0] for classifier in _CLASSIFIERS)
+_MEASURES = ("个", "套", "间", "次", "晚", "年", "天", "周", "月", "位", "人", "室", "层", "楼")
+
+
+@dataclass(frozen=True)
+class _Number:
+    start: int
+    end: int
+    values: tuple[float, ...]
+    # The value of the unit the run ends with (千 → 1000, 8k → 1000), for 两到三千 → 2000–3000.
+    unit: int = 1
+    bare: bool = False  # a Chinese digit alone: a number only before a classifier or in a range
+
+
+def _canonical(value: float) -> str:
+    rounded = round(value, 6)
+    if rounded == int(rounded):
+        return str(int(rounded))
+    return f"{rounded:f}".rstrip("0").rstrip(".")
+
+
+# Longer runs of numerals are not amounts (and would make the cache below hold long keys); longer
+# runs of digits are ids (order numbers), matched as written, since a float would round them.
+_MAX_NUMERAL_RUN = 16
+_MAX_DIGITS = 15
+
+
+def _cn_value(run: str) -> float | None:
+    """The value of a run of Chinese numerals (or digits with Chinese units: 3.5万, 1万2), or None."""
+    return _cn_value_cached(run) if len(run) <= _MAX_NUMERAL_RUN else None
+
+
+@lru_cache(maxsize=2048)  # keys are at most _MAX_NUMERAL_RUN characters: bounded in bytes, ~0.5 MiB
+def _cn_value_cached(run: str) -> float | None:
+    import cn2an  # 80 ms to import: only when a message has a Chinese numeral
+
+    try:
+        value = cn2an.cn2an(run, "smart")
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None
+    return float(value)
+
+
+def _unit_scale(run: str) -> int:
+    """The scale of the units a run ends with: 三千 → 1000, 三百万 → 1,000,000, 七千五 → 1."""
+    units = len(run) - len(run.rstrip("".join(_CN_UNIT_VALUES)))
+    if not units:
+        return 1
+    scale = _cn_value("一" + run[-units:])
+    return int(scale) if scale else 1
+
+
+def _parse_run(run: str, suffix: str | None) -> tuple[tuple[float, ...], int, bool] | None:
+    """(values, trailing unit scale, bare) of one numeral run; None when it is not a number (一五一十)."""
+    if run.replace(".", "", 1).isdigit():
+        if len(run) > _MAX_DIGITS:
+            return None  # an id, not an amount: kept as written (see `features`)
+        multiplier = {"k": 1000, "w": 10_000}.get(suffix or "", 1)
+        return (float(run) * multiplier,), multiplier, False
+    if run[0] in _CN_UNIT_VALUES and run[0] != "十":
+        return None  # 万一, 千万, 百分之…: words, not amounts
+    if len(run) == 1:
+        value = _cn_value(run)
+        return ((value,), _unit_scale(run), True) if value is not None else None
+    digits = [char for char in run if char in _CN_DIGIT_VALUES]
+    # 五六千, 两三万, 七八十: two neighbouring digits before units are a range.
+    if len(digits) == 2 and run[:2] == "".join(digits) and run[2:] and all(c in _CN_UNIT_VALUES for c in run[2:]):
+        low, high = _CN_DIGIT_VALUES[digits[0]], _CN_DIGIT_VALUES[digits[1]]
+        scale = _unit_scale(run)
+        if high == low + 1:
+            return (low * scale, high * scale), scale, False
+    if not any(char in _CN_UNIT_VALUES or char.isdigit() for char in run):
+        # Chinese digits without a unit (二零二六, 五六): only before a classifier (二零二六年).
+        value = _cn_value(run) if len(digits) > 2 else None
+        return ((value,), 1, True) if value is not None else None
+    value = _cn_value(run)
+    return ((value,), _unit_scale(run), False) if value is not None else None
+
+
+def _segments(run: str) -> list[tuple[int, int, str]]:
+    """A run split where it holds several numbers (2026.12.15, 1,2,3; 3000一 → 3000 and 一): each
+    part's offset and length in the run, and its text without thousands separators."""
+    if _THOUSANDS_RE.fullmatch(run):
+        return [(0, len(run), run.replace(",", ""))]
+    separator = "," if "," in run else ("." if run.count(".") > 1 else "")
+    if separator:
+        parts: list[tuple[int, int, str]] = []
+        offset = 0
+        for part in run.split(separator):
+            parts += [(offset + start, size, text) for start, size, text in _segments(part)] if part else []
+            offset += len(part) + 1
+        return parts
+    if any(char.isdigit() for char in run) and any(char in _CN_DIGIT_VALUES for char in run):
+        # Digits beside Chinese digits are not one number (3000一个月, 2室1厅 written 2两): each on
+        # its own. Digits with Chinese units only are (3.5万, 1万2, 1万5千).
+        return [(m.start(), len(m.group()), m.group()) for m in _MIXED_PIECE_RE.finditer(run)]
+    return [(0, len(run), run)]
+
+
+def _runs(text: str) -> list[tuple[int, str, str | None]]:
+    """(start, run, k/w suffix) of each numeral run. A Chinese digit ending an amount before a
+    measure word starts the next phrase: 两万一个月 is 20000 a month, 三四千一套 3000–4000 a flat
+    (二零二六年 stays one number)."""
+    runs: list[tuple[int, str, str | None]] = []
+    for match in _NUMBER_RUN_RE.finditer(text):
+        suffix = match.group("suffix")
+        run = match.group()[: -len(suffix)] if suffix else match.group()
+        ends_apart = (
+            not suffix
+            and run[-1] in _CN_DIGIT_VALUES
+            and any(char in _CN_UNIT_VALUES or char.isdigit() for char in run[:-1])
+            and text.startswith(_MEASURES, match.end())
+        )
+        if ends_apart:
+            runs += [(match.start(), run[:-1], None), (match.end() - 1, run[-1], None)]
+        else:
+            runs.append((match.start(), run, suffix))
+    return runs
+
+
+def numbers(text: str) -> list[_Number]:
+    """The numbers in a normalised (NFKC, lower-case) text, with their spans, as values."""
+    found: list[_Number] = []
+    for run_start, run, suffix in _runs(text):
+        run_end = run_start + len(run) + len(suffix or "")
+        for start, size, part in _segments(run):
+            last = start + size == len(run)
+            parsed = _parse_run(part, suffix if last else None)
+            if parsed is None:
+                continue
+            values, unit, bare = parsed
+            if not all(math.isfinite(value) and abs(value) < 10**_MAX_DIGITS for value in values):
+                continue
+            begin = run_start + start
+            found.append(_Number(begin, run_end if last else begin + size, values, unit, bare))
+    return _join_ranges(text, found)
+
+
+def _join_ranges(text: str, found: list[_Number]) -> list[_Number]:
+    """两到三千 and 3-5k: the left end takes the right end's unit; bare digits stay only before a
+    classifier or as a range end."""
+    result: list[_Number] = []
+    for index, number in enumerate(found):
+        following = found[index + 1] if index + 1 < len(found) else None
+        joined = following is not None and text[number.end : following.start].strip() in _RANGE_JOINERS
+        if joined and following is not None and number.unit == 1 and following.unit > 1:
+            coefficient = max(following.values) / following.unit
+            if all(value <= coefficient for value in number.values):
+                number = _Number(number.start, number.end, tuple(v * following.unit for v in number.values))
+        previous = result[-1] if result else None
+        joined_before = previous is not None and text[previous.end : number.start].strip() in _RANGE_JOINERS
+        if number.bare and not (joined or joined_before or _classifier_follows(text, number)):
+            continue
+        result.append(number)
+    return result
+
+
+def _classifier_follows(text: str, number: _Number) -> bool:
+    rest = text[number.end : number.end + 2]
+    if text[number.start : number.end] == "一" and rest.startswith("点"):
+        return False
+    return rest.startswith(_CLASSIFIERS)
+
 
 # --- tokenisation ------------------------------------------------------------------------
 
@@ -37,6 +233,7 @@ _W_BIGRAM = 1.0
 _W_UNIGRAM = 0.3
 _W_WORD = 1.0
 _W_NUMBER = 1.2
+_WEIGHTS = {"b": _W_BIGRAM, "c": _W_UNIGRAM, "w": _W_WORD, "n": _W_NUMBER}
 
 # BM25-style term saturation and (mild) length normalisation: chat messages are short, so a
 # long one is penalised less than a long web page would be.
@@ -47,6 +244,15 @@ _B = 0.4
 _NEIGHBOUR_SHARE = 0.3
 # A document must match at least this share of the query's rarity-weighted features.
 _MIN_COVERAGE = 0.08
+# When no document clears the coverage bar, the best lexical matches are returned instead of
+# nothing, but only documents sharing a rare term with the query: a bigram, word or number whose
+# IDF over the candidates is at least this (in at most ~13% of 240 messages), or a lone character
+# rarer still (in at most ~5%: 猫, 狗, 车 are words too; 好, 想, 看 are everywhere).
+_FALLBACK_MIN_IDF = 2.0
+_FALLBACK_MIN_IDF_CHAR = 3.0
+# Rarity is judged as if there were at least this many candidates: in a short history a bigram or
+# word in one or two messages still counts as rare, a lone character never does.
+_FALLBACK_PRIOR_DOCUMENTS = 20
 
 _EN_STOPWORDS = frozenset(
     """
@@ -64,7 +270,7 @@ _EN_STOPWORDS = frozenset(
 )
 # Characters that carry grammar rather than meaning, dropped both as single characters and from
 # bigrams ("的房" in "3000的房子" is noise). Ambiguous ones stay: 地 (地铁), 对 (对面), 过 (过户).
-_ZH_STOP_CHARS = frozenset("的了是我你他她它们在吗呢啊吧呀嘛哦哈和与及就也都很还又这那个有着么")
+_ZH_STOP_CHARS = frozenset("的了是我你他她它们在吗呢啊吧呀嘛哦哈和与及就也都很还又这那个有着么嗯呃哎")
 _ZH_STOP_BIGRAMS = frozenset(
     """
     我们 你们 他们 她们 它们 什么 怎么 这个 那个 一个 一下 就是 还是 可以 没有 不是 这样 那样 然后 因为 所以
@@ -100,13 +306,26 @@ def _stem(word: str) -> str:
     return word
 
 
-@lru_cache(maxsize=16384)
-def features(text: str) -> tuple[tuple[str, float, int], ...]:
+def features(text: str) -> tuple[Feature, ...]:
     """(feature, weight, count) for a text: CJK bigrams and single characters, stemmed English
-    words without stopwords, and numbers. Cached: the same history is scored turn after turn."""
+    words without stopwords, and numbers as values (八千 = 8k = 8,000 → n:8000; a range such as
+    五六千 gives both ends). Not cached: stored features are read instead (`recall_for`)."""
     normalised = unicodedata.normalize("NFKC", text or "").lower()
     counts: Counter[str] = Counter()
-    for match in _TOKEN_RE.finditer(normalised):
+    # Numbers first, cut out of the text, so 八千 is not also the bigram 八千 (nor 算八 in 预算八千).
+    pieces: list[str] = []
+    cursor = 0
+    for number in numbers(normalised):
+        pieces.append(normalised[cursor : number.start])
+        cursor = number.end
+        # With its classifier a number is a word of its own: 一楼 and 1楼 share "1楼", not only "1".
+        classifier = normalised[number.end : number.end + 1]
+        for value in dict.fromkeys(_canonical(v) for v in number.values):
+            counts["n:" + value] += 1
+            if classifier in _CLASSIFIER_CHARS:
+                counts["b:" + value + classifier] += 1
+    pieces.append(normalised[cursor:])
+    for match in _TOKEN_RE.finditer(" ".join(pieces)):
         if match.lastgroup == "cjk":
             run = match.group()
             for char in run:
@@ -120,9 +339,9 @@ def features(text: str) -> tuple[tuple[str, float, int], ...]:
                     and bigram[1] not in _ZH_STOP_CHARS
                 ):
                     counts["b:" + bigram] += 1
-        elif match.lastgroup == "num":
-            number = match.group().replace(",", "")
-            counts["n:" + (number.rstrip("0").rstrip(".") if "." in number else number.lstrip("0") or "0")] += 1
+        elif match.lastgroup == "num":  # what numbers() left: ids too long to be amounts
+            digits = match.group().replace(",", "")
+            counts["n:" + (digits.lstrip("0") or "0")] += 1
         else:
             word = match.group()
             if word in _EN_STOPWORDS or len(word) < 2:
@@ -130,13 +349,59 @@ def features(text: str) -> tuple[tuple[str, float, int], ...]:
             stem = _stem(word)
             if stem and stem not in _EN_STOPWORDS:
                 counts["w:" + stem] += 1
-    weights = {"b": _W_BIGRAM, "c": _W_UNIGRAM, "w": _W_WORD, "n": _W_NUMBER}
-    return tuple(sorted((feature, weights[feature[0]], count) for feature, count in counts.items()))
+    return tuple(sorted((feature, _WEIGHTS[feature[0]], count) for feature, count in counts.items()))
 
 
 def tokens(text: str) -> list[str]:
     """The features of a text as a flat token list (what a BM25 baseline would index)."""
     return [feature for feature, _weight, count in features(text) for _ in range(count)]
+
+
+# A document as ranking reads it: feature → count, and its weighted length.
+Document = tuple[dict[str, int], float]
+
+
+def _length(text_features: Iterable[Feature]) -> float:
+    return sum(weight * count for _feature, weight, count in text_features)
+
+
+def document(text_features: Sequence[Feature]) -> Document:
+    return {feature: count for feature, _weight, count in text_features}, _length(text_features)
+
+
+def features_encode(text_features: Sequence[Feature]) -> str:
+    """Features as stored: the weighted length, then the features space-separated, a count above
+    one after `*` ("5.6|b:地铁 c:地 c:铁 n:8000*2"). Features hold no space, `|` or `*`."""
+    body = " ".join(feature if count == 1 else f"{feature}*{count}" for feature, _weight, count in text_features)
+    return f"{_canonical(_length(text_features))}|{body}"
+
+
+def document_decode(encoded: str) -> Document:
+    """A stored document, read as cheaply as Python allows: recall reads up to 240 per turn.
+    Raises ValueError on a malformed row."""
+    head, bar, body = encoded.partition("|")
+    if not bar:
+        raise ValueError("stored recall features without a length")
+    tokens = body.split()
+    if "*" not in body:
+        return dict.fromkeys(tokens, 1), float(head)
+    counts: dict[str, int] = {}
+    for token in tokens:
+        feature, _star, count = token.partition("*")
+        counts[feature] = int(count) if count else 1
+    return counts, float(head)
+
+
+def features_decode(encoded: str) -> tuple[Feature, ...]:
+    """The stored features as `features` returns them."""
+    counts, _ = document_decode(encoded)
+    return tuple(sorted((feature, _WEIGHTS[feature[0]], count) for feature, count in counts.items()))
+
+
+def text_fingerprint(text: str) -> str:
+    """Identifies the text the stored features were computed from: a changed (scrubbed) text is
+    tokenised again rather than recalled by words it no longer holds."""
+    return hashlib.blake2b((text or "").encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
 # --- ranking -----------------------------------------------------------------------------
@@ -145,46 +410,81 @@ def tokens(text: str) -> list[str]:
 def rank(query: str, documents: Sequence[str], limit: int) -> list[int]:
     """Indexes of the documents most relevant to `query`, best first, at most `limit`.
 
+    See `rank_documents`; this tokenises the documents on every call (tools and benchmarks).
+    """
+    if limit <= 0 or not documents:
+        return []
+    return rank_documents(features(query), [document(features(text)) for text in documents], limit)
+
+
+def rank_features(
+    query_features: Sequence[Feature], doc_features: Sequence[Sequence[Feature]], limit: int
+) -> list[int]:
+    """`rank` over features already computed (as `features` returns them)."""
+    return rank_documents(query_features, [document(text_features) for text_features in doc_features], limit)
+
+
+def rank_documents(query_features: Sequence[Feature], documents: Sequence[Document], limit: int) -> list[int]:
+    """`rank` over documents already tokenised (stored ones in `recall_for`).
+
     Score: for each distinct query feature, its weight × IDF over the candidate documents ×
     a BM25 saturation of its count in the document, with length normalisation so a long
     message does not win by size. Documents that match less than `_MIN_COVERAGE` of the
     query's rarity-weighted features are not returned. Documents are taken to be in time order:
     a matching message also gets a share of its best neighbour's score, because in a chat the
     answer sits next to the question. Ties go to the later index (the newer message).
+
+    When no document clears the coverage bar (a short question sharing a few rare words with the
+    right message), the documents sharing a rare term with the query are ranked by the same score
+    instead; a query sharing only common terms, or too few documents to tell, still gets nothing.
     """
     if limit <= 0 or not documents:
         return []
-    query_features = {feature: weight for feature, weight, _count in features(query)}
-    if not query_features:
+    query_weights = {feature: weight for feature, weight, _count in query_features}
+    if not query_weights:
         return []
-    doc_features = [features(document) for document in documents]
-    lengths = [sum(weight * count for _f, weight, count in doc) for doc in doc_features]
-    average_length = (sum(lengths) / len(lengths)) or 1.0
+    query_keys = query_weights.keys()
+    # Only the shared features matter: a C-level set intersection per document, then a loop over few.
+    shared = [sorted(counts.keys() & query_keys) for counts, _length in documents]
     document_frequency: Counter[str] = Counter()
-    for doc in doc_features:
-        document_frequency.update(feature for feature, _w, _c in doc if feature in query_features)
+    for features_shared in shared:
+        document_frequency.update(features_shared)
     total = len(documents)
+    average_length = (sum(length for _counts, length in documents) / total) or 1.0
     idf = {
         feature: math.log(1.0 + (total - document_frequency[feature] + 0.5) / (document_frequency[feature] + 0.5))
-        for feature in query_features
+        for feature in query_weights
     }
-    query_mass = sum(query_features[feature] * idf[feature] for feature in query_features) or 1.0
+    query_mass = sum(query_weights[feature] * idf[feature] for feature in query_weights) or 1.0
+    prior_total = max(total, _FALLBACK_PRIOR_DOCUMENTS)
+    rare = {
+        feature
+        for feature in query_weights
+        if document_frequency[feature]
+        and math.log(1.0 + (prior_total - document_frequency[feature] + 0.5) / (document_frequency[feature] + 0.5))
+        >= (_FALLBACK_MIN_IDF_CHAR if feature[0] == "c" else _FALLBACK_MIN_IDF)
+    }
 
     raw = [0.0] * total
     eligible = [False] * total
-    for index, doc in enumerate(doc_features):
-        norm = _K1 * (1.0 - _B + _B * lengths[index] / average_length)
+    fallback = [False] * total
+    for index, features_shared in enumerate(shared):
+        if not features_shared:
+            continue
+        counts, length = documents[index]
+        norm = _K1 * (1.0 - _B + _B * length / average_length)
         score = 0.0
         matched_mass = 0.0
-        for feature, _weight, count in doc:
-            query_weight = query_features.get(feature)
-            if query_weight is None:
-                continue
-            term = query_weight * idf[feature]
+        for feature in features_shared:
+            term = query_weights[feature] * idf[feature]
+            count = counts[feature]
             score += term * count * (_K1 + 1.0) / (count + norm)
             matched_mass += term
         raw[index] = score
-        eligible[index] = score > 0.0 and matched_mass / query_mass >= _MIN_COVERAGE
+        eligible[index] = matched_mass / query_mass >= _MIN_COVERAGE
+        fallback[index] = not rare.isdisjoint(features_shared)
+    if not any(eligible):
+        eligible = fallback
 
     scored: list[tuple[float, int]] = []
     for index in range(total):
@@ -194,6 +494,135 @@ def rank(query: str, documents: Sequence[str], limit: int) -> list[int]:
         scored.append((raw[index] + _NEIGHBOUR_SHARE * neighbour, index))
     scored.sort(key=lambda pair: (-pair[0], -pair[1]))
     return [index for _score, index in scored[:limit]]
+
+
+# --- stored features ---------------------------------------------------------------------
+
+
+def _feature_row(model: Any, message_id: int, text: str, text_features: Sequence[Feature] | None = None) -> Any:
+    return model(
+        message_id=message_id,
+        version=FEATURE_VERSION,
+        text_fingerprint=text_fingerprint(text),
+        features=features_encode(features(text) if text_features is None else text_features),
+    )
+
+
+def _upsert(model: Any, rows: list[Any], using: str) -> int:
+    if rows:
+        model._default_manager.using(using).bulk_create(
+            rows,
+            update_conflicts=True,
+            unique_fields=["message"],
+            update_fields=["version", "text_fingerprint", "features"],
+        )
+    return len(rows)
+
+
+def _store(pairs: Sequence[tuple[int, str, Sequence[Feature] | None]], using: str | None = None) -> int:
+    """Upsert the features of (message id, text, features or None to compute) triples."""
+    from memory.models import MessageRecallFeatures
+    from qiwei_site.platform.tenancy import current_alias
+
+    rows = [_feature_row(MessageRecallFeatures, pk, text, text_features) for pk, text, text_features in pairs]
+    return _upsert(MessageRecallFeatures, rows, using or current_alias())
+
+
+def recall_features_store(
+    *, messages: Iterable[Message], computed: Sequence[Sequence[Feature]] | None = None, using: str | None = None
+) -> int:
+    """Compute and store (or replace) the recall features of saved messages; returns rows written.
+
+    Derived data, like the search index: no audit row, no history. Called at ingest in the same
+    transaction as the messages, with the features it has already `computed` (one per message,
+    in order); recall stores those it finds missing or stale.
+    """
+    saved = list(messages)
+    precomputed: list[Sequence[Feature] | None] = list(computed) if computed is not None else [None] * len(saved)
+    pairs = [
+        (message.pk, message.text, text_features)
+        for message, text_features in zip(saved, precomputed, strict=True)
+        if message.pk is not None
+    ]
+    return _store(pairs, using)
+
+
+def recall_features_refresh(*, message_ids: Iterable[int]) -> int:
+    """Recompute the stored features of messages whose text was changed in place (a scrub), so no
+    feature keeps a word the text no longer holds; returns rows written."""
+    from conversations.models import Message
+
+    ids = list(message_ids)
+    if not ids:
+        return 0
+    return recall_features_store(messages=Message.objects.filter(pk__in=ids).only("id", "text"))
+
+
+def recall_features_backfill(
+    *,
+    using: str | None = None,
+    batch_size: int = 1000,
+    message_model: Any = None,
+    features_model: Any = None,
+) -> int:
+    """Store features for every message that has none, has them from another FEATURE_VERSION or of
+    an older text, in batches by id (SQLite and PostgreSQL alike); returns rows written.
+
+    The migration passes its historical models; the command uses the current ones.
+    """
+    if message_model is None or features_model is None:
+        from conversations.models import Message
+        from memory.models import MessageRecallFeatures
+
+        message_model, features_model = Message, MessageRecallFeatures
+    if using is None:
+        from qiwei_site.platform.tenancy import current_alias
+
+        using = current_alias()
+    written = 0
+    last_id = 0
+    while True:
+        batch = list(
+            message_model._default_manager.using(using)
+            .filter(pk__gt=last_id)
+            .order_by("pk")
+            .values_list("pk", "text")[:batch_size]
+        )
+        if not batch:
+            return written
+        last_id = batch[-1][0]
+        current = dict(
+            features_model._default_manager.using(using)
+            .filter(message_id__in=[pk for pk, _text in batch], version=FEATURE_VERSION)
+            .values_list("message_id", "text_fingerprint")
+        )
+        rows = [
+            _feature_row(features_model, pk, text) for pk, text in batch if current.get(pk) != text_fingerprint(text)
+        ]
+        written += _upsert(features_model, rows, using)
+
+
+def _stored_document(text: str, version: int | None, fingerprint: str | None, encoded: str | None) -> Document | None:
+    """A candidate's stored features when they are of this version and of its current text."""
+    if encoded is None or version != FEATURE_VERSION or fingerprint != text_fingerprint(text):
+        return None
+    try:
+        return document_decode(encoded)
+    except ValueError:
+        return None
+
+
+def _store_missing(pairs: list[tuple[int, str, Sequence[Feature] | None]]) -> None:
+    """Best effort: a failed write (a locked SQLite database) leaves recall working, uncached."""
+    from django.db import DatabaseError
+
+    from qiwei_site.platform.tenancy import account_atomic
+
+    try:
+        with account_atomic():
+            _store(pairs)
+    except DatabaseError:
+        logger.warning("recall: could not store features for %s messages", len(pairs), exc_info=True)
 
 
 # --- recall over a customer's history ---------------------------------------------------
@@ -208,29 +637,72 @@ class RecalledMessage:
     sent_at: datetime
 
 
-def recall_for(customer: Customer, query_message: Message | None) -> list[RecalledMessage]:
+# The columns `recall_from_rows` reads, for a `values_list` over messages (the features by a LEFT
+# JOIN): a caller reading the recent window and the recall candidates in one query selects these.
+RECALL_COLUMNS = (
+    "id",
+    "direction",
+    "sender",
+    "text",
+    "sent_at",
+    "recall_features__version",
+    "recall_features__text_fingerprint",
+    "recall_features__features",
+)
+
+
+def recall_from_rows(query_text: str, rows: Sequence[Sequence[Any]], limit: int) -> list[RecalledMessage]:
+    """The best `limit` of candidate rows (RECALL_COLUMNS, oldest first) for `query_text`, in time
+    order. Rows without current stored features are tokenised, and their features stored."""
+    if limit <= 0 or not rows or not query_text.strip():
+        return []
+    documents: list[Document] = []
+    missing: list[tuple[int, str, Sequence[Feature] | None]] = []
+    for pk, _direction, _sender, text, _sent_at, version, fingerprint, encoded in rows:
+        stored = _stored_document(text, version, fingerprint, encoded)
+        if stored is None:
+            text_features = features(text)
+            missing.append((pk, text, text_features))
+            stored = document(text_features)
+        documents.append(stored)
+    if missing:
+        _store_missing(missing)
+    best = rank_documents(features(query_text), documents, limit)
+    chosen = sorted((rows[index] for index in best), key=lambda row: (row[4], row[0]))
+    return [
+        RecalledMessage(id=pk, direction=direction, sender=sender, text=text, sent_at=sent_at)
+        for pk, direction, sender, text, sent_at, *_features in chosen
+    ]
+
+
+def recall_for(
+    customer: Customer, query_message: Message | None, *, window: Sequence[Sequence[Any]] | None = None
+) -> list[RecalledMessage]:
     """Older effective messages relevant to `query_message`, in time order.
 
     Only messages older than the newest QIWEI_AGENT_MEMORY_RECENT_MESSAGES (counted up to the
     query message) are candidates, and at most QIWEI_AGENT_MEMORY_HISTORY_SCAN_LIMIT of them,
-    newest first, are scored; the best QIWEI_AGENT_MEMORY_RECALL_LIMIT are kept.
-    """
-    from conversations.selectors import messages_up_to
+    newest first, are scored; the best QIWEI_AGENT_MEMORY_RECALL_LIMIT are kept. Candidates are
+    read as tuples with their stored features in one query; those without (written by a path
+    that does not store them, or before a FEATURE_VERSION change) are tokenised and stored.
 
+    A caller that has already read those candidates (the context builder reads them with the
+    recent window, in one query) passes them as `window`: RECALL_COLUMNS rows, newest first,
+    exactly the rows this would read; nothing is read then.
+    """
     limit = settings.QIWEI_AGENT_MEMORY_RECALL_LIMIT
     scan = settings.QIWEI_AGENT_MEMORY_HISTORY_SCAN_LIMIT
     recent = settings.QIWEI_AGENT_MEMORY_RECENT_MESSAGES
     if query_message is None or limit <= 0 or scan <= 0 or not query_message.text.strip():
         return []
-    # The window ends at the query message, so an older turn can be rebuilt as it was.
-    history = messages_up_to(customer, query_message)
-    candidates = list(history.only("id", "direction", "sender", "text", "sent_at")[recent : recent + scan])
-    if not candidates:
-        return []
-    # Oldest first, so rank()'s tie-break (later index wins) favours the newer message.
-    candidates.reverse()
-    best = rank(query_message.text, [message.text for message in candidates], limit)
-    chosen = sorted((candidates[index] for index in best), key=lambda message: (message.sent_at, message.id))
-    return [
-        RecalledMessage(id=m.id, direction=m.direction, sender=m.sender, text=m.text, sent_at=m.sent_at) for m in chosen
-    ]
+    if window is not None:
+        rows = list(window[:scan])
+    else:
+        from conversations.selectors import messages_up_to
+
+        # The window ends at the query message, so an older turn can be rebuilt as it was.
+        history = messages_up_to(customer, query_message)
+        rows = list(history.values_list(*RECALL_COLUMNS)[recent : recent + scan])
+    # Oldest first, so the ranking's tie-break (later index wins) favours the newer message.
+    rows.reverse()
+    return recall_from_rows(query_message.text, rows, limit)

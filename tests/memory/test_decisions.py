@@ -126,7 +126,7 @@ def test_expired_value_is_not_revived_by_old_evidence_but_is_by_a_new_statement(
     # the customer stating it again, after the expiry, does
     _say(customer, "入住时间是12月1号", sent_at=_later())
     assert _active(customer, "profile:move_in_date") is not None
-    assert _profile(customer).move_in_date == "12月1号"
+    assert _profile(customer).move_in_date.startswith("12月1号")
 
 
 # --- human edits outrank older evidence --------------------------------------------------------

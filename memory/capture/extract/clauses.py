@@ -32,7 +32,7 @@ def split_sentences(text: str) -> list[tuple[list[str], bool]]:
 
 QUESTION_RE = re.compile(
     r"[吗嘛]|(?<![一么])么\s*$|呢\s*$|有没有|是否|能否|能不能|可不可以|可以吗|行不行|好不好|是不是|会不会|要不要|"
-    r"多少|多久|多长时间|谁|难道|岂|几[个套间室楼号点层居房]|什么|啥|哪|(?<!不)怎么|如何|为什么|为啥|咋|"
+    r"多少|多久|多长时间|谁|难道|岂|(?<![了过好])几[个套间室楼号点层居房]|(?<!没)什么|(?<!没)啥|哪|(?<!不)怎么|如何|为什么|为啥|咋|"
     r"^\s*(?:do|does|did|is|are|was|were|can|could|would|will|have|has|any|what|which|where|when|how|why|who|"
     r"should|shall|may)\b",
     re.IGNORECASE,
@@ -42,7 +42,7 @@ QUESTION_RE = re.compile(
 THIRD_PARTY_RE = re.compile(
     r"朋友|老婆|老公|妻子|丈夫|爱人|媳妇|太太|我妈|妈妈|母亲|我爸|爸爸|父亲|父母|爸妈|家人|家里人|同事|室友|"
     r"女朋友|男朋友|女友|男友|对象|孩子|儿子|女儿|闺蜜|哥哥|姐姐|弟弟|妹妹|邻居|房东|中介|老板|领导|别人|有人|"
-    r"人家|大家|他们|她们|(?<!其)他|她|亲戚|公婆|岳父|岳母|老人|(?<!老实)(?<!坦白)(?<!坦白地)说(?!实话|真的)|觉得|认为|听|"
+    r"人家|大家|他们|她们|(?<!其)他|她|亲戚|公婆|岳父|岳母|老人|(?<!老实)(?<!坦白)(?<!坦白地)(?<!来)说(?!实话|真的)|觉得|认为|听|"
     r"\bmy\s+(?:wife|husband|partner|friend|friends|mom|mother|dad|father|parents|boss|colleague|colleagues|"
     r"roommate|roommates|girlfriend|boyfriend|son|daughter|kids|children|family|sister|brother)\b|"
     r"\b(?:he|she|they|his|her|their|someone|somebody|people|others|landlord|agent|said|says|thinks)\b",
@@ -51,7 +51,7 @@ THIRD_PARTY_RE = re.compile(
 # Reported speech or hearsay: the rest of the sentence is someone else's words.
 REPORTING_RE = re.compile(
     # "现在不想要了" ends like "我老婆想要，" but refuses instead of reporting.
-    r"(?<!不)(?:说|讲|觉得|认为|表示|建议|要求|希望|想要|交代|提到)[了过]?\s*$|听说|据说|听人说|听别人说|网上说|"
+    r"(?<![不没无么啥有来])(?:说|讲|觉得|认为|表示|建议|要求|希望|想要|交代|提到)[了过]?\s*$|听说|据说|听人说|听别人说|网上说|"
     r"\b(?:said|says|told\s+me|thinks|wants|heard|apparently)\b",
     re.IGNORECASE,
 )
@@ -71,13 +71,21 @@ CONDITIONAL_RE = re.compile(
     r"\bon\s+condition\b",
     re.IGNORECASE,
 )
+# "价格的话，两千八以内最好", "面积呢，九十平左右": a topic named on its own is no condition; it is
+# what the next clause is about.
+TOPIC_CLAUSE_RE = re.compile(
+    r"^(?:那|嗯|还有|另外|至于|关于)?(?P<topic>预算|价格|价位|租金|房租|月租|总价|首付|月供|面积|大小|户型|区域|位置|地段|片区|"
+    r"楼层|朝向|装修|交通|通勤|入住时间|入住|时间)(?:方面|这块|这一块|这方面|上面|上)?"
+    # "预算不高，两千出头", "预算有限，三千以内": a remark on the topic introduces it too
+    r"(?:的话|呢|嘛|吧|啊|(?:不太|不算|比较|很|也)?(?:不高|不多|有限|一般|紧张|紧|少|低)[的了啊呀吧]*)$"
+)
 # A condition that governs another clause, never itself: "不要顶楼，除非有电梯", "no pets unless…".
 POSTPOSED_CONDITION_RE = re.compile(
     r"除非|\bunless\b|\bprovided\b|\bas\s+long\s+as\b|\bonly\s+if\b|\bon\s+condition\b", re.IGNORECASE
 )
 # What a condition clause says once its condition is met: "如果有地铁的话更好", "要是便宜就要一楼".
 _CONSEQUENT_ZH_RE = re.compile(
-    r"(?:如果|假如|假设|万一|倘若|要是|若是|的话).*?(?:就|才|更好|最好|也行|也可以|那|便|则)"
+    r"(?:如果|假如|假设|万一|倘若|要是|若是|的话).*?(?:就|才|更好|最好|也行|也可以|那|便(?!宜)|则)"
 )
 
 
@@ -167,7 +175,7 @@ _NEGATION_CUE_RE = re.compile(
 )
 # "不超过4500", "别超过5000", "no more than 5000": a cap states the amount, it does not refuse it.
 _CAP_AFTER_CUE_RE = re.compile(  # used with .match(clause, position): anchored there
-    r"\s*(?:要|能|可以|得|会)?\s*(?:超过|超出|高于|多于|大于|过|到)|\s*(?:more|higher|over|above)\s+than\b|\s*over\b",
+    r"\s*(?:要|能|可以|得|会)?\s*(?:超过|超出|高于|多于|大于|过|到|低于|小于|少于)|\s*(?:more|higher|over|above)\s+than\b|\s*over\b",
     re.IGNORECASE,
 )
 _AFFIRMATIVE_CUE_RE = re.compile(

@@ -29,6 +29,8 @@ ZH_CONSTRAINT_TRIGGERS: tuple[tuple[str, str, float, int], ...] = (
     # "最好不要顶楼" is a clear wish, but softer than "不要顶楼".
     (r"尽量别|最好别|最好不要|尽量不要|尽量避免|最好避开|尽量避开", CONSTRAINT, 0.7, 3),
     (r"绝对不要|坚决不要|千万不要|千万别|打死也不|死活不要|绝不", CONSTRAINT, 0.95, 5),
+    # "只要不是顶楼就行": anything but the object.
+    (r"只要不是|只要别是|只要不在|只要别在", CONSTRAINT, 0.85, 4),
     (
         r"不考虑|不予考虑|不能接受|不可以接受|接受不了|无法接受|没法接受|没办法接受|不接受|受不了|排除|别推荐|不要推荐|别给我推荐|不要给我推荐",
         CONSTRAINT,
@@ -44,6 +46,16 @@ ZH_CONSTRAINT_TRIGGERS: tuple[tuple[str, str, float, int], ...] = (
     (r"不喜欢|讨厌|反感|嫌弃|拒绝|避开|避免|最怕|很怕|害怕|(?:比较|很|非常|特别|挺)介意", CONSTRAINT, 0.85, 4),
     (r"(?<![要要])不要(?!紧|钱|客气|急|着急)", CONSTRAINT, 0.85, 4),
     (r"不需要|不用考虑|(?:^|我|我们|也|就|都)不(?:住|租|买|看|选|找)", CONSTRAINT, 0.75, 3),
+    # Postposed, tried last: "顶楼就算了", "合租的还是算了吧" (the object comes first).
+    (r"(?:就|那就|也就|还是|的话就)算了(?=[的吧啊呀哈了呢哦嘛啦]*$)", CONSTRAINT, 0.8, 3),
+    # "别临街", "别太吵的": a bare refusal opening the clause.
+    (
+        r"^(?:最好)?别(?!急|客气|担心|着急|忘|挂|打|发|催|管|说|问|找|骗|走|动|乱|再|让|跟|和|给|把|被|这样|那样|麻烦|介意|"
+        r"的|人|墅|处|提|搞|弄|等|看|来|去|怕|嫌|误会|生气|理|回|联系)",
+        CONSTRAINT,
+        0.75,
+        3,
+    ),
 )
 EN_CONSTRAINT_TRIGGERS: tuple[tuple[str, str, float, int], ...] = (
     # Softened dislikes: still a constraint, held less firmly.

@@ -62,7 +62,7 @@ def test_extract_candidates_explicit_statements(text, expected):
         "我老婆说只要南向的",
         "听说地铁附近的比较贵",
         "如果预算够的话，我想要三居室",
-        "有没有地铁附近的？",
+        "这套离地铁近吗？",
         "两居室多少钱一个月",
         "还没想好要不要学区房",
         "楼层无所谓",

@@ -90,7 +90,6 @@ PLACE_NEGATED = [
 # Clefts we do not parse and service requests: nothing.
 JUNK_AND_REQUESTS = [
     "我喜欢的不是高层",
-    "我最讨厌的就是中介费",
     "我要投诉",
     "我想要退押金",
     "我要退款",

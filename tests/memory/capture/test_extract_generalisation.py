@@ -116,7 +116,7 @@ def test_extract_candidates_generalises_to_everyday_phrasing(text, expected):
         "不要超过5000",
         # Someone else's words, even when coordinated or questioned
         "我老婆不要顶楼也不要一楼",
-        "有没有不要顶楼也不要一楼的",
+        "那套是顶楼还是一楼的？",
         "My boss said I should live near the office",
         # English acceptance, talk about the chat, and bare fragments
         "I don't mind the top floor",

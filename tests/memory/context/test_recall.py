@@ -25,9 +25,20 @@ def test_rank_matches_english_words_across_plurals_and_tenses():
     assert rank("kid park", documents, 1) == [2]
 
 
-def test_rank_matches_numbers():
-    documents = ["预算大概三千左右", "月租3000以内可以接受", "想要朝南的房间"]
-    assert rank("3000的房子还有吗", documents, 1) == [1]
+def test_rank_matches_numbers_however_they_are_written():
+    # Given a budget written in Chinese numerals, one in digits, and unrelated messages
+    documents = [
+        "预算大概三千左右",
+        "月租3000以内可以接受",
+        "想要朝南的房间",
+        "周六上午可以看房",
+        "不要一楼",
+        "好的谢谢",
+    ]
+    # When asking with the number in digits
+    best = rank("3000的还有吗", documents, 6)
+    # Then both budget messages match, and nothing else
+    assert sorted(best) == [0, 1]
 
 
 def test_rank_floor_leaves_out_unrelated_documents():

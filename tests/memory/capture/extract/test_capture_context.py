@@ -1,0 +1,110 @@
+"""Capture gives extraction what a message alone does not say: its local send time, the agent's
+question just before it and the account's place names; dated facts are written with an expiry
+that the expiry sweep honours."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from conversations.models import CustomerProfile, MessageDirection
+from knowledge.services import knowledge_index
+from memory.capture.services import capture_message, extract_context
+from memory.governance.services import memory_items_expire_due
+from memory.models import MemoryItem, MemoryStatus
+from tests.factories import CustomerFactory, MessageFactory
+from tests.memory.capture.extract.support import SHANGHAI
+
+SENT = dt.datetime(2027, 3, 10, 1, 30, tzinfo=dt.UTC)  # 09:30 in Shanghai, a Wednesday
+
+
+def _active(customer, key):
+    return MemoryItem.objects.filter(customer=customer, key=key, status=MemoryStatus.ACTIVE).first()
+
+
+def test_capture_move_in_date_resolves_in_local_time_and_expires(account):
+    # given a message sent late on 2027-03-09 UTC, which is already the 10th in Shanghai
+    customer = CustomerFactory()
+    message = MessageFactory(
+        customer=customer, text="明天就想搬进去", sent_at=dt.datetime(2027, 3, 9, 18, 0, tzinfo=dt.UTC)
+    )
+    # when it is captured
+    capture_message(message=message)
+    # then "明天" is the 11th, the profile shows words and date, and the item expires after it
+    item = _active(customer, "profile:move_in_date")
+    assert item.content == "入住时间：明天（2027-03-11）"
+    assert item.expires_at == dt.datetime(2027, 3, 13, 0, 0, tzinfo=SHANGHAI)
+    assert CustomerProfile.objects.get(customer=customer).move_in_date == "明天（2027-03-11）"
+
+
+def test_capture_dated_fact_leaves_memory_and_profile_once_its_date_passed(account):
+    # given a captured move-in date
+    customer = CustomerFactory()
+    capture_message(message=MessageFactory(customer=customer, text="下周五入住", sent_at=SENT))
+    item = _active(customer, "profile:move_in_date")
+    # when the expiry sweep runs after the date
+    memory_items_expire_due(now=item.expires_at + dt.timedelta(minutes=1))
+    # then the item is no longer active and the profile field is cleared with it
+    item.refresh_from_db()
+    assert item.status == MemoryStatus.SUPERSEDED
+    assert CustomerProfile.objects.get(customer=customer).move_in_date == ""
+
+
+def test_extract_context_uses_the_agent_message_right_before(account):
+    # given the agent's question and the customer's bare answer right after it
+    customer = CustomerFactory()
+    MessageFactory(
+        customer=customer, text="您对房子还有什么要求吗？", direction=MessageDirection.OUTBOUND, sent_at=SENT
+    )
+    answer = MessageFactory(customer=customer, text="采光好一点的", sent_at=SENT + dt.timedelta(minutes=2))
+    # when the answer is captured
+    context = extract_context(answer)
+    capture_message(message=answer)
+    # then the question is the context, and the bare phrase is a preference
+    assert context.previous_outbound == "您对房子还有什么要求吗？"
+    assert _active(customer, "preference:采光好").content == "偏好：采光好"
+
+
+def test_extract_context_ignores_a_question_the_customer_already_moved_past(account):
+    # given the agent's question, then another customer message, then a bare phrase
+    customer = CustomerFactory()
+    MessageFactory(
+        customer=customer, text="您对房子还有什么要求吗？", direction=MessageDirection.OUTBOUND, sent_at=SENT
+    )
+    MessageFactory(customer=customer, text="稍等我问下家里", sent_at=SENT + dt.timedelta(minutes=1))
+    later = MessageFactory(customer=customer, text="采光好一点的", sent_at=SENT + dt.timedelta(minutes=5))
+    # when the later message is captured
+    capture_message(message=later)
+    # then it answers nothing, and no preference is read from the bare phrase
+    assert extract_context(later).previous_outbound == ""
+    assert not MemoryItem.objects.filter(customer=customer).exists()
+
+
+def test_capture_reads_the_account_place_list_from_the_knowledge_base(account, tmp_path):
+    # given a knowledge base that lists the shop's 片区
+    (tmp_path / "context.md").write_text(
+        "# 业务背景\n## 服务片区\n- 朝阳区：酒仙桥、大望路\n- 前滩（浦东新区）\n", encoding="utf-8"
+    )
+    knowledge_index(root=tmp_path)
+    customer = CustomerFactory()
+    # when a customer names one of them without any suffix
+    capture_message(message=MessageFactory(customer=customer, text="想在大望路附近租个一居室", sent_at=SENT))
+    # then it is the district, with the district it lies in
+    assert _active(customer, "profile:district").content == "意向区域：大望路（朝阳区）"
+
+
+def test_capture_lease_end_viewing_time_and_must_have_are_written(account):
+    # given one message with the end of the current lease, a viewing appointment and a must-have
+    customer = CustomerFactory()
+    message = MessageFactory(
+        customer=customer, text="现在这套房子6月底到期。看房时间约在这周六下午。一定要有阳台", sent_at=SENT
+    )
+    # when it is captured
+    capture_message(message=message)
+    # then each is an active item of its own, the dated ones with their expiry
+    lease = _active(customer, "fact:lease_end")
+    viewing = _active(customer, "fact:viewing_time")
+    must = _active(customer, "preference:阳台")
+    assert lease.content == "租约到期：6月底（2027-06-21至2027-06-30）"
+    assert lease.expires_at == dt.datetime(2027, 7, 2, 0, 0, tzinfo=SHANGHAI)
+    assert viewing.content == "看房时间：这周六下午（2027-03-13）"
+    assert (must.content, must.importance, must.expires_at) == ("必须：阳台", 5, None)
