@@ -57,8 +57,11 @@ def draft_create(
     context_trace: dict[str, Any],
     actor: Actor,
     reason: str,
+    prompt: str = "",
 ) -> Draft:
-    """Save a generated draft with its trace (pending review) and audit it."""
+    """Save a generated draft with its trace and the prompt exactly as the model received it
+    (pending review) and audit it. The prompt is kept out of the draft's history, so forget has
+    one copy to scrub."""
     with account_atomic():
         draft = Draft(
             customer=customer,
@@ -73,6 +76,7 @@ def draft_create(
             dropped_updates=dropped_updates,
             error=error[:2000],
             context_trace=context_trace,
+            prompt=prompt,
         )
         draft.full_clean()
         stamp_history(draft, actor=actor, reason=reason)

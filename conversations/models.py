@@ -110,16 +110,31 @@ class TaskStatus(models.TextChoices):
     DONE = "done", _("已完成")
 
 
-class Task(TimeStampedModel):
+class ResolvedFields(models.Model):
+    """Who closed a piece of business state, when and why (tasks, alerts, recommendations)."""
+
+    resolution_reason = models.CharField(_("处理说明"), max_length=300, blank=True)
+    resolved_at = models.DateTimeField(_("处理时间"), null=True, blank=True)
+    resolved_by_id = models.IntegerField(_("处理人 ID"), null=True, blank=True)
+    resolved_by_name = models.CharField(_("处理人"), max_length=150, blank=True)
+
+    class Meta:
+        abstract = True
+
+
+class Task(ResolvedFields, TimeStampedModel):
     customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="tasks", verbose_name=_("客户"))
     title = models.CharField(_("待办"), max_length=200)
+    note = models.TextField(_("说明"), max_length=500, blank=True)  # the length is checked, not stored in the schema
     status = models.CharField(_("状态"), max_length=16, choices=TaskStatus.choices, default=TaskStatus.OPEN)
     due_at = models.DateTimeField(_("截止时间"), null=True, blank=True)
+    history = account_history()
 
     class Meta:
         verbose_name = _("待办")
         verbose_name_plural = _("待办")
         ordering = ["due_at", "id"]
+        indexes = [models.Index(fields=["customer", "status"], name="task_customer_status")]
 
     def __str__(self) -> str:
         return self.title
@@ -138,7 +153,7 @@ class AlertKind(models.TextChoices):
     CAPTURE_FAILING = "capture_failing", _("记忆提取持续失败")
 
 
-class Alert(TimeStampedModel):
+class Alert(ResolvedFields, TimeStampedModel):
     customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="alerts", verbose_name=_("客户"))
     level = models.CharField(_("级别"), max_length=16, choices=AlertLevel.choices, default=AlertLevel.INFO)
     text = models.CharField(_("预警"), max_length=300)
@@ -146,6 +161,7 @@ class Alert(TimeStampedModel):
     kind = models.CharField(_("来源"), max_length=32, choices=AlertKind.choices, default=AlertKind.MANUAL)
     # What raised it (e.g. "message:42"): an automatic alert is raised once per cause.
     cause = models.CharField(_("起因"), max_length=64, blank=True, db_index=True)
+    history = account_history()
 
     class Meta:
         verbose_name = _("预警")
@@ -156,20 +172,72 @@ class Alert(TimeStampedModel):
         return self.text
 
 
-class Recommendation(TimeStampedModel):
+class RecommendationStatus(models.TextChoices):
+    OPEN = "open", _("跟进中")
+    RESOLVED = "resolved", _("已结束")
+
+
+class Recommendation(ResolvedFields, TimeStampedModel):
+    """Something we proposed to the customer (a listing, a viewing, a plan); its feedback is a
+    history of RecommendationFeedback rows, the newest one being what the context shows."""
+
     customer = models.ForeignKey(
         Customer, on_delete=models.CASCADE, related_name="recommendations", verbose_name=_("客户")
     )
-    text = models.CharField(_("推荐/业务反馈"), max_length=300)
-    feedback = models.CharField(_("客户反馈"), max_length=300, blank=True)
+    text = models.CharField(_("推荐内容"), max_length=300)
+    status = models.CharField(
+        _("状态"), max_length=16, choices=RecommendationStatus.choices, default=RecommendationStatus.OPEN
+    )
+    history = account_history()
 
     class Meta:
-        verbose_name = _("业务反馈")
-        verbose_name_plural = _("业务反馈")
+        verbose_name = _("推荐与业务反馈")
+        verbose_name_plural = _("推荐与业务反馈")
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
         return self.text
+
+
+class FeedbackSource(models.TextChoices):
+    CUSTOMER = "customer", _("客户")
+    AGENT = "agent", _("客服")
+
+
+class FeedbackVerdict(models.TextChoices):
+    ACCEPTED = "accepted", _("接受")
+    INTERESTED = "interested", _("感兴趣")
+    NEUTRAL = "neutral", _("未表态")
+    DECLINED = "declined", _("不接受")
+
+
+class RecommendationFeedback(models.Model):
+    """One piece of feedback on a recommendation: whose (the customer's, relayed by an agent, or
+    the agent's own), the verdict and a comment. Append-only: a change of mind is a new row."""
+
+    recommendation = models.ForeignKey(
+        Recommendation, on_delete=models.CASCADE, related_name="feedback", verbose_name=_("推荐")
+    )
+    # Kept beside the recommendation so every row about a customer is found by `customer`
+    # (erasure and forget's scrub look rows up that way).
+    customer = models.ForeignKey(
+        Customer, on_delete=models.CASCADE, related_name="recommendation_feedback", verbose_name=_("客户")
+    )
+    source = models.CharField(_("反馈方"), max_length=16, choices=FeedbackSource.choices)
+    verdict = models.CharField(_("反馈结论"), max_length=16, choices=FeedbackVerdict.choices)
+    comment = models.CharField(_("反馈内容"), max_length=300, blank=True)
+    actor_id = models.IntegerField(_("记录人 ID"), null=True, blank=True)
+    actor_name = models.CharField(_("记录人"), max_length=150, blank=True)
+    created_at = models.DateTimeField(_("记录时间"), auto_now_add=True, db_index=True)
+
+    class Meta:
+        verbose_name = _("推荐反馈")
+        verbose_name_plural = _("推荐反馈")
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["recommendation", "-created_at", "-id"], name="feedback_latest")]
+
+    def __str__(self) -> str:
+        return f"{self.get_source_display()}反馈：{self.get_verdict_display()}"
 
 
 class DraftStatus(models.TextChoices):
@@ -198,9 +266,14 @@ class Draft(TimeStampedModel):
     status = models.CharField(_("状态"), max_length=16, choices=DraftStatus.choices, default=DraftStatus.PENDING)
     error = models.TextField(_("错误"), blank=True)
     context_trace = models.JSONField(_("上下文追踪"), default=dict, blank=True)
+    # The prompt exactly as the model received it (its sections' offsets are in context_trace).
+    # Not in the history: one copy, which forget can scrub.
+    prompt = models.TextField(_("模型收到的提示词"), blank=True)
     reviewed_by_id = models.IntegerField(_("审核人"), null=True, blank=True)
     reviewed_at = models.DateTimeField(_("审核时间"), null=True, blank=True)
-    history = account_history()
+    history = HistoricalRecords(
+        user_db_constraint=False, use_base_model_db=True, inherit=False, excluded_fields=["prompt"]
+    )
 
     class Meta:
         verbose_name = _("回复草稿")
@@ -274,6 +347,15 @@ class AuditAction(models.TextChoices):
     WORKER_PING = "worker_ping", _("后台任务连通检查")
     ALERT_RAISED = "alert_raised", _("产生预警")
     ALERT_RESOLVED = "alert_resolved", _("处理预警")
+    ALERT_CREATED = "alert_created", _("人工新建预警")
+    ALERT_UPDATED = "alert_updated", _("修改预警")
+    TASK_CREATED = "task_created", _("新建待办")
+    TASK_UPDATED = "task_updated", _("修改待办")
+    TASK_RESOLVED = "task_resolved", _("完成待办")
+    RECOMMENDATION_CREATED = "recommendation_created", _("新建推荐")
+    RECOMMENDATION_UPDATED = "recommendation_updated", _("修改推荐")
+    RECOMMENDATION_RESOLVED = "recommendation_resolved", _("结束推荐")
+    RECOMMENDATION_FEEDBACK_RECORDED = "recommendation_feedback_recorded", _("记录推荐反馈")
 
 
 class AuditRecord(models.Model):

@@ -21,5 +21,9 @@ class MemoryConfig(AppConfig):
         # Register the Celery tasks in every process (web included): capture jobs are queued by
         # task name, so the name must be known wherever a message is ingested.
         from memory import tasks  # noqa: F401
+        from memory.admin.start_page import memory_start_page_counts
+        from qiwei_site.platform.admin_site import start_page_counter_register
 
+        # The admin index (platform, which imports no app) shows what memory counts as needing attention.
+        start_page_counter_register(memory_start_page_counts)
         connection_created.connect(_account_sqlite_secure_delete, dispatch_uid="memory.sqlite_secure_delete")

@@ -439,6 +439,7 @@ def draft_generate(
         context_trace=trace,
         actor=actor,
         reason=reason,
+        prompt=prompt,
     )
     _capture(
         customer=customer,

@@ -1,16 +1,20 @@
 """Governance in the memory-item list: confirm, reject, expire and forget the selected items, each
-through its service with the supervisor's reason; delete is forget."""
+through its service with the supervisor's reason; delete is forget.
+
+A reason is required on every path. Typed in the action bar, confirm/reject/expire run at once;
+left empty, a page lists the selected items and asks for it. Forget always asks for confirmation."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 
 from memory.governance.services import (
@@ -22,9 +26,64 @@ from memory.governance.services import (
 from memory.models import MemoryItem
 from qiwei_site.platform.errors import ApplicationError
 
+REASON_MISSING = "请填写原因：它会写入历史记录和审计。"
+
 
 class GovernanceActionForm(helpers.ActionForm):
-    reason = forms.CharField(label="原因", required=False, max_length=300)
+    # Not required at form level: Django would then report "no action selected". The action asks.
+    reason = forms.CharField(label="原因（必填）", required=False, max_length=300)
+
+
+@dataclass(frozen=True)
+class GovernanceAction:
+    name: str
+    service: Callable[..., Any]
+    verb: str  # 「已{verb} N 条记忆」
+    title: str
+    intro: str
+    submit_label: str
+    always_confirm: bool = False
+
+
+ACTIONS = {
+    action.name: action
+    for action in (
+        GovernanceAction(
+            "confirm_selected",
+            memory_item_confirm,
+            "确认",
+            "确认推断为事实",
+            "确认后，所选推断成为事实（置信度 1，创建方式「人工」），进入后续上下文的已确认事实。",
+            "确认",
+        ),
+        GovernanceAction(
+            "reject_selected",
+            memory_item_reject,
+            "拒绝",
+            "拒绝记忆",
+            "拒绝是最终决定：所选记忆不再进入上下文，自动提取也不会再写回同一内容。",
+            "确认拒绝",
+        ),
+        GovernanceAction(
+            "expire_selected",
+            memory_item_expire,
+            "设为过期",
+            "使记忆过期",
+            "所选记忆立即失效（状态「已失效」），不再进入上下文。",
+            "确认过期",
+        ),
+        GovernanceAction(
+            "forget_selected",
+            memory_item_forget,
+            "遗忘",
+            "确认遗忘记忆",
+            "遗忘会物理删除条目及其全部历史记录，并从对应客户所有快照版本中移除其内容；"
+            "审计只记录操作和条目 ID。客户原始消息不受影响。",
+            "确认遗忘",
+            always_confirm=True,
+        ),
+    )
+}
 
 
 class GovernanceActionsMixin(admin.ModelAdmin):
@@ -32,7 +91,7 @@ class GovernanceActionsMixin(admin.ModelAdmin):
 
     action_form = GovernanceActionForm
     actions = ["confirm_selected", "reject_selected", "expire_selected", "forget_selected"]
-    forget_confirmation_template = "admin/memory/memoryitem/forget_selected_confirmation.html"
+    action_confirmation_template = "admin/memory/memoryitem/action_confirmation.html"
 
     def get_actions(self, request: HttpRequest) -> Any:
         actions = super().get_actions(request)
@@ -41,67 +100,77 @@ class GovernanceActionsMixin(admin.ModelAdmin):
 
     # --- delete is forget --------------------------------------------------------------------
 
+    def delete_view(self, request: HttpRequest, object_id: str, extra_context: Any = None) -> HttpResponse:
+        if request.method == "POST" and not (request.POST.get("reason") or "").strip():
+            self.message_user(request, f"未遗忘：{REASON_MISSING}", messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
+        return super().delete_view(request, object_id, extra_context)
+
     def delete_model(self, request: HttpRequest, obj: MemoryItem) -> None:
-        reason = (request.POST.get("reason") or "").strip() or "后台遗忘"
         try:
-            memory_item_forget(item=obj, actor=request.user, reason=reason)
+            memory_item_forget(item=obj, actor=request.user, reason=request.POST.get("reason") or "")
         except ApplicationError as exc:
             self.message_user(request, exc.detail, messages.ERROR)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[MemoryItem]) -> None:
-        reason = (request.POST.get("reason") or "").strip() or "后台批量遗忘"
         for item in list(queryset):
             try:
-                memory_item_forget(item=item, actor=request.user, reason=reason)
+                memory_item_forget(item=item, actor=request.user, reason=request.POST.get("reason") or "")
             except ApplicationError as exc:
                 self.message_user(request, exc.detail, messages.ERROR)
 
     # --- actions -----------------------------------------------------------------------------
 
-    def _run(
-        self, request: HttpRequest, queryset: QuerySet[MemoryItem], service: Callable[..., Any], done: str, default: str
-    ) -> None:
-        reason = (request.POST.get("reason") or "").strip() or default
+    def _govern(self, request: HttpRequest, queryset: QuerySet[MemoryItem], name: str) -> TemplateResponse | None:
+        action = ACTIONS[name]
+        reason = (request.POST.get("reason") or "").strip()
+        confirmed = request.POST.get("post") == "yes"
+        if confirmed and not reason:
+            self.message_user(request, REASON_MISSING, messages.ERROR)
+        elif reason and (confirmed or not action.always_confirm):
+            self._run(request, queryset, action, reason)
+            return None
+        return self._confirmation(request, queryset, action, reason)
+
+    def _run(self, request: HttpRequest, queryset: QuerySet[MemoryItem], action: GovernanceAction, reason: str) -> None:
         succeeded = 0
         for item in list(queryset):
             try:
-                service(item=item, actor=request.user, reason=reason)
+                action.service(item=item, actor=request.user, reason=reason)
                 succeeded += 1
             except ApplicationError as exc:
                 self.message_user(request, f"#{item.pk}：{exc.detail}", messages.ERROR)
         if succeeded:
-            self.message_user(request, f"已{done} {succeeded} 条记忆。", messages.SUCCESS)
+            self.message_user(request, f"已{action.verb} {succeeded} 条记忆。", messages.SUCCESS)
 
-    @admin.action(description="确认所选推断为事实", permissions=["change"])
-    def confirm_selected(self, request: HttpRequest, queryset: QuerySet[MemoryItem]) -> None:
-        self._run(request, queryset, memory_item_confirm, "确认", "后台确认")
-
-    @admin.action(description="拒绝所选记忆", permissions=["change"])
-    def reject_selected(self, request: HttpRequest, queryset: QuerySet[MemoryItem]) -> None:
-        self._run(request, queryset, memory_item_reject, "拒绝", "后台拒绝")
-
-    @admin.action(description="立即使所选记忆过期", permissions=["change"])
-    def expire_selected(self, request: HttpRequest, queryset: QuerySet[MemoryItem]) -> None:
-        self._run(request, queryset, memory_item_expire, "设为过期", "后台设为过期")
-
-    @admin.action(description="遗忘所选记忆（物理删除）", permissions=["delete"])
-    def forget_selected(self, request: HttpRequest, queryset: QuerySet[MemoryItem]) -> TemplateResponse | None:
-        if request.POST.get("post") == "yes":
-            if not (request.POST.get("reason") or "").strip():
-                self.message_user(request, "遗忘需要填写原因。", messages.ERROR)
-            else:
-                self._run(request, queryset, memory_item_forget, "遗忘", "后台遗忘")
-                return None
+    def _confirmation(
+        self, request: HttpRequest, queryset: QuerySet[MemoryItem], action: GovernanceAction, reason: str
+    ) -> TemplateResponse:
         context = {
             **self.admin_site.each_context(request),
-            "title": "确认遗忘记忆",
+            "title": action.title,
+            "action": action,
             "queryset": queryset.select_related("customer"),
             "opts": self.model._meta,
             "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
-            "reason": request.POST.get("reason", ""),
+            "reason": reason,
             "media": self.media,
         }
         request.current_app = self.admin_site.name
-        return TemplateResponse(request, self.forget_confirmation_template, context)
+        return TemplateResponse(request, self.action_confirmation_template, context)
 
+    @admin.action(description="确认所选推断为事实", permissions=["change"])
+    def confirm_selected(self, request: HttpRequest, queryset: QuerySet[MemoryItem]) -> TemplateResponse | None:
+        return self._govern(request, queryset, "confirm_selected")
 
+    @admin.action(description="拒绝所选记忆", permissions=["change"])
+    def reject_selected(self, request: HttpRequest, queryset: QuerySet[MemoryItem]) -> TemplateResponse | None:
+        return self._govern(request, queryset, "reject_selected")
+
+    @admin.action(description="立即使所选记忆过期", permissions=["change"])
+    def expire_selected(self, request: HttpRequest, queryset: QuerySet[MemoryItem]) -> TemplateResponse | None:
+        return self._govern(request, queryset, "expire_selected")
+
+    @admin.action(description="遗忘所选记忆（物理删除）", permissions=["delete"])
+    def forget_selected(self, request: HttpRequest, queryset: QuerySet[MemoryItem]) -> TemplateResponse | None:
+        return self._govern(request, queryset, "forget_selected")

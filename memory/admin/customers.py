@@ -8,7 +8,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from simple_history.admin import SimpleHistoryAdmin
 
 from conversations.admin import MessageInline
@@ -26,19 +26,38 @@ from qiwei_site.platform.admin_site import (
 )
 from qiwei_site.platform.errors import ApplicationError
 
+REASON_MISSING = "请填写原因：它会写入历史记录和审计。"
+
 
 class CustomerAdminForm(forms.ModelForm):
     reason = forms.CharField(
-        label="原因", max_length=300, required=False, help_text="写入画像与客户的历史记录和审计；留空为「后台修改」。"
+        label="原因", max_length=300, required=False, help_text="修改设置或画像时必填，写入历史记录和审计。"
     )
 
     class Meta:
         model = Customer
         fields = ["display_name", "session_mode", "auto_send_whitelisted"]
 
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        changed = [name for name in self.changed_data if name != "reason"]
+        if changed and not (cleaned.get("reason") or "").strip():
+            self.add_error("reason", f"修改客户设置需要原因。{REASON_MISSING}")
+        return cleaned
+
+
+class ProfileFormSet(forms.BaseInlineFormSet):
+    """A profile edit is a governance write: it needs the reason typed on the customer form."""
+
+    def clean(self) -> None:
+        super().clean()
+        if any(form.has_changed() for form in self.forms) and not (self.data.get("reason") or "").strip():
+            raise forms.ValidationError(f"修改画像需要原因（填在上方「原因」）。{REASON_MISSING}")
+
 
 class ServiceProfileInline(admin.StackedInline):
     model = CustomerProfile
+    formset = ProfileFormSet
     can_delete = False
     extra = 1
     max_num = 1
@@ -70,9 +89,7 @@ class CustomerAdmin(ServiceFormAdminMixin, AccountScopedAdminMixin, AccountHisto
     def save_model(self, request: HttpRequest, obj: Customer, form: Any, change: bool) -> None:
         changes = {f: form.cleaned_data[f] for f in form.changed_data if f in CustomerAdminForm.Meta.fields}
         if changes:
-            customer_update(
-                customer=obj, changes=changes, actor=request.user, reason=form.cleaned_data.get("reason") or "后台修改"
-            )
+            customer_update(customer=obj, changes=changes, actor=request.user, reason=form.cleaned_data["reason"])
 
     def get_actions(self, request: HttpRequest) -> Any:
         actions = super().get_actions(request)
@@ -85,9 +102,14 @@ class CustomerAdmin(ServiceFormAdminMixin, AccountScopedAdminMixin, AccountHisto
         to_delete, model_count, _perms_needed, protected = super().get_deleted_objects(objs, request)
         return to_delete, model_count, set(), protected
 
+    def delete_view(self, request: HttpRequest, object_id: str, extra_context: Any = None) -> HttpResponse:
+        if request.method == "POST" and not (request.POST.get("reason") or "").strip():
+            self.message_user(request, f"未擦除：{REASON_MISSING}", messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
+        return super().delete_view(request, object_id, extra_context)
+
     def delete_model(self, request: HttpRequest, obj: Customer) -> None:
-        reason = (request.POST.get("reason") or "").strip() or "后台擦除客户"
-        customer_erase(customer=obj, actor=request.user, reason=reason)
+        customer_erase(customer=obj, actor=request.user, reason=request.POST["reason"].strip())
 
     def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
         if formset.model is not CustomerProfile:
@@ -95,7 +117,7 @@ class CustomerAdmin(ServiceFormAdminMixin, AccountScopedAdminMixin, AccountHisto
             return
         # Admin's change message reads these, normally set by formset.save().
         formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
-        reason = form.cleaned_data.get("reason") or "后台修改画像"
+        reason = form.cleaned_data["reason"]
         for profile_form in formset.forms:
             changes = {f: profile_form.cleaned_data.get(f) or "" for f in profile_form.changed_data}
             changes = {f: v for f, v in changes.items() if f in PROFILE_FIELD_NAMES}

@@ -1,19 +1,28 @@
 """Supervisors curate memory items in Django admin (DESIGN §1, §7): every add, edit, action and
 forget goes through the governance services, so admin leaves the same history and audit as the API.
+
+The list keeps fixed column widths (the customer column never leaves the screen), quotes the
+evidence (masked, shortened; loaded for the whole page in one query), filters by customer and
+walks by date. The review queue (`memory.admin.review`) lives on the same admin.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django import forms
 from django.contrib import admin
+from django.contrib.admin.views.main import ChangeList
 from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from simple_history.admin import SimpleHistoryAdmin
 
+from conversations.models import Message
 from memory.admin.actions import GovernanceActionsMixin
+from memory.admin.review import ReviewQueueMixin
+from memory.attention import evidence_for
 from memory.capture.masking import mask_sensitive
 from memory.governance.services import (
     memory_item_add,
@@ -58,35 +67,88 @@ def _render_sources(item: MemoryItem) -> str:
     )
 
 
+EVIDENCE_COLUMN_CHARS = 60
+
+
+def local_minute(value: datetime | None) -> str:
+    """A time as Beijing time to the minute, the date above the hour for a narrow column; none is 「无」."""
+    if value is None:
+        return "无"
+    local = timezone.localtime(value)
+    return format_html("{}<br>{}", local.strftime("%Y-%m-%d"), local.strftime("%H:%M"))
+
+
+def shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+class EvidenceChangeList(ChangeList):
+    """The page's rows with the messages they cite, fetched once for the whole page."""
+
+    def get_results(self, request: HttpRequest) -> None:
+        super().get_results(request)
+        rows = list(self.result_list)
+        evidence = evidence_for(rows)
+        for item in rows:
+            item.evidence_messages = evidence.get(item.pk, [])  # type: ignore[attr-defined]
+
+
+def _evidence_messages(item: MemoryItem) -> list[Message]:
+    cached = getattr(item, "evidence_messages", None)
+    return cached if cached is not None else memory_item_sources(item=item)
+
+
 @admin.register(MemoryItem)
 class MemoryItemAdmin(
-    ServiceFormAdminMixin, GovernanceActionsMixin, AccountScopedAdminMixin, AccountHistoryAdminMixin, SimpleHistoryAdmin
+    ServiceFormAdminMixin,
+    ReviewQueueMixin,
+    GovernanceActionsMixin,
+    AccountScopedAdminMixin,
+    AccountHistoryAdminMixin,
+    SimpleHistoryAdmin,
 ):
     form = MemoryItemAdminForm
+    change_list_template = "admin/memory/memoryitem/change_list.html"
     list_display = [
         "short_content",
+        "customer",
         "type",
         "status",
         "confidence",
-        "importance",
         "created_by",
-        "direction",
-        "evidence_count",
-        "expires_at",
-        "customer",
+        "evidence_text",
+        "expires_display",
+        "created_display",
     ]
-    list_filter = ["type", "status", "created_by", "direction"]
+    list_filter = ["type", "status", "created_by", "direction", ("customer", admin.RelatedOnlyFieldListFilter)]
+    date_hierarchy = "created_at"
     search_fields = ["content", "key", "customer__conversation_id", "customer__display_name"]
     list_select_related = ["customer"]
     autocomplete_fields = ["customer"]
 
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return EvidenceChangeList
+
     @admin.display(description="内容")
     def short_content(self, obj: MemoryItem) -> str:
-        return obj.content if len(obj.content) <= 60 else obj.content[:60] + "…"
+        return shorten(obj.content, 60)
 
-    @admin.display(description="证据数")
-    def evidence_count(self, obj: MemoryItem) -> int:
-        return len(obj.source_message_ids or [])
+    @admin.display(description="证据原文（已遮蔽）")
+    def evidence_text(self, obj: MemoryItem) -> str:
+        messages = _evidence_messages(obj)
+        quoted = " / ".join(f"「{mask_sensitive(message.text)}」" for message in messages)
+        if not quoted:
+            return "—"
+        count = f"{len(messages)} 条：" if len(messages) > 1 else ""
+        return count + shorten(quoted, EVIDENCE_COLUMN_CHARS)
+
+    @admin.display(description="过期时间", ordering="expires_at")
+    def expires_display(self, obj: MemoryItem) -> str:
+        return local_minute(obj.expires_at)
+
+    @admin.display(description="创建时间", ordering="created_at")
+    def created_display(self, obj: MemoryItem) -> str:
+        return local_minute(obj.created_at)
 
     @admin.display(description="来源消息（客户/客服原话）")
     def source_messages(self, obj: MemoryItem) -> str:

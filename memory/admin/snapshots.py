@@ -1,4 +1,4 @@
-"""Snapshot versions (read-only, with a line diff between versions) and capture jobs in admin."""
+"""Snapshot versions (read-only, rendered readably, with a line diff between versions) and capture jobs in admin."""
 
 from __future__ import annotations
 
@@ -12,10 +12,23 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
+from django.utils.safestring import SafeString, mark_safe
+from markdown_it import MarkdownIt
 
+from memory.capture.masking import mask_sensitive
 from memory.models import CaptureJob, MemorySnapshot
 from memory.selectors import snapshot_list
 from qiwei_site.platform.admin_site import AccountScopedAdminMixin, ReadOnlyAdminMixin
+
+# Only what a snapshot uses (headings, lists) and inline emphasis: no raw HTML (it is escaped), no
+# links or images, so nothing a customer's words put in an item can run or lead anywhere.
+_SNAPSHOT_MARKDOWN = MarkdownIt("zero").enable(["heading", "list", "emphasis", "backticks"])
+
+
+def render_snapshot_html(content: str) -> SafeString:
+    """The snapshot's Markdown as HTML for a supervisor; markdown-it escapes every character it
+    does not render, so the result is safe to show."""
+    return mark_safe(_SNAPSHOT_MARKDOWN.render(content))  # escaped by markdown-it (html off)
 
 
 @admin.register(MemorySnapshot)
@@ -23,9 +36,31 @@ class MemorySnapshotAdmin(AccountScopedAdminMixin, ReadOnlyAdminMixin, admin.Mod
     list_display = ["customer", "version", "char_count", "item_count", "reason", "created_at", "diff_link"]
     search_fields = ["customer__conversation_id", "customer__display_name"]
     list_select_related = ["customer"]
-    fields = ["customer", "version", "content", "char_count", "item_ids", "left_out_ids", "sha256", "reason"]
-    readonly_fields = ["customer", "version", "content", "char_count", "item_ids", "left_out_ids", "sha256", "reason"]
+    _shown: tuple[str, ...] = (
+        "customer",
+        "version",
+        "content_rendered",
+        "char_count",
+        "item_ids",
+        "left_out_ids",
+        "sha256",
+        "reason",
+        "created_at",
+        "content_raw",
+    )
+    fields = _shown
+    readonly_fields = _shown
     diff_template = "admin/memory/memorysnapshot/diff.html"
+
+    @admin.display(description="快照内容")
+    def content_rendered(self, obj: MemorySnapshot) -> str:
+        if not obj.content:
+            return "（空快照：没有有效记忆）"
+        return format_html('<div class="qiwei-snapshot">{}</div>', render_snapshot_html(obj.content))
+
+    @admin.display(description="原文（模型看到的格式）")
+    def content_raw(self, obj: MemorySnapshot) -> str:
+        return format_html('<pre style="white-space: pre-wrap; max-width: 80em">{}</pre>', obj.content)
 
     @admin.display(description="条目数")
     def item_count(self, obj: MemorySnapshot) -> int:
@@ -87,7 +122,13 @@ class MemorySnapshotAdmin(AccountScopedAdminMixin, ReadOnlyAdminMixin, admin.Mod
 
 @admin.register(CaptureJob)
 class CaptureJobAdmin(AccountScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["id", "customer", "message", "status", "attempts", "next_attempt_at", "finished_at"]
+    list_display = ["id", "customer", "message", "status", "attempts", "next_attempt_at", "finished_at", "short_error"]
     list_filter = ["status"]
+    date_hierarchy = "created_at"
     search_fields = ["customer__conversation_id"]
     list_select_related = ["customer"]
+
+    @admin.display(description="最近错误")
+    def short_error(self, obj: CaptureJob) -> str:
+        error = mask_sensitive(obj.last_error)
+        return error if len(error) <= 80 else error[:80] + "…"

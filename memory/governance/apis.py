@@ -21,6 +21,7 @@ from conversations.services import customer_get_or_create
 from memory import selectors
 from memory.governance.erasure import customer_erase
 from memory.governance.services import (
+    REASON_REQUIRED_DETAIL,
     memory_item_add,
     memory_item_confirm,
     memory_item_edit,
@@ -31,17 +32,19 @@ from memory.governance.services import (
 from memory.models import MemoryItem, MemorySnapshot, MemoryType
 from memory.profile import customer_profile_update
 from qiwei_site.platform.api import AccountAPIView
+from qiwei_site.platform.errors import ValidationFailed
 from qiwei_site.platform.pagination import LimitOffsetPagination, paginated_response
 
 GOVERNANCE = ("POST", "PATCH", "DELETE")
 
 
 class GovernanceReasonInput(serializers.Serializer):
-    """Input that refuses unknown fields, so a typo is a 400 rather than a silent no-op."""
+    """Input that refuses unknown fields, so a typo is a 400 rather than a silent no-op. Every
+    governance write names its reason; a missing or blank one is a 400 `reason_required`."""
 
     rejects_unknown_fields = True  # documented as additionalProperties: false
 
-    reason = serializers.CharField(required=False, allow_blank=True, max_length=300, default="")
+    reason = serializers.CharField(max_length=300, help_text="原因（必填），写入历史记录和审计")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         unknown = sorted(set(getattr(self, "initial_data", {}) or {}) - set(self.fields))
@@ -50,8 +53,19 @@ class GovernanceReasonInput(serializers.Serializer):
         return attrs
 
 
-def _reason(data: dict[str, Any], default: str) -> str:
-    return (data.get("reason") or "").strip() or default
+_MISSING_REASON_CODES = frozenset({"required", "blank", "null"})
+
+
+def governance_input(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
+    """Validate a governance body; a missing reason is its own error code, so a client can tell
+    "say why" from "fix this field"."""
+    serializer = serializer_class(data=data if data else {})
+    if serializer.is_valid():
+        return dict(serializer.validated_data)
+    errors = serializer.errors
+    if any(getattr(error, "code", "") in _MISSING_REASON_CODES for error in errors.get("reason", [])):
+        raise ValidationFailed(REASON_REQUIRED_DETAIL, code="reason_required", extra={"errors": errors})
+    raise serializers.ValidationError(errors)
 
 
 class MemoryItemOutputSerializer(serializers.ModelSerializer):
@@ -142,9 +156,7 @@ class MemoryItemListApi(AccountAPIView):
 
     @extend_schema(request=MemoryItemAddInput, responses={201: MemoryItemOutputSerializer})
     def post(self, request: Request, account_id: str, conversation_id: str) -> Response:
-        serializer = self.MemoryItemAddInput(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
+        data = governance_input(self.MemoryItemAddInput, request.data)
         # Like ingest, a supervisor may record what they know before the first message arrives.
         customer, _created = customer_get_or_create(
             conversation_id=conversation_id, actor=request.user, reason="人工添加记忆时创建"
@@ -158,7 +170,7 @@ class MemoryItemListApi(AccountAPIView):
             source_message_ids=data["source_message_ids"],
             expires_at=data["expires_at"],
             actor=request.user,
-            reason=_reason(data, "人工添加（API）"),
+            reason=data["reason"],
         )
         return Response(MemoryItemOutputSerializer(item).data, status=201)
 
@@ -181,9 +193,7 @@ class MemoryItemDetailApi(AccountAPIView):
     @extend_schema(request=MemoryItemEditInput, responses=MemoryItemOutputSerializer)
     def patch(self, request: Request, account_id: str, conversation_id: str, item_id: str) -> Response:
         item = selectors.memory_item_get(customer=customer_get(conversation_id), item_id=item_id)
-        serializer = self.MemoryItemEditInput(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
+        data = governance_input(self.MemoryItemEditInput, request.data)
         extra: dict[str, Any] = {"expires_at": data["expires_at"]} if "expires_at" in data else {}
         item = memory_item_edit(
             item=item,
@@ -192,7 +202,7 @@ class MemoryItemDetailApi(AccountAPIView):
             importance=data.get("importance"),
             confidence=data.get("confidence"),
             actor=request.user,
-            reason=_reason(data, "人工编辑（API）"),
+            reason=data["reason"],
             **extra,
         )
         return Response(MemoryItemOutputSerializer(item).data)
@@ -213,44 +223,36 @@ class MemoryItemDetailApi(AccountAPIView):
     )
     def delete(self, request: Request, account_id: str, conversation_id: str, item_id: str) -> Response:
         item = selectors.memory_item_get(customer=customer_get(conversation_id), item_id=item_id)
-        serializer = GovernanceReasonInput(data=request.data or {})
-        serializer.is_valid(raise_exception=True)
-        result = memory_item_forget(
-            item=item, actor=request.user, reason=_reason(serializer.validated_data, "人工遗忘（API）")
-        )
+        data = governance_input(GovernanceReasonInput, request.data)
+        result = memory_item_forget(item=item, actor=request.user, reason=data["reason"])
         return Response(result)
 
 
 class _MemoryItemActionApi(AccountAPIView):
-    """POST .../memory/{id}/<action>/ with an optional reason; answers with the item as it now is."""
+    """POST .../memory/{id}/<action>/ with the reason (required); answers with the item as it now is."""
 
     governance_methods = GOVERNANCE
     service: Any = None
-    default_reason = ""
 
     @extend_schema(request=GovernanceReasonInput, responses=MemoryItemOutputSerializer)
     def post(self, request: Request, account_id: str, conversation_id: str, item_id: str) -> Response:
         item = selectors.memory_item_get(customer=customer_get(conversation_id), item_id=item_id)
-        serializer = GovernanceReasonInput(data=request.data or {})
-        serializer.is_valid(raise_exception=True)
+        data = governance_input(GovernanceReasonInput, request.data)
         service = type(self).service
-        item = service(item=item, actor=request.user, reason=_reason(serializer.validated_data, self.default_reason))
+        item = service(item=item, actor=request.user, reason=data["reason"])
         return Response(MemoryItemOutputSerializer(item).data)
 
 
 class MemoryItemConfirmApi(_MemoryItemActionApi):
     service = staticmethod(memory_item_confirm)
-    default_reason = "人工确认（API）"
 
 
 class MemoryItemRejectApi(_MemoryItemActionApi):
     service = staticmethod(memory_item_reject)
-    default_reason = "人工拒绝（API）"
 
 
 class MemoryItemExpireApi(_MemoryItemActionApi):
     service = staticmethod(memory_item_expire)
-    default_reason = "人工设为过期（API）"
 
 
 class MemoryItemHistoryApi(AccountAPIView):
@@ -316,12 +318,9 @@ class ProfileApi(AccountAPIView):
     @extend_schema(request=ProfileUpdateInput, responses=ProfileOutputSerializer)
     def patch(self, request: Request, account_id: str, conversation_id: str) -> Response:
         customer = customer_get(conversation_id)
-        serializer = self.ProfileUpdateInput(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = dict(serializer.validated_data)
-        reason = _reason(data, "人工修改画像（API）")
+        data = governance_input(self.ProfileUpdateInput, request.data)
         changes = {field: value or "" for field, value in data.items() if field != "reason"}
-        profile = customer_profile_update(customer=customer, changes=changes, actor=request.user, reason=reason)
+        profile = customer_profile_update(customer=customer, changes=changes, actor=request.user, reason=data["reason"])
         return Response(ProfileOutputSerializer(profile).data)
 
 
@@ -340,9 +339,6 @@ class CustomerEraseApi(AccountAPIView):
     )
     def post(self, request: Request, account_id: str, conversation_id: str) -> Response:
         customer = customer_get(conversation_id)
-        serializer = GovernanceReasonInput(data=request.data or {})
-        serializer.is_valid(raise_exception=True)
-        counts = customer_erase(
-            customer=customer, actor=request.user, reason=_reason(serializer.validated_data, "客户要求删除数据（API）")
-        )
+        data = governance_input(GovernanceReasonInput, request.data)
+        counts = customer_erase(customer=customer, actor=request.user, reason=data["reason"])
         return Response({"conversation_id": conversation_id, "counts": counts})

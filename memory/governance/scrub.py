@@ -6,7 +6,8 @@ The quote rule (`Quotes`): a text quotes a content when it shares with it a run 
 digits), or a run of at least 8 characters of any kind; a content of 2 to 7 characters is
 also a quote wherever it appears whole ("徐汇", "老王头"). Each such run is replaced by
 `FORGOTTEN_MARK`. Forget applies it with the item's values (all versions, and a profile field's
-bare value); erase with every text value of the customer's rows.
+bare value); erase with every text value of the customer's rows. A draft's stored prompt gets the
+same treatment in the sections that quote the customer (`prompt_redact`).
 """
 
 from __future__ import annotations
@@ -44,10 +45,12 @@ class Quotes:
         self.whole: set[str] = set()
         self.grams: set[str] = set()
         self.weak_grams: set[str] = set()
+        self.contents: list[str] = []
         for content in contents:
             self.add(content)
 
     def add(self, content: str) -> None:
+        self.contents.append(content)
         for variant in {content, " ".join(content.split())}:
             if len(variant.strip()) < WHOLE_MIN_CHARS:
                 continue
@@ -157,6 +160,9 @@ _NOT_WORDS = frozenset(
         "key_fingerprint",
         "value_fingerprint",
         "context_trace",
+        # A draft's prompt is assembled from the rows collected here (messages, memory, profile,
+        # business state) plus our own instructions, whose words are not the customer's.
+        "prompt",
         "sender",
         "reason",
         "error",
@@ -218,7 +224,8 @@ def reasons_scrub(customer: Customer, quotes: Quotes) -> int:
     """Replace quotes in the reasons and explanations kept about a customer; returns rows changed.
 
     Audit rows (reason and payload), snapshot reasons, every history row's change reason, draft
-    reasons and errors (and their history), capture job errors.
+    reasons and errors (and their history), capture job errors, and the prompts kept on drafts
+    (`prompts_scrub`).
     """
     if not quotes:
         return 0
@@ -235,6 +242,72 @@ def reasons_scrub(customer: Customer, quotes: Quotes) -> int:
     for rows in drafts:
         changed += _scrub_column(rows, "reasons", quotes, is_json=True)
         changed += _scrub_column(rows, "error", quotes)
+    changed += prompts_scrub(customer, quotes)
+    return changed
+
+
+# The sections of a stored prompt that are ours (the knowledge base and the output contract), not
+# the customer's: a forget leaves them as they were sent.
+_OWN_PROMPT_SECTIONS = frozenset({"instructions", "output_contract"})
+
+
+def _prompt_quotes(quotes: Quotes) -> Quotes:
+    """The quotes as the prompt renders them too: quoted text is masked and NFKC-folded
+    (memory.context.builder.quoted_text), so「预算４５００」reads「预算4500」there."""
+    from memory.context.builder import quoted_text
+
+    return Quotes([*quotes.contents, *(quoted_text(content) for content in quotes.contents)])
+
+
+def prompt_redact(prompt: str, trace: dict[str, Any], quotes: Quotes) -> tuple[str, dict[str, Any]]:
+    """(prompt, trace) with every quote of `quotes` in the customer's sections replaced by
+    `FORGOTTEN_MARK`. Each section is scrubbed on its own and the trace's offsets are recomputed,
+    so the sections still split the stored prompt; the trace says it was redacted. A prompt
+    without section offsets is scrubbed whole."""
+    sections = trace.get("prompt_sections")
+    layout_ok = isinstance(sections, list) and all(
+        isinstance(entry, dict)
+        and isinstance(entry.get("start"), int)
+        and isinstance(entry.get("end"), int)
+        and 0 <= entry["start"] <= entry["end"] <= len(prompt)
+        for entry in sections
+    )
+    if not layout_ok or not sections:
+        scrubbed = quotes.scrub(prompt)
+        return scrubbed, ({**trace, "prompt_redacted": True} if scrubbed != prompt else trace)
+    parts: list[str] = []
+    entries: list[dict[str, Any]] = []
+    cursor = 0  # position in the old prompt
+    for entry in sorted(sections, key=lambda e: (e["start"], e["end"])):
+        start, end = entry["start"], entry["end"]
+        parts.append(prompt[cursor:start] if start >= cursor else "")  # separators between sections
+        text = prompt[start:end]
+        if entry.get("key") not in _OWN_PROMPT_SECTIONS:
+            text = quotes.scrub(text)
+        new_start = sum(len(part) for part in parts)
+        parts.append(text)
+        entries.append({**entry, "start": new_start, "end": new_start + len(text), "chars": len(text)})
+        cursor = max(cursor, end)
+    parts.append(prompt[cursor:])
+    scrubbed = "".join(parts)
+    if scrubbed == prompt:
+        return prompt, trace
+    return scrubbed, {**trace, "prompt_sections": entries, "prompt_redacted": True}
+
+
+def prompts_scrub(customer: Customer, quotes: Quotes) -> int:
+    """Replace quotes of forgotten content in the prompts kept on the customer's drafts (the
+    prompt is not in the drafts' history); returns drafts changed. Queryset updates: no history."""
+    if not quotes:
+        return 0
+    prompt_quotes = _prompt_quotes(quotes)
+    changed = 0
+    rows = Draft.objects.filter(customer_id=customer.pk).exclude(prompt="")
+    for pk, prompt, trace in rows.values_list("pk", "prompt", "context_trace"):
+        scrubbed, new_trace = prompt_redact(prompt, trace if isinstance(trace, dict) else {}, prompt_quotes)
+        if scrubbed != prompt:
+            Draft.objects.filter(pk=pk).update(prompt=scrubbed, context_trace=new_trace)
+            changed += 1
     return changed
 
 

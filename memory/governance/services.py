@@ -9,14 +9,16 @@ from __future__ import annotations
 import enum
 import hashlib
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from django.conf import settings
 from django.utils import timezone
 
 from conversations.models import AuditAction, AuditEvent, Customer, CustomerProfile, Draft, Message
 from conversations.profile_fields import PROFILE_FIELDS
 from conversations.services import audit_record
+from memory.capture.jobs import HYPOTHESIS_KEY_PREFIX
 from memory.decisions import decision_record
 from memory.governance.scrub import (
     FORGOTTEN_MARK,
@@ -51,6 +53,8 @@ from qiwei_site.platform.errors import Conflict, ValidationFailed
 from qiwei_site.platform.history import Actor, stamp_history
 from qiwei_site.platform.tenancy import account_atomic
 
+# A supervisor's own hypothesis ("to ask the customer") is no surer than a model's.
+HAND_HYPOTHESIS_CONFIDENCE = 0.5
 SNAPSHOT_HEADINGS = frozenset(f"## {title}" for _type, title in SECTION_TITLES)
 
 
@@ -118,6 +122,18 @@ def _audit(action: AuditAction, item: MemoryItem, *, actor: Actor, reason: str, 
     )
 
 
+REASON_REQUIRED_DETAIL = "治理操作必须填写原因，它会写入历史记录和审计 (a reason is required)."
+
+
+def reason_required(reason: str | None) -> str:
+    """The reason a supervisor gives, stripped; a blank one is refused on every governance path
+    (admin forms and actions, the API, commands), so no decision lands in the audit unexplained."""
+    cleaned = (reason or "").strip()
+    if not cleaned:
+        raise ValidationFailed(REASON_REQUIRED_DETAIL, code="reason_required")
+    return cleaned
+
+
 def derive_key(type: str, content: str) -> str:
     digest = hashlib.sha256(normalize_content(content).encode("utf-8")).hexdigest()[:12]
     return f"human:{type}:{digest}"
@@ -138,16 +154,27 @@ def memory_item_add(
     actor: Actor,
     reason: str,
 ) -> MemoryItem:
-    """A human-confirmed item (confidence 1, created_by=human, direction=internal).
+    """A human-confirmed item (confidence 1, created_by=human, direction=internal), or a
+    supervisor's hypothesis to check with the customer (confidence 0.5, expiring after
+    QIWEI_HYPOTHESIS_TTL_HOURS unless given an expiry; shown only under 待确认 until confirmed).
 
     With an existing `key` the new value supersedes the active one, as capture does.
     """
-    if type == MemoryType.HYPOTHESIS:
-        raise ValidationFailed(
-            "人工添加的记忆是已确认内容，不能是推断 (a human addition cannot be a hypothesis).", code="invalid_type"
-        )
+    reason = reason_required(reason)
     content = normalize_content(content)
-    item_values_validate(type=type, key=key or "human", content=content, confidence=1.0, importance=importance)
+    hypothesis = type == MemoryType.HYPOTHESIS
+    confidence = HAND_HYPOTHESIS_CONFIDENCE if hypothesis else 1.0
+    if hypothesis:
+        # A supervisor's "to ask the customer": it waits under 待确认 like a model's inference,
+        # expires unless someone confirms it, and never reads as a fact until confirmed.
+        key = (
+            key
+            if key and key.startswith(HYPOTHESIS_KEY_PREFIX)
+            else f"{HYPOTHESIS_KEY_PREFIX}{derive_key(type, content)}"
+        )
+        if expires_at is None:
+            expires_at = timezone.now() + timedelta(hours=settings.QIWEI_HYPOTHESIS_TTL_HOURS)
+    item_values_validate(type=type, key=key or "human", content=content, confidence=confidence, importance=importance)
     _validate_expiry(expires_at)
     with account_atomic():
         sources = _validate_sources(customer, source_message_ids)
@@ -159,7 +186,7 @@ def memory_item_add(
             actor=actor,
             reason=reason,
             source_message_ids=sources,
-            confidence=1.0,
+            confidence=confidence,
             importance=importance,
             direction=MemoryDirection.INTERNAL,
             created_by=MemoryCreatedBy.HUMAN,
@@ -183,6 +210,7 @@ def memory_item_edit(
     reason: str,
 ) -> MemoryItem:
     """Overwrite an active item in place and mark it `created_by=human` (its history keeps the old value)."""
+    reason = reason_required(reason)
     with account_atomic():
         item = _locked(item)
         _require_active(item, "编辑")
@@ -229,6 +257,7 @@ def memory_item_edit(
 
 def memory_item_confirm(*, item: MemoryItem, actor: Actor, reason: str) -> MemoryItem:
     """A supervisor vouches for a model inference: hypothesis → fact, confidence 1, created_by=human."""
+    reason = reason_required(reason)
     with account_atomic():
         item = _locked(item)
         _require_active(item, "确认")
@@ -251,6 +280,7 @@ def memory_item_confirm(*, item: MemoryItem, actor: Actor, reason: str) -> Memor
 
 def memory_item_reject(*, item: MemoryItem, actor: Actor, reason: str) -> MemoryItem:
     """The item is wrong: it never enters a context again (kept, with its history, for the record)."""
+    reason = reason_required(reason)
     with account_atomic():
         item = _locked(item)
         _require_active(item, "拒绝")
@@ -288,6 +318,7 @@ def _expire(item: MemoryItem, *, now: datetime, actor: Actor, reason: str, autom
 
 def memory_item_expire(*, item: MemoryItem, actor: Actor, reason: str) -> MemoryItem:
     """Expire an item now (status `superseded`, expires_at = now)."""
+    reason = reason_required(reason)
     with account_atomic():
         item = _locked(item)
         _require_active(item, "使过期")
@@ -303,6 +334,7 @@ def memory_items_expire_due(
 
     One audit row per item and one snapshot refresh per customer; returns how many expired.
     """
+    reason = reason_required(reason)
     now = now or timezone.now()
     due = (
         MemoryItem.objects.filter(status=MemoryStatus.ACTIVE, expires_at__lte=now)
@@ -433,6 +465,7 @@ def memory_item_forget(*, item: MemoryItem, actor: Actor, reason: str) -> dict[s
     (`secure_delete`) and the WAL truncated after commit. The customer's messages are kept (a
     separate policy; see `memory.governance.erasure.customer_erase`).
     """
+    reason = reason_required(reason)
     with account_atomic():
         secure_delete_on()
         item = _locked(item)

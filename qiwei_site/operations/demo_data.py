@@ -1,12 +1,17 @@
-"""Realistic Chinese demo conversations for the embedded run and the Workbench screenshot."""
+"""Realistic Chinese demo conversations for the embedded run and the Workbench screenshot.
+
+Everything a person reads here is Chinese (tests/qiwei_site/operations/test_demo_data.py checks
+it). Alerts here are the ones a person raises; the blocked messages raise their own when captured.
+Hypotheses are what a model turn would infer, each resting on the customer's own messages
+(indexes into `messages`), and go through the same capture path as a turn's."""
 
 from __future__ import annotations
 
 DEMO_ACCOUNT_ID = "demo"
 DEMO_ACCOUNT_NAME = "安居租房客服（演示）"
 
-# (conversation_id, display name, session mode, whitelisted, [(direction, sender, text), ...],
-#  open tasks, alerts)
+# conversation_id, display name, session mode, whitelisted, [(direction, sender, text), ...],
+# open tasks, manual alerts [(level, text)], recommendations, hypotheses [{key, text, confidence, messages}]
 DEMO_CUSTOMERS: list[dict] = [
     {
         "conversation_id": "wm_demo_wang",
@@ -29,6 +34,15 @@ DEMO_CUSTOMERS: list[dict] = [
         ],
         "tasks": ["周六上午带王先生看张江两居室", "确认金桥房源是否还在"],
         "alerts": [],
+        "recommendations": ["推荐张江高科站步行8分钟的两居室，南北通透，月租4800元"],
+        "hypotheses": [
+            {
+                "key": "commute_zhangjiang",
+                "text": "可能在张江上班，看重通勤时间",
+                "confidence": 0.5,
+                "messages": [3, 11],
+            },
+        ],
     },
     {
         "conversation_id": "wm_demo_li",
@@ -47,7 +61,11 @@ DEMO_CUSTOMERS: list[dict] = [
             ("inbound", "李女士", "哈哈开个玩笑。漕河泾附近有合适的吗？"),
         ],
         "tasks": ["发送漕河泾附近可养宠物一居室清单"],
-        "alerts": [("warning", "客户曾发送疑似提示注入内容，已拦截，未写入记忆")],
+        "alerts": [],
+        "recommendations": ["推荐漕河泾可养宠物的一居室，月租3400元，小区安静"],
+        "hypotheses": [
+            {"key": "has_cat", "text": "可能已经养猫", "confidence": 0.5, "messages": [2]},
+        ],
     },
     {
         "conversation_id": "wm_demo_chen",
@@ -64,7 +82,9 @@ DEMO_CUSTOMERS: list[dict] = [
             ("inbound", "陈小姐", "称呼我陈老师吧"),
         ],
         "tasks": [],
-        "alerts": [("critical", "客户在聊天中发送了账号密码，已拦截，请提醒客户修改密码")],
+        "alerts": [("critical", "客户在聊天中发送了账号密码，请回电提醒客户尽快修改密码")],
+        "recommendations": [],
+        "hypotheses": [],
     },
     {
         "conversation_id": "wm_demo_zhang",
@@ -72,14 +92,18 @@ DEMO_CUSTOMERS: list[dict] = [
         "session_mode": "assisted",
         "whitelisted": False,
         "messages": [
-            ("inbound", "张先生", "Hi, I'm relocating to Shanghai next month for work."),
-            ("outbound", "Advisor Li", "Welcome! What area and budget are you considering?"),
-            ("inbound", "张先生", "I prefer somewhere near Line 2, budget around 8000 RMB."),
-            ("inbound", "张先生", "I don't want a ground floor apartment."),
-            ("inbound", "张先生", "Please call me Mike."),
-            ("outbound", "Advisor Li", "Got it, Mike. I'll send you three options in Lujiazui."),
+            ("inbound", "张先生", "你好，我下个月调到上海工作，想先租一套房子"),
+            ("outbound", "顾问小李", "欢迎来上海！请问您考虑哪个区域，预算大概多少？"),
+            ("inbound", "张先生", "我更喜欢2号线附近的，预算8000左右"),
+            ("inbound", "张先生", "不要一楼的房子"),
+            ("inbound", "张先生", "叫我小张就行"),
+            ("outbound", "顾问小李", "好的小张，我整理三套陆家嘴的房源发给您。"),
         ],
-        "tasks": ["Send Mike three Lujiazui options"],
+        "tasks": ["给张先生发送三套陆家嘴两居室房源"],
         "alerts": [],
+        "recommendations": ["推荐陆家嘴近2号线的两居室，月租7800元"],
+        "hypotheses": [
+            {"key": "relocating_alone", "text": "可能是一个人来上海工作", "confidence": 0.4, "messages": [0]},
+        ],
     },
 ]

@@ -1,23 +1,82 @@
 """The Workbench's read endpoints (spec §9): the page loads local data from them at start-up, so
-local work never waits for the upstream WeCom status. Drafts and audit events are serialized by
-conversations' own serializers; only the page's shapes live here."""
+local work never waits for the upstream WeCom status, and polls a version to refresh itself.
+Drafts are serialized by conversations' own serializer; only the page's shapes live here.
+
+The conversation list, the overview and the version endpoint carry an `ETag` and answer
+`If-None-Match` with a body-less 304, decided from the version alone, before any row the page
+shows is read."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema, extend_schema_serializer, inline_serializer
+from collections.abc import Callable
+from typing import Any
+
+from django.http import HttpResponseNotModified
+from django.utils.http import parse_etags
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_serializer,
+    inline_serializer,
+)
 from rest_framework import permissions, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from conversations.apis import DraftOutputSerializer
-from conversations.models import Alert, AuditEvent, Customer, CustomerProfile, Message, Task
+from conversations.apis import (
+    AlertOutputSerializer,
+    DraftOutputSerializer,
+    RecommendationOutputSerializer,
+    TaskOutputSerializer,
+)
+from conversations.models import AuditEvent, Customer, CustomerProfile, Message
 from conversations.profile_fields import PROFILE_FIELDS
 from memory.capture.apis import MaskedTextField
 from memory.models import MemorySnapshot
 from qiwei_site.platform.api import AccountAPIView
 from qiwei_site.platform.selectors import accounts_for_user
-from qiwei_site.workbench.selectors import memory_admin_url, workbench_conversation_list, workbench_overview
+from qiwei_site.workbench.selectors import (
+    memory_admin_url,
+    workbench_conversation_list,
+    workbench_conversation_version,
+    workbench_conversations_version,
+    workbench_overview,
+    workbench_versions,
+)
+
+# Every browser revalidates (no-cache) and no shared cache keeps a user's answer (private).
+CACHE_CONTROL = "private, no-cache"
+IF_NONE_MATCH = OpenApiParameter(
+    "If-None-Match",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    required=False,
+    description="上次应答的 ETag；未变化时返回 304，无正文 (the ETag last seen; 304 when unchanged)",
+)
+NOT_MODIFIED = OpenApiResponse(description="自上次 ETag 以来未变化，无正文 (unchanged since that ETag, no body)")
+
+
+def etag_matches(request: Request, token: str) -> bool:
+    """`If-None-Match` against our token, compared weakly as RFC 9110 asks (a proxy may weaken it)."""
+    header = request.headers.get("If-None-Match", "")
+    if not header:
+        return False
+    tags = parse_etags(header)
+    return tags == ["*"] or any(tag.removeprefix("W/").strip('"') == token for tag in tags)
+
+
+def conditional(request: Request, token: str, body: Callable[[], dict[str, Any]]) -> Response | HttpResponseNotModified:
+    """A 304 when the client holds `token`, otherwise `body()` with `token` as its ETag."""
+    headers = {"ETag": f'"{token}"', "Cache-Control": CACHE_CONTROL}
+    if etag_matches(request, token):
+        not_modified = HttpResponseNotModified()
+        for name, value in headers.items():
+            not_modified[name] = value
+        return not_modified
+    return Response(body(), headers=headers)
 
 
 @extend_schema_serializer(component_name="WorkbenchAccount")
@@ -57,22 +116,6 @@ class MessageOutputSerializer(serializers.ModelSerializer):
         fields = ["id", "external_id", "direction", "direction_label", "sender", "text", "sent_at", "is_effective"]
 
 
-@extend_schema_serializer(component_name="WorkbenchTask")
-class TaskOutputSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = Task
-        fields = ["id", "title", "status", "due_at"]
-
-
-@extend_schema_serializer(component_name="WorkbenchAlert")
-class AlertOutputSerializer(serializers.ModelSerializer):
-    level_label = serializers.CharField(source="get_level_display")
-
-    class Meta:
-        model = Alert
-        fields = ["id", "level", "level_label", "text", "created_at"]
-
-
 @extend_schema_serializer(component_name="WorkbenchSnapshot")
 class SnapshotOutputSerializer(serializers.ModelSerializer):
     class Meta:
@@ -80,11 +123,32 @@ class SnapshotOutputSerializer(serializers.ModelSerializer):
         fields = ["version", "content", "char_count", "item_ids", "reason", "created_at"]
 
 
+# The named system processes that act (`actor="capture"` …), as an agent reads them; people keep their names.
+SYSTEM_ACTOR_LABELS = {
+    "system": "系统",
+    "capture": "记忆提取",
+    "pipeline": "回复流水线",
+    "context": "上下文组装",
+    "expiry": "到期处理",
+    "celery": "后台任务",
+    "worker": "后台任务",
+    "seed_demo": "演示数据",
+}
+
+
 @extend_schema_serializer(component_name="WorkbenchAuditEvent")
 class AuditOutputSerializer(serializers.ModelSerializer):
+    action_label = serializers.CharField(source="get_action_display")
+    actor_label = serializers.SerializerMethodField()
+
     class Meta:
         model = AuditEvent
-        fields = ["id", "action", "actor_name", "reason", "payload", "created_at"]
+        fields = ["id", "action", "action_label", "actor_name", "actor_label", "reason", "payload", "created_at"]
+
+    def get_actor_label(self, event: AuditEvent) -> str:
+        if event.actor_id is None:
+            return SYSTEM_ACTOR_LABELS.get(event.actor_name or "system", event.actor_name)
+        return event.actor_name
 
 
 def profile_output(profile: CustomerProfile | None) -> list[dict[str, str]]:
@@ -108,12 +172,21 @@ class WorkbenchAccountListApi(APIView):
 
 class WorkbenchConversationListApi(AccountAPIView):
     @extend_schema(
-        responses=inline_serializer("WorkbenchConversationList", {"results": ConversationOutputSerializer(many=True)}),
+        parameters=[IF_NONE_MATCH],
+        responses={
+            200: inline_serializer("WorkbenchConversationList", {"results": ConversationOutputSerializer(many=True)}),
+            304: NOT_MODIFIED,
+        },
         summary="工作台会话列表（本地数据）",
     )
-    def get(self, request: Request, account_id: str) -> Response:
-        customers = workbench_conversation_list()
-        return Response({"results": ConversationOutputSerializer(customers, many=True).data})
+    def get(self, request: Request, account_id: str) -> Response | HttpResponseNotModified:
+        # The version is read before the rows: a change in between only costs one more refresh.
+        token = workbench_conversations_version()
+        return conditional(
+            request,
+            token,
+            lambda: {"results": ConversationOutputSerializer(workbench_conversation_list(), many=True).data},
+        )
 
 
 class OverviewOutputSerializer(serializers.Serializer):
@@ -125,8 +198,11 @@ class OverviewOutputSerializer(serializers.Serializer):
         {"name": serializers.CharField(), "label": serializers.CharField(), "value": serializers.CharField()},
         many=True,
     )
+    # The open business state, shaped exactly as its own API answers it (the page resolves and
+    # records feedback through that API).
     tasks = TaskOutputSerializer(many=True)
     alerts = AlertOutputSerializer(many=True)
+    recommendations = RecommendationOutputSerializer(many=True)
     snapshot = SnapshotOutputSerializer(allow_null=True)
     drafts = DraftOutputSerializer(many=True)
     audit = AuditOutputSerializer(many=True)
@@ -134,20 +210,64 @@ class OverviewOutputSerializer(serializers.Serializer):
 
 
 class WorkbenchOverviewApi(AccountAPIView):
-    @extend_schema(responses=OverviewOutputSerializer, summary="工作台：一个客户的全部本地信息")
-    def get(self, request: Request, account_id: str, conversation_id: str) -> Response:
+    @extend_schema(
+        parameters=[IF_NONE_MATCH],
+        responses={200: OverviewOutputSerializer, 304: NOT_MODIFIED},
+        summary="工作台：一个客户的全部本地信息",
+    )
+    def get(self, request: Request, account_id: str, conversation_id: str) -> Response | HttpResponseNotModified:
+        token = workbench_conversation_version(conversation_id=conversation_id)
+        return conditional(request, token, lambda: self.overview(account_id, conversation_id))
+
+    @staticmethod
+    def overview(account_id: str, conversation_id: str) -> dict[str, Any]:
         overview = workbench_overview(conversation_id=conversation_id)
-        return Response(
-            {
-                "account_id": account_id,
-                "customer": CustomerOutputSerializer(overview.customer).data,
-                "messages": MessageOutputSerializer(overview.messages, many=True).data,
-                "profile": profile_output(overview.profile),
-                "tasks": TaskOutputSerializer(overview.tasks, many=True).data,
-                "alerts": AlertOutputSerializer(overview.alerts, many=True).data,
-                "snapshot": SnapshotOutputSerializer(overview.snapshot).data if overview.snapshot else None,
-                "drafts": DraftOutputSerializer(overview.drafts, many=True).data,
-                "audit": AuditOutputSerializer(overview.audit, many=True).data,
-                "memory_admin_url": memory_admin_url(),
-            }
+        return {
+            "account_id": account_id,
+            "customer": CustomerOutputSerializer(overview.customer).data,
+            "messages": MessageOutputSerializer(overview.messages, many=True).data,
+            "profile": profile_output(overview.profile),
+            "tasks": TaskOutputSerializer(overview.tasks, many=True).data,
+            "alerts": AlertOutputSerializer(overview.alerts, many=True).data,
+            "recommendations": RecommendationOutputSerializer(overview.recommendations, many=True).data,
+            "snapshot": SnapshotOutputSerializer(overview.snapshot).data if overview.snapshot else None,
+            "drafts": DraftOutputSerializer(overview.drafts, many=True).data,
+            "audit": AuditOutputSerializer(overview.audit, many=True).data,
+            "memory_admin_url": memory_admin_url(),
+        }
+
+
+@extend_schema_serializer(component_name="WorkbenchVersion")
+class VersionOutputSerializer(serializers.Serializer):
+    version = serializers.CharField(help_text="整体版本，即本应答的 ETag (the answer's ETag)")
+    conversations = serializers.CharField(help_text="会话列表的版本，等于会话列表接口的 ETag")
+    conversation_id = serializers.CharField(allow_null=True, help_text="打开的会话；未指定时为 null")
+    conversation = serializers.CharField(allow_null=True, help_text="该会话的版本，等于概览接口的 ETag")
+
+
+class WorkbenchVersionApi(AccountAPIView):
+    """工作台轮询的版本号：会话列表和（可选）一个会话的版本，内容未变时返回 304。
+
+    The page polls this about once a second with `If-None-Match`. A 200 names which part changed:
+    `conversations` is the ETag the conversation list now has, `conversation` the ETag the
+    overview of `conversation_id` now has; the page refetches only the part whose token differs."""
+
+    @extend_schema(
+        parameters=[IF_NONE_MATCH],
+        responses={200: VersionOutputSerializer, 304: NOT_MODIFIED},
+        summary="工作台：会话列表与会话的版本（轮询用）",
+    )
+    def get(
+        self, request: Request, account_id: str, conversation_id: str | None = None
+    ) -> Response | HttpResponseNotModified:
+        versions = workbench_versions(conversation_id=conversation_id)
+        return conditional(
+            request,
+            versions.combined,
+            lambda: {
+                "version": versions.combined,
+                "conversations": versions.conversations,
+                "conversation_id": versions.conversation_id,
+                "conversation": versions.conversation,
+            },
         )

@@ -1,4 +1,5 @@
-"""Workbench (智能会话) routes: sign-in and sign-out, the page at the site root, its local read endpoints."""
+"""Workbench (智能会话) routes: sign-in and sign-out, the page at the site root, its local read endpoints
+and the version it polls (account-wide, or with one open conversation)."""
 
 from django.urls import path
 
@@ -20,5 +21,15 @@ urlpatterns = [
         "workbench/api/accounts/<str:account_id>/conversations/<str:conversation_id>/overview/",
         apis.WorkbenchOverviewApi.as_view(),
         name="workbench-overview",
+    ),
+    path(
+        "workbench/api/accounts/<str:account_id>/version/",
+        apis.WorkbenchVersionApi.as_view(),
+        name="workbench-version",
+    ),
+    path(
+        "workbench/api/accounts/<str:account_id>/conversations/<str:conversation_id>/version/",
+        apis.WorkbenchVersionApi.as_view(),
+        name="workbench-conversation-version",
     ),
 ]

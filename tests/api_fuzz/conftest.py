@@ -14,6 +14,7 @@ import pytest
 from pytest_django.live_server_helper import LiveServer
 from rest_framework.authtoken.models import Token
 
+from conversations.business import alert_create, recommendation_create, task_create
 from conversations.models import Delivery, DeliveryStatus, DraftStatus, MessageDirection
 from memory.capture.ingest import messages_ingest
 from memory.governance.services import memory_item_add
@@ -44,6 +45,9 @@ class Seeded:
     forgettable: list[tuple[str, str]] = field(default_factory=list)  # ... for DELETE (forget)
     retirable: list[tuple[str, str]] = field(default_factory=list)  # ... for reject and expire
     draft_ids: list[int] = field(default_factory=list)
+    task_ids: list[int] = field(default_factory=list)
+    alert_ids: list[int] = field(default_factory=list)
+    recommendation_ids: list[int] = field(default_factory=list)
 
 
 def _conversation(conversation_id: str, name: str, texts: list[str]) -> None:
@@ -112,6 +116,15 @@ def seeded(account, staff_user) -> Seeded:
         )
         rejected = DraftFactory(customer=customer, reply="这套房子顶楼", status=DraftStatus.REJECTED)
         data.draft_ids += [pending.pk, approved.pk, sent.pk, rejected.pk]
+        # Business state people write, so update / resolve / feedback reach their services.
+        task = task_create(customer=customer, title="周六上午带看浦东两居室", actor="fuzz-seed", reason="测试初始化")
+        alert = alert_create(customer=customer, text="客户对中介费有异议，报价前先确认", actor="fuzz-seed")
+        recommendation = recommendation_create(
+            customer=customer, text="推荐地铁2号线附近的两居室，月租6000以内", actor="fuzz-seed"
+        )
+        data.task_ids.append(task.pk)
+        data.alert_ids.append(alert.pk)
+        data.recommendation_ids.append(recommendation.pk)
         SessionEpochFactory(customer=customer)
     # Capture's own items (with history) are fair game for the non-destructive operations too.
     data.items += [

@@ -45,8 +45,14 @@ def real_choices(ids: dict[str, Any], label: str, keys: set[str]) -> list[dict[s
     if "conversation_id" in keys:
         conversations = ids["erasable_ids"] if label.endswith("/erase/") else ids["conversation_ids"]
         return [{**base, "conversation_id": conversation_id} for conversation_id in conversations]
-    if "draft_id" in keys:
-        return [{**base, "draft_id": draft_id} for draft_id in ids["draft_ids"]]
+    for key, seeded in (
+        ("draft_id", "draft_ids"),
+        ("task_id", "task_ids"),
+        ("alert_id", "alert_ids"),
+        ("recommendation_id", "recommendation_ids"),
+    ):
+        if key in keys:
+            return [{**base, key: value} for value in ids.get(seeded) or []] or [base]
     return [base]
 
 

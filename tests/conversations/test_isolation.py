@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from django.test import Client
 
 from conversations.services import membership_grant
@@ -87,3 +88,57 @@ def test_api_agent_of_one_account_cannot_read_another(account, other_account):
     api = client_for(agent)
     assert api.get("/api/accounts/acme/conversations/").status_code == 404
     assert api.get("/api/accounts/globex/conversations/").status_code == 200
+
+
+def test_admin_open_in_account_asks_then_chooses_the_account_and_opens_the_row(account, other_account):
+    # Given a supervisor of both accounts, looking at acme, and a customer of globex
+    supervisor = StaffUserFactory()
+    membership_grant(user=supervisor, account=account)
+    membership_grant(user=supervisor, account=other_account)
+    with use_account(other_account.id):
+        customer = CustomerFactory(conversation_id="wm_globex_zhao", display_name="赵女士")
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(supervisor)
+    session = browser.session
+    session[SESSION_KEY] = "acme"
+    session.save()
+    page = f"/admin/conversations/customer/{customer.pk}/change/"
+    # When a Workbench link for globex is followed, the admin first asks (a GET switches nothing)
+    asked = browser.get("/admin/account/open/", {"account_id": "globex", "next": page})
+    assert asked.status_code == 200 and "切换并打开" in asked.content.decode()
+    assert browser.session.get(SESSION_KEY) == "acme"
+    # And a POST without the page's CSRF token switches nothing either
+    assert browser.post("/admin/account/open/", {"account_id": "globex", "next": page}).status_code == 403
+    assert browser.session.get(SESSION_KEY) == "acme"
+    # When the supervisor confirms on that page
+    token = asked.context["csrf_token"]
+    response = browser.post(
+        "/admin/account/open/", {"account_id": "globex", "next": page, "csrfmiddlewaretoken": str(token)}
+    )
+    # Then the admin now shows globex and lands on the row asked for
+    assert response.status_code == 302 and response["Location"] == page
+    assert browser.session.get(SESSION_KEY) == "globex"
+    assert "赵女士" in browser.get(page).content.decode()
+    # And a link into the account already chosen opens at once
+    again = browser.get("/admin/account/open/", {"account_id": "globex", "next": page})
+    assert again.status_code == 302 and again["Location"] == page
+
+
+@pytest.mark.parametrize("target", ["https://evil.example/admin/", "/workbench/", "//evil.example/x"])
+def test_admin_open_in_account_never_leaves_the_admin(account, target):
+    supervisor = StaffUserFactory()
+    membership_grant(user=supervisor, account=account)
+    browser = Client()
+    browser.force_login(supervisor)
+    response = browser.post("/admin/account/open/", {"account_id": "acme", "next": target})
+    assert response.status_code == 302 and response["Location"] == "/admin/"
+
+
+def test_admin_open_in_account_without_membership_is_refused(account, other_account):
+    supervisor = StaffUserFactory()
+    membership_grant(user=supervisor, account=account)
+    browser = Client()
+    browser.force_login(supervisor)
+    response = browser.get("/admin/account/open/", {"account_id": "globex", "next": "/admin/conversations/customer/"})
+    assert response.status_code == 302 and response["Location"] == "/admin/"
+    assert browser.session.get(SESSION_KEY) != "globex"

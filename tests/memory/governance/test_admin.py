@@ -26,9 +26,10 @@ def test_memory_changelist_lists_items_with_filters(admin_client, preference, hy
     response = admin_client.get(CHANGELIST, {"type__exact": "hypothesis"})
     # Then the hypothesis shows, with its evidence count, and the preference does not
     assert response.status_code == 200
+    assert [item.pk for item in response.context["cl"].result_list] == [hypothesis.pk]
     body = response.content.decode()
-    assert "可能在陆家嘴上班" in body and "更喜欢地铁附近" not in body
-    assert "证据数" in body and "确认所选推断为事实" in body
+    assert "可能在陆家嘴上班" in body
+    assert "证据原文（已遮蔽）" in body and "确认所选推断为事实" in body
     assert "delete_selected" not in body
     assert "地铁" in admin_client.get(CHANGELIST, {"q": "地铁"}).content.decode()
 
@@ -61,12 +62,12 @@ def test_memory_admin_confirm_action(admin_client, staff_user, hypothesis, prefe
 
 def test_memory_admin_reject_and_expire_actions(admin_client, staff_user, hypothesis, preference):
     run_action(admin_client, "reject_selected", [hypothesis], reason="推断错误")
-    run_action(admin_client, "expire_selected", [preference])
+    run_action(admin_client, "expire_selected", [preference], reason="客户已租到房")
     hypothesis.refresh_from_db()
     preference.refresh_from_db()
     assert (hypothesis.status, preference.status) == (MemoryStatus.REJECTED, MemoryStatus.SUPERSEDED)
     assert last_history(hypothesis).history_change_reason == "推断错误"
-    assert last_history(preference).history_change_reason == "后台设为过期"
+    assert last_history(preference).history_change_reason == "客户已租到房"
     assert AuditEvent.objects.filter(action__in=["memory_item_rejected", "memory_item_expired"]).count() == 2
 
 
@@ -241,9 +242,11 @@ def test_audit_admin_filters_by_actor_and_shows_detail(admin_client, staff_user,
     memory_item_reject(item=preference, actor=staff_user, reason="客户否认")
     # When the supervisor filters the audit by their own name
     response = admin_client.get("/admin/conversations/auditevent/", {"actor_name": staff_user.username})
-    # Then only their rejection shows, with its item id
+    # Then only their rejection shows, with its item as a link
     assert [e.action for e in response.context["cl"].result_list] == ["memory_item_rejected"]
-    assert f"item_id={preference.pk}" in response.content.decode()
+    assert f'记忆条目：<a href="/admin/memory/memoryitem/{preference.pk}/change/">#{preference.pk}</a>' in (
+        response.content.decode()
+    )
     event = AuditEvent.objects.get(action="memory_item_rejected")
     assert admin_client.get(f"/admin/conversations/auditevent/{event.pk}/change/").status_code == 200
 

@@ -65,7 +65,7 @@ def test_memory_add_by_staff(staff_client, staff_user, customer, messages):
     ],
 )
 def test_memory_add_invalid_input_is_400_with_reason(staff_client, customer, payload, field):
-    response = staff_client.post(f"{BASE}/memory/", payload, format="json")
+    response = staff_client.post(f"{BASE}/memory/", {**payload, "reason": "电话确认"}, format="json")
     assert response.status_code == 400
     body = response.json()
     assert body["code"] == "invalid" and field in body["errors"] and body["detail"]
@@ -75,7 +75,7 @@ def test_memory_add_invalid_input_is_400_with_reason(staff_client, customer, pay
 def test_memory_add_foreign_source_message_is_400(staff_client, customer):
     foreign = MessageFactory(customer=CustomerFactory(), text="预算一万")
     response = staff_client.post(
-        f"{BASE}/memory/", {"content": "预算一万", "source_message_ids": [foreign.pk]}, format="json"
+        f"{BASE}/memory/", {"content": "预算一万", "source_message_ids": [foreign.pk], "reason": "电话"}, format="json"
     )
     assert response.status_code == 400 and response.json()["code"] == "invalid_source_message"
 
@@ -83,12 +83,16 @@ def test_memory_add_foreign_source_message_is_400(staff_client, customer):
 def test_memory_edit_and_invalid_confidence(staff_client, customer, preference):
     # When a supervisor edits the content and confidence
     response = staff_client.patch(
-        f"{BASE}/memory/{preference.pk}/", {"content": "更喜欢2号线沿线", "confidence": 0.9}, format="json"
+        f"{BASE}/memory/{preference.pk}/",
+        {"content": "更喜欢2号线沿线", "confidence": 0.9, "reason": "客户补充线路"},
+        format="json",
     )
     assert response.status_code == 200
     assert (response.json()["content"], response.json()["created_by"]) == ("更喜欢2号线沿线", "human")
     # And an out-of-range confidence is refused with a reason
-    response = staff_client.patch(f"{BASE}/memory/{preference.pk}/", {"confidence": 1.5}, format="json")
+    response = staff_client.patch(
+        f"{BASE}/memory/{preference.pk}/", {"confidence": 1.5, "reason": "调整"}, format="json"
+    )
     assert response.status_code == 400 and "confidence" in response.json()["errors"]
 
 
@@ -101,7 +105,9 @@ def test_memory_edit_can_clear_expiry(staff_client, staff_user, customer):
         actor=staff_user,
         reason="约看房",
     )
-    response = staff_client.patch(f"{BASE}/memory/{item.pk}/", {"expires_at": None}, format="json")
+    response = staff_client.patch(
+        f"{BASE}/memory/{item.pk}/", {"expires_at": None, "reason": "看房改为长期需求"}, format="json"
+    )
     assert response.status_code == 200 and response.json()["expires_at"] is None
 
 
@@ -109,11 +115,11 @@ def test_memory_confirm_reject_expire_answer_with_item(staff_client, customer, h
     response = staff_client.post(f"{BASE}/memory/{hypothesis.pk}/confirm/", {"reason": "客户确认"}, format="json")
     assert response.status_code == 200 and (response.json()["type"], response.json()["confidence"]) == ("fact", 1.0)
     # Confirming a fact is a conflict with a reason
-    response = staff_client.post(f"{BASE}/memory/{hypothesis.pk}/confirm/")
+    response = staff_client.post(f"{BASE}/memory/{hypothesis.pk}/confirm/", {"reason": "再确认一次"}, format="json")
     assert response.status_code == 409 and response.json()["code"] == "not_a_hypothesis"
-    response = staff_client.post(f"{BASE}/memory/{preference.pk}/reject/")
+    response = staff_client.post(f"{BASE}/memory/{preference.pk}/reject/", {"reason": "客户否认"}, format="json")
     assert response.status_code == 200 and response.json()["status"] == "rejected"
-    response = staff_client.post(f"{BASE}/memory/{hypothesis.pk}/expire/")
+    response = staff_client.post(f"{BASE}/memory/{hypothesis.pk}/expire/", {"reason": "已过时"}, format="json")
     assert response.status_code == 200 and response.json()["status"] == "superseded"
 
 
@@ -160,13 +166,15 @@ def test_snapshot_current_versions_and_404(agent_client, customer, preference, s
 
 
 def test_profile_patch_updates_and_clears(staff_client, customer):
-    response = staff_client.patch(f"{BASE}/profile/", {"budget": "4500", "district": "浦东"}, format="json")
+    response = staff_client.patch(
+        f"{BASE}/profile/", {"budget": "4500", "district": "浦东", "reason": "电话确认"}, format="json"
+    )
     assert response.status_code == 200 and response.json()["budget"] == "4500"
     assert MemoryItem.objects.get(key="profile:budget", status=MemoryStatus.ACTIVE).content == "预算：4500"
     response = staff_client.patch(f"{BASE}/profile/", {"budget": "", "reason": "预算待定"}, format="json")
     assert response.status_code == 200 and response.json()["budget"] == ""
     assert not MemoryItem.objects.filter(key="profile:budget", status=MemoryStatus.ACTIVE).exists()
-    response = staff_client.patch(f"{BASE}/profile/", {"salary": "3万"}, format="json")
+    response = staff_client.patch(f"{BASE}/profile/", {"salary": "3万", "reason": "电话"}, format="json")
     assert response.status_code == 400 and "salary" in response.json()["errors"]
 
 
@@ -237,7 +245,9 @@ def test_unknown_conversation_is_404_for_reads_and_item_actions(staff_client, ac
 def test_memory_add_creates_customer_on_first_sight(staff_client, staff_user, account):
     # When a supervisor records a fact before the first message of a conversation is ingested
     response = staff_client.post(
-        "/api/accounts/acme/conversations/wm_new_009/memory/", {"content": "从门店转介，想租两居室"}, format="json"
+        "/api/accounts/acme/conversations/wm_new_009/memory/",
+        {"content": "从门店转介，想租两居室", "reason": "门店转介单"},
+        format="json",
     )
     # Then the customer exists (with history by the supervisor) and holds the fact
     assert response.status_code == 201
@@ -266,3 +276,56 @@ def test_memory_list_query_count_does_not_grow_with_items(agent_client, customer
     with django_assert_max_num_queries(3, connection=connections["acct_acme"]):
         response = agent_client.get(f"{BASE}/memory/")
     assert response.json()["count"] == count
+
+
+# --- a reason on every governance write -----------------------------------------------------------
+
+
+def reasonless_requests(item_id: int) -> list[tuple[str, str, dict]]:
+    return [
+        ("post", f"{BASE}/memory/", {"content": "只看电梯房"}),
+        ("patch", f"{BASE}/memory/{item_id}/", {"content": "只看电梯房"}),
+        ("post", f"{BASE}/memory/{item_id}/confirm/", {}),
+        ("post", f"{BASE}/memory/{item_id}/reject/", {"reason": ""}),
+        ("post", f"{BASE}/memory/{item_id}/expire/", {"reason": "   "}),
+        ("delete", f"{BASE}/memory/{item_id}/", {}),
+        ("patch", f"{BASE}/profile/", {"budget": "4500"}),
+        ("post", f"{BASE}/erase/", {}),
+    ]
+
+
+def test_governance_writes_without_a_reason_are_400_reason_required(staff_client, customer, hypothesis):
+    # given a supervisor and a hypothesis waiting for them
+    audit_rows = AuditEvent.objects.count()
+    for method, path, payload in reasonless_requests(hypothesis.pk):
+        # when they confirm, reject, expire, forget, edit, add, edit the profile or erase without saying why
+        response = getattr(staff_client, method)(path, payload, format="json")
+        # then each is a JSON 400 with its own code and a Chinese reason
+        assert response.status_code == 400, (method, path, response.content)
+        body = response.json()
+        assert body["code"] == "reason_required", (method, path, body)
+        assert "原因" in body["detail"] and "reason" in body["errors"]
+    # and nothing changed: the hypothesis waits, the customer is there, no audit row was written
+    hypothesis.refresh_from_db()
+    assert (hypothesis.type, hypothesis.status, hypothesis.content) == (
+        MemoryType.HYPOTHESIS,
+        MemoryStatus.ACTIVE,
+        "可能在陆家嘴上班",
+    )
+    assert Customer.objects.filter(pk=customer.pk).exists() and MemoryItem.objects.count() == 1
+    assert AuditEvent.objects.count() == audit_rows
+
+
+def test_governance_reason_error_keeps_other_field_errors(staff_client, customer):
+    # when an add has both a bad type and no reason
+    response = staff_client.post(f"{BASE}/memory/", {"content": "只看电梯房", "type": "opinion"}, format="json")
+    # then the reason is named first, and the type error travels along
+    body = response.json()
+    assert response.status_code == 400 and body["code"] == "reason_required"
+    assert set(body["errors"]) == {"reason", "type"}
+
+
+def test_schema_documents_the_reason_as_required(staff_client):
+    schema = staff_client.get("/api/schema/", {"format": "json"}).json()
+    body = schema["components"]["schemas"]["GovernanceReasonInputRequest"]
+    assert "reason" in body["required"]

@@ -79,13 +79,36 @@ def test_memory_item_add_rejects_foreign_source_message(customer, staff_user):
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"type": "opinion"}, {"importance": 0}, {"content": "   "}, {"type": MemoryType.HYPOTHESIS}],
+    [{"type": "opinion"}, {"importance": 0}, {"content": "   "}],
 )
 def test_memory_item_add_rejects_invalid_input(customer, staff_user, kwargs):
     params = {"content": "只看南北通透的户型"} | kwargs
     with pytest.raises(ValidationFailed):
         memory_item_add(customer=customer, actor=staff_user, reason="测试", **params)
     assert not MemoryItem.objects.exists()
+
+
+def test_memory_item_add_hypothesis_by_hand_waits_unconfirmed_and_expires(customer, staff_user, settings):
+    # Given a supervisor who wants the agent to check something with the customer
+    settings.QIWEI_HYPOTHESIS_TTL_HOURS = 48
+    before = timezone.now()
+    # When it is recorded by hand as a hypothesis
+    item = memory_item_add(
+        customer=customer,
+        type=MemoryType.HYPOTHESIS,
+        content="可能是为孩子上学换房，下次确认学区要求",
+        actor=staff_user,
+        reason="电话里提到孩子明年上小学",
+    )
+    # Then it is an unconfirmed inference of a person: below certainty, keyed as a hypothesis,
+    # expiring after the configured time unless someone confirms it
+    assert item.type == MemoryType.HYPOTHESIS and item.created_by == MemoryCreatedBy.HUMAN
+    assert item.confidence < 1.0 and item.key.startswith("hypothesis:")
+    assert item.expires_at is not None
+    assert before + dt.timedelta(hours=47) < item.expires_at <= timezone.now() + dt.timedelta(hours=48)
+    # And confirming it makes it a fact
+    confirmed = memory_item_confirm(item=item, actor=staff_user, reason="客户确认孩子明年上小学")
+    assert confirmed.type == MemoryType.FACT and confirmed.confidence == 1.0
 
 
 def test_memory_item_add_rejects_past_expiry(customer, staff_user):

@@ -60,7 +60,7 @@ MUTATIONS: list[tuple[str, str, Callable[[pytest.MonkeyPatch, Any], None]]] = [
     (
         "older_relevant_history_recalled",
         "recall returns nothing",
-        lambda mp, settings: mp.setattr("memory.context.recall.recall_for", lambda customer, latest: []),
+        lambda mp, settings: mp.setattr("memory.context.recall.recall_for", lambda customer, latest, **kwargs: []),
     ),
     (
         "core_snapshot_within_limit",

@@ -105,6 +105,13 @@ def account_rows(account, staff_user, knowledge_root) -> AccountRows:
     alert_raise(
         customer=customer, kind="manual", level="warning", text="客户对看房时间有投诉，请主管回电", actor=staff_user
     )
+    from conversations.business import recommendation_create, recommendation_feedback_record, task_create
+
+    task_create(customer=customer, title="周六上午带看地铁旁两居室", actor=staff_user, reason="客户约看")
+    recommendation = recommendation_create(customer=customer, text="推荐 2 号线旁月租 5800 的两居室", actor=staff_user)
+    recommendation_feedback_record(
+        recommendation=recommendation, source="customer", verdict="interested", comment="想先看照片", actor=staff_user
+    )
     knowledge_index()
     Group.objects.create(name="客服主管")
     Token.objects.get_or_create(user=staff_user)

@@ -43,6 +43,7 @@ CONVERSATION_PATHS = [
     ("epochs", "GET", f"{ACCOUNT}/conversations/{{cid}}/epochs/"),
     ("profile", "PATCH", f"{ACCOUNT}/conversations/{{cid}}/profile/"),
     ("workbench overview", "GET", f"{WORKBENCH}/conversations/{{cid}}/overview/"),
+    ("workbench version", "GET", f"{WORKBENCH}/conversations/{{cid}}/version/"),
 ]
 LISTS = [
     ("messages list", f"{CONVERSATION}/messages/"),

@@ -67,7 +67,11 @@ def test_random_operations_never_leak_rows_across_accounts():
             response = api.post(f"{base}/messages/", body, format="json")
             assert response.status_code == 201, response.content
         elif op < 0.45:
-            response = api.post(f"{base}/memory/", {"content": marked(account_id, rng), "type": "fact"}, format="json")
+            response = api.post(
+                f"{base}/memory/",
+                {"content": marked(account_id, rng), "type": "fact", "reason": "随机添加"},
+                format="json",
+            )
             # A conversation this account has not seen yet is unknown here, whatever the others hold
             assert response.status_code in (201, 404), response.content
             if response.status_code == 201:
@@ -81,7 +85,7 @@ def test_random_operations_never_leak_rows_across_accounts():
             assert response.status_code < 500, response.content
         elif op < 0.6 and item_ids[account_id]:
             item_id = item_ids[account_id].pop(rng.randrange(len(item_ids[account_id])))
-            response = api.delete(f"{base}/memory/{item_id}/")
+            response = api.delete(f"{base}/memory/{item_id}/", {"reason": "随机遗忘"}, format="json")
             assert response.status_code < 500, response.content
         else:
             path = rng.choice(["/messages/", "/memory/", "/snapshot/", "/context/", "/"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import pytest
@@ -42,7 +43,18 @@ def test_workbench_page_renders_for_member(agent_user, account):
     assert 'id="wb-generate-draft"' in body
 
 
-@pytest.mark.parametrize("path", ["workbench/workbench.js", "workbench/workbench.css"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "workbench/workbench.js",
+        "workbench/live.js",
+        "workbench/time.js",
+        "workbench/markdown.js",
+        "workbench/business.js",
+        "workbench/prompt.js",
+        "workbench/workbench.css",
+    ],
+)
 def test_workbench_static_files_are_local(path):
     # given the page's script and stylesheet are app static files (collected for whitenoise)
     # when the staticfiles finders look for them
@@ -53,6 +65,20 @@ def test_workbench_static_files_are_local(path):
     assert "http://" not in text
     assert "https://" not in text
     assert "@import" not in text
+
+
+def test_workbench_page_tells_the_script_the_time_zone(agent_user, account):
+    # given a logged-in agent
+    client = Client()
+    client.force_login(agent_user)
+    # when the page is rendered
+    body = client.get("/").content.decode()
+    # then the script learns settings.TIME_ZONE and its offset, loads its modules first, and says which zone
+    assert '"time_zone": "Asia/Shanghai"' in body
+    assert '"utc_offset_minutes": 480' in body
+    assert body.index("workbench/time.js") < body.index("workbench/live.js") < body.index("workbench/workbench.js")
+    assert "北京时间" in body
+    assert 'id="wb-live-banner"' in body
 
 
 def test_workbench_page_loads_nothing_from_the_internet(agent_user, account):
@@ -214,3 +240,24 @@ def test_overview_returns_markup_verbatim_as_data(agent_client, account):
     # then the text is returned verbatim as JSON data (the page renders it with textContent)
     assert data["customer"]["display_name"] == "<b>周先生</b>"
     assert data["messages"][0]["text"].startswith("<script>")
+
+
+def test_workbench_times_are_iso_8601_in_shanghai(agent_client, account):
+    # given a message sent at 11:05 UTC
+    customer = CustomerFactory(conversation_id="wm_time_001", display_name="孙先生")
+    MessageFactory(
+        customer=customer, text="晚上七点能视频看房吗？", sent_at=dt.datetime(2026, 12, 1, 11, 5, tzinfo=dt.UTC)
+    )
+    # when the overview is read
+    message = agent_client.get(OVERVIEW.format(account="acme", cid="wm_time_001")).json()["messages"][0]
+    # then the time is ISO 8601 with the +08:00 offset of Asia/Shanghai (settings.TIME_ZONE)
+    assert message["sent_at"] == "2026-12-01T19:05:00+08:00"
+
+
+def test_workbench_audit_events_carry_chinese_labels(agent_client, renting_customer):
+    # given 王先生's audit trail
+    # when the overview is read
+    audit = agent_client.get(OVERVIEW.format(account="acme", cid="wm_wang_001")).json()["audit"]
+    # then each event names its action and its system actor in Chinese beside the stable codes
+    assert [(event["action"], event["action_label"]) for event in audit] == [("memory_item_added", "人工添加记忆")]
+    assert (audit[0]["actor_name"], audit[0]["actor_label"]) == ("capture", "记忆提取")

@@ -1,4 +1,8 @@
-"""Create the demo account with realistic conversations and a staff login, once."""
+"""Create the demo account with realistic conversations and a staff login, once.
+
+Everything goes through the services a real day uses: ingest (and capture, run inline so the demo's
+memory, blocked messages and their alerts exist before the worker starts), tasks, alerts and
+recommendations with their audit, and hypotheses through the same capture path as a model turn's."""
 
 from __future__ import annotations
 
@@ -11,9 +15,12 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 from django.utils import timezone
 
-from conversations.models import Alert, Customer, Task
+from conversations.business import alert_create, recommendation_create, task_create
+from conversations.models import Customer, Message
 from conversations.services import account_create, membership_grant
 from memory.capture.ingest import messages_ingest
+from memory.capture.jobs import capture_inline
+from memory.providers import CaptureTurn, TurnHypothesis, get_provider
 from qiwei_site.operations.demo_data import DEMO_ACCOUNT_ID, DEMO_ACCOUNT_NAME, DEMO_CUSTOMERS
 from qiwei_site.platform.history import stamp_history
 from qiwei_site.platform.models import WeComAccount
@@ -35,7 +42,7 @@ class Command(BaseCommand):
         admin_user = get_user_model().objects.get(username=options["username"])
         membership_grant(user=admin_user, account=account)
         start = timezone.now() - dt.timedelta(days=2)
-        with use_account(account.id):
+        with use_account(account.id), capture_inline():
             for c_index, spec in enumerate(DEMO_CUSTOMERS):
                 messages = [
                     {
@@ -54,6 +61,7 @@ class Command(BaseCommand):
                     reason="演示数据",
                 )
                 self._customer_details(spec)
+                self._hypotheses(spec)
         self.stdout.write(self.style.SUCCESS(f"已创建演示账号 {account.id}（{len(DEMO_CUSTOMERS)} 位客户）"))
 
     def _customer_details(self, spec: dict[str, Any]) -> None:
@@ -65,9 +73,28 @@ class Command(BaseCommand):
             stamp_history(customer, actor="seed_demo", reason="演示数据")
             customer.save(update_fields=["display_name", "session_mode", "auto_send_whitelisted", "updated_at"])
             for title in spec["tasks"]:
-                Task.objects.create(customer=customer, title=title)
+                task_create(customer=customer, title=title, actor="seed_demo", reason="演示数据")
             for level, text in spec["alerts"]:
-                Alert.objects.create(customer=customer, level=level, text=text)
+                alert_create(customer=customer, text=text, level=level, actor="seed_demo", reason="演示数据")
+            for text in spec.get("recommendations", []):
+                recommendation_create(customer=customer, text=text, actor="seed_demo", reason="演示数据")
+
+    def _hypotheses(self, spec: dict[str, Any]) -> None:
+        """What a model turn would infer, handed to memory the way the turn hands it (DESIGN §8)."""
+        if not spec.get("hypotheses"):
+            return
+        customer = Customer.objects.get(conversation_id=spec["conversation_id"])
+        hypotheses = []
+        for entry in spec["hypotheses"]:
+            external_ids = [f"{spec['conversation_id']}-{index:03d}" for index in entry["messages"]]
+            ids = Message.objects.filter(customer=customer, external_id__in=external_ids).values_list("pk", flat=True)
+            hypotheses.append(
+                TurnHypothesis(
+                    key=entry["key"], text=entry["text"], confidence=entry["confidence"], message_ids=tuple(sorted(ids))
+                )
+            )
+        with account_atomic():
+            get_provider().capture(CaptureTurn(customer=customer, draft_id=None, hypotheses=hypotheses))
 
     def _ensure_admin(self, username: str) -> None:
         users = get_user_model().objects

@@ -1,30 +1,51 @@
 /*
- * 智能会话 (spec §9): offline-first start-up.
+ * 智能会话 (spec §9): offline-first start-up and live refresh.
  * 1. Load local conversations, memory, tasks and audit for the account bound in this origin's
  *    localStorage at once; 2. read /api/status?fast=true with a 2.5 s cap; 3. refresh the account
- *    binding in the background; 4. when the upstream is down or unknown, only sending is disabled.
+ *    binding in the background; 4. when the upstream is down or unknown, only sending is disabled;
+ * 5. poll the Workbench version (live.js) and refetch only what changed, each panel re-rendering
+ *    only when its own data changed.
  * Local loading never waits for the status call.
+ *
+ * Panels: everything shown for one customer is a panel, `{name, select(overview), render(slice,
+ * overview, context), clear()}`, registered with `QiweiWorkbench.registerPanel`. A new panel (in its
+ * own script, loaded after this one) registers itself and reads the overview it is given; helpers
+ * for it are in `QiweiWorkbench.ui`. A script may also add a control to every draft with
+ * `QiweiWorkbench.registerDraftAction` (prompt.js: 查看提示词).
  */
-(function () {
+(function (global) {
   "use strict";
 
+  var Qiwei = global.Qiwei || {};
   var STORE_ACCOUNT = "qiwei.account";
   var STORE_ACCOUNTS = "qiwei.accounts";
   var STORE_CONVERSATION = "qiwei.conversation.";
   var STATUS_URL = "/api/status?fast=true";
   var STATUS_TIMEOUT_MS = 2500;
   var STATUS_REFRESH_MS = 30000;
+  var REQUEST_TIMEOUT_MS = 10000;
   var SESSION_MODES = { manual: "人工模式", assisted: "辅助模式", auto: "自动模式" };
+  var LIVE_FAILING = "连接中断，正在重试…";
+  var LIVE_SIGNED_OUT = "登录已失效，请刷新页面重新登录";
 
   var state = {
     accounts: [],
     account: "",
     conversation: "",
+    conversations: [],
     overview: null,
+    overviewFor: null, // "account/conversation" the panels show, to tell a switch from a refresh
     loadSeq: 0,
     editing: {},
+    busy: {},
+    rendered: {}, // panel name → the data it last rendered
+    known: { conversations: null, conversation: null }, // ETags of what the page holds
     upstream: { state: "checking", reason: "正在检查企微连接" },
   };
+  var panels = [];
+  var draftActions = []; // more buttons on each draft: {action, label, available(draft), run(draft, button)}
+  var poller = null;
+  var config = null;
 
   function $(id) {
     return document.getElementById(id);
@@ -48,6 +69,14 @@
 
   function clear(node) {
     while (node.firstChild) node.removeChild(node.firstChild);
+  }
+
+  function formatTime(value) {
+    return Qiwei.time ? Qiwei.time.format(value) : value || "";
+  }
+
+  function timeNode(value, className) {
+    return el("time", { datetime: value || null, className: className || null, text: formatTime(value) });
   }
 
   // --- storage (per origin) -----------------------------------------------------------
@@ -91,37 +120,86 @@
     this.detail = detail;
   }
 
-  function api(method, url, body, signal) {
+  /** The bare token of an ETag header (`W/"abc"` → `abc`). */
+  function etagToken(header) {
+    return header ? header.replace(/^W\//, "").replace(/^"|"$/g, "") : null;
+  }
+
+  /**
+   * One request, resolving to {status, data, etag}; a 304 resolves with data null. `options.etag`
+   * makes it conditional; `options.signal` lets the caller abort; every request gives up after
+   * `options.timeoutMs` (10 s) so a hanging server never leaves the page waiting for ever.
+   */
+  function request(method, url, options) {
+    options = options || {};
     var headers = { Accept: "application/json" };
     if (method !== "GET") {
       headers["Content-Type"] = "application/json";
       headers["X-CSRFToken"] = csrfToken();
     }
+    if (options.etag) headers["If-None-Match"] = '"' + options.etag + '"';
+    var controller = typeof AbortController === "function" ? new AbortController() : null;
+    var timer = setTimeout(function () {
+      if (controller) controller.abort();
+    }, options.timeoutMs || REQUEST_TIMEOUT_MS);
+    if (options.signal && controller) {
+      options.signal.addEventListener("abort", function () {
+        controller.abort();
+      });
+    }
     return fetch(url, {
       method: method,
       headers: headers,
       credentials: "same-origin",
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: signal,
-    }).then(function (response) {
-      return response.text().then(function (text) {
-        var data = null;
-        try {
-          data = text ? JSON.parse(text) : null;
-        } catch (e) {
-          data = null;
+      // Our own If-None-Match decides; the HTTP cache would turn a 304 back into an old 200.
+      cache: "no-store",
+      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      signal: controller ? controller.signal : undefined,
+    })
+      .then(function (response) {
+        if (response.status === 304) return { status: 304, data: null, etag: response.headers.get("ETag") };
+        return response.text().then(function (text) {
+          var data = null;
+          try {
+            data = text ? JSON.parse(text) : null;
+          } catch (e) {
+            data = null;
+          }
+          if (!response.ok) {
+            var detail = data && data.detail ? data.detail : "接口不可用（HTTP " + response.status + "）";
+            throw new ApiError(response.status, (data && data.code) || "http_" + response.status, detail);
+          }
+          return { status: response.status, data: data, etag: response.headers.get("ETag") };
+        });
+      })
+      .then(
+        function (result) {
+          clearTimeout(timer);
+          return result;
+        },
+        function (error) {
+          clearTimeout(timer);
+          throw error;
         }
-        if (!response.ok) {
-          var detail = data && data.detail ? data.detail : "接口不可用（HTTP " + response.status + "）";
-          throw new ApiError(response.status, (data && data.code) || "http_" + response.status, detail);
-        }
-        return data;
-      });
+      );
+  }
+
+  function api(method, url, body, signal) {
+    return request(method, url, { body: body, signal: signal }).then(function (result) {
+      return result.data;
     });
   }
 
   function accountUrl(path) {
     return "/api/accounts/" + encodeURIComponent(state.account) + "/" + path;
+  }
+
+  function workbenchUrl(account, path) {
+    return "/workbench/api/accounts/" + encodeURIComponent(account) + "/" + path;
+  }
+
+  function conversationUrl(account, conversation, path) {
+    return workbenchUrl(account, "conversations/" + encodeURIComponent(conversation) + "/" + path);
   }
 
   function showError(message) {
@@ -140,18 +218,209 @@
     return prefix + "：" + (error && error.message ? error.message : "网络错误");
   }
 
-  function formatTime(value) {
-    if (!value) return "";
-    var date = new Date(value);
-    if (isNaN(date.getTime())) return value;
-    return date.toLocaleString("zh-CN", {
-      month: "2-digit",
-      day: "2-digit",
-      hour: "2-digit",
-      minute: "2-digit",
-      hour12: false,
+  // --- panels ---------------------------------------------------------------------------
+
+  function registerPanel(panel) {
+    panels.push(panel);
+    // A panel registered after the data arrived catches up at once.
+    if (state.overview) renderPanel(panel, state.overview, { switched: true });
+  }
+
+  function renderPanel(panel, data, context) {
+    var slice = panel.select ? panel.select(data) : data;
+    var key = JSON.stringify(slice === undefined ? null : slice);
+    if (!context.switched && state.rendered[panel.name] === key) return; // its data did not change
+    try {
+      panel.render(slice, data, context);
+      state.rendered[panel.name] = key;
+    } catch (error) {
+      // One broken panel must not take the others down.
+      if (window.console) window.console.error("panel " + panel.name + " failed", error);
+    }
+  }
+
+  function renderOverview(data, switched) {
+    var context = { switched: !!switched };
+    panels.forEach(function (panel) {
+      renderPanel(panel, data, context);
     });
   }
+
+  function clearPanels() {
+    state.rendered = {};
+    panels.forEach(function (panel) {
+      if (panel.clear) panel.clear();
+    });
+  }
+
+  function renderSimpleList(list, items, emptyText, render) {
+    clear(list);
+    if (!items || !items.length) {
+      list.appendChild(el("li", { className: "wb-muted", text: emptyText }));
+      return;
+    }
+    items.forEach(function (item) {
+      list.appendChild(render(item));
+    });
+  }
+
+  /** The snapshot's Markdown as headings and lists (markdown.js), or as plain text without it. */
+  function renderSnapshot(container, text) {
+    if (Qiwei.markdown) Qiwei.markdown.render(container, text, { headingOffset: 3 });
+    else container.textContent = text;
+  }
+
+  registerPanel({
+    name: "customer",
+    select: function (data) {
+      return data.customer;
+    },
+    render: function (customer) {
+      $("wb-customer-name").textContent = customer.display_name || customer.conversation_id;
+      $("wb-customer-meta").textContent =
+        "会话 " +
+        customer.conversation_id +
+        " · " +
+        (SESSION_MODES[customer.session_mode] || customer.session_mode) +
+        (customer.auto_send_whitelisted ? " · 自动发送白名单" : "");
+      $("wb-generate-draft").disabled = false;
+    },
+    clear: function () {
+      $("wb-customer-name").textContent = "请选择会话";
+      $("wb-customer-meta").textContent = "";
+      $("wb-generate-draft").disabled = true;
+    },
+  });
+
+  // The thread keeps the reader's place: it follows new messages only when it was at the bottom.
+  function nearBottom(list) {
+    return list.scrollHeight - list.scrollTop - list.clientHeight < 40;
+  }
+
+  function scrollToNewest() {
+    var list = $("wb-messages");
+    list.scrollTop = list.scrollHeight;
+  }
+
+  function renderMessages(messages, context) {
+    var list = $("wb-messages");
+    var follow = context.switched || nearBottom(list);
+    var kept = list.scrollTop;
+    clear(list);
+    if (!messages.length) list.appendChild(el("li", { className: "wb-muted", text: "暂无消息。" }));
+    messages.forEach(function (message) {
+      var who = message.direction === "inbound" ? "客户" : message.direction === "outbound" ? "客服" : "系统";
+      list.appendChild(
+        el(
+          "li",
+          {
+            className: "wb-message wb-message--" + message.direction,
+            "data-direction": message.direction,
+            "data-message": String(message.id),
+          },
+          [
+            el("div", { className: "wb-message-meta" }, [
+              el("span", { className: "wb-message-who", text: who + (message.sender ? " · " + message.sender : "") }),
+              timeNode(message.sent_at),
+            ]),
+            el("p", { className: "wb-message-text", text: message.text }),
+          ]
+        )
+      );
+    });
+    if (follow) {
+      // Again after layout (the drafts below may still be growing), so the newest is really in view.
+      scrollToNewest();
+      window.requestAnimationFrame(scrollToNewest);
+    } else {
+      list.scrollTop = kept;
+    }
+  }
+
+  registerPanel({
+    name: "messages",
+    select: function (data) {
+      return data.messages;
+    },
+    render: function (messages, data, context) {
+      renderMessages(messages || [], context);
+    },
+    clear: function () {
+      clear($("wb-messages"));
+    },
+  });
+
+  registerPanel({
+    name: "drafts",
+    select: function (data) {
+      return data.drafts;
+    },
+    render: function (drafts) {
+      renderDrafts(drafts || []);
+    },
+    clear: function () {
+      clear($("wb-drafts"));
+    },
+  });
+
+  registerPanel({
+    name: "profile",
+    select: function (data) {
+      return data.profile;
+    },
+    render: function (fields) {
+      var list = $("wb-profile");
+      clear(list);
+      (fields || []).forEach(function (field) {
+        list.appendChild(el("dt", { text: field.label }));
+        list.appendChild(el("dd", { className: field.value ? "" : "wb-muted", text: field.value || "未填写" }));
+      });
+    },
+    clear: function () {
+      clear($("wb-profile"));
+    },
+  });
+
+  // Tasks, alerts and recommendations: the 业务 panel, in business.js.
+
+  registerPanel({
+    name: "snapshot",
+    select: function (data) {
+      return { snapshot: data.snapshot, admin: data.memory_admin_url };
+    },
+    render: function (slice) {
+      var snapshot = slice.snapshot;
+      renderSnapshot($("wb-snapshot"), snapshot ? snapshot.content || "（快照为空）" : "暂无快照。");
+      $("wb-snapshot-version").textContent = snapshot
+        ? "v" + snapshot.version + " · " + snapshot.char_count + " 字 · " + formatTime(snapshot.created_at)
+        : "";
+      if (slice.admin) $("wb-memory-admin").setAttribute("href", slice.admin);
+    },
+    clear: function () {
+      renderSnapshot($("wb-snapshot"), "暂无快照。");
+      $("wb-snapshot-version").textContent = "";
+    },
+  });
+
+  registerPanel({
+    name: "audit",
+    select: function (data) {
+      return data.audit;
+    },
+    render: function (events) {
+      renderSimpleList($("wb-audit"), events, "暂无审计记录。", function (event) {
+        return el("li", { "data-audit": String(event.id) }, [
+          timeNode(event.created_at, "wb-audit-time"),
+          el("span", { className: "wb-audit-action", title: event.action, text: event.action_label || event.action }),
+          " · " + (event.actor_label || event.actor_name || "系统"),
+          event.reason ? el("span", { className: "wb-muted", text: " · " + event.reason }) : null,
+        ]);
+      });
+    },
+    clear: function () {
+      clear($("wb-audit"));
+    },
+  });
 
   // --- accounts -------------------------------------------------------------------------
 
@@ -179,8 +448,10 @@
     state.account = id;
     storeSet(STORE_ACCOUNT, id);
     state.conversation = "";
-    state.overview = null;
+    state.known = { conversations: null, conversation: null };
+    clearCustomer();
     renderAccounts();
+    if (poller) poller.reset();
     loadConversations();
   }
 
@@ -192,9 +463,11 @@
         storeSet(STORE_ACCOUNTS, JSON.stringify(state.accounts));
         if (state.account && !knownAccount(state.account)) {
           state.account = "";
+          state.conversation = "";
           storeSet(STORE_ACCOUNT, "");
           clearCustomer();
           clear($("wb-conversation-list"));
+          if (poller) poller.reset();
         }
         renderAccounts();
         if (!state.account && state.accounts.length) bindAccount(state.accounts[0].id);
@@ -244,13 +517,9 @@
   }
 
   function checkStatus() {
-    var controller = typeof AbortController === "function" ? new AbortController() : null;
-    var timer = setTimeout(function () {
-      if (controller) controller.abort();
-    }, STATUS_TIMEOUT_MS);
-    return api("GET", STATUS_URL, undefined, controller ? controller.signal : undefined)
-      .then(function (data) {
-        data = data || {};
+    return request("GET", STATUS_URL, { timeoutMs: STATUS_TIMEOUT_MS })
+      .then(function (result) {
+        var data = result.data || {};
         var extra = data.subscription ? "订阅：" + data.subscription : "";
         if (data.online === true && data.logged_in !== false) setUpstream("online", "", extra);
         else if (data.online === true) setUpstream("offline", "企微账号未登录");
@@ -261,22 +530,31 @@
         if (error && error.name === "AbortError") setUpstream("unknown", "状态检查超时（2.5 秒）");
         else if (error instanceof ApiError) setUpstream("unknown", "状态接口不可用（" + error.detail + "）");
         else setUpstream("unknown", "无法读取连接状态");
-      })
-      .then(function () {
-        clearTimeout(timer);
       });
   }
 
   // --- conversations --------------------------------------------------------------------
 
+  /** The list, conditional on the ETag the page holds when `conditional`; null if the account changed. */
+  function fetchConversations(account, conditional) {
+    var etag = conditional ? state.known.conversations : null;
+    return request("GET", workbenchUrl(account, "conversations/"), { etag: etag }).then(function (result) {
+      if (account !== state.account) return null;
+      state.known.conversations = etagToken(result.etag) || state.known.conversations;
+      if (result.status === 304) return null;
+      state.conversations = (result.data && result.data.results) || [];
+      renderConversations(state.conversations);
+      return state.conversations;
+    });
+  }
+
   function loadConversations() {
+    // At start-up and on an account switch: the list, then the remembered (or first) conversation.
     var account = state.account;
     if (!account) return Promise.resolve();
-    return api("GET", "/workbench/api/accounts/" + encodeURIComponent(account) + "/conversations/")
-      .then(function (data) {
-        if (account !== state.account) return;
-        var items = (data && data.results) || [];
-        renderConversations(items);
+    return fetchConversations(account, false)
+      .then(function (items) {
+        if (items === null) return;
         var remembered = storeGet(STORE_CONVERSATION + account);
         var pick = items.some(function (c) {
           return c.conversation_id === remembered;
@@ -285,16 +563,28 @@
           : items.length
             ? items[0].conversation_id
             : "";
-        if (pick) selectConversation(pick);
-        else clearCustomer();
+        if (pick) return selectConversation(pick);
+        state.conversation = "";
+        clearCustomer();
+        if (poller) poller.reset();
       })
       .catch(function (error) {
         if (account === state.account) showError(errorText("会话列表加载失败", error));
       });
   }
 
+  /** The list again if it changed (a 304 renders nothing); rejects on failure, for the poller. */
+  function refreshConversations() {
+    if (!state.account) return Promise.resolve();
+    return fetchConversations(state.account, true);
+  }
+
   function renderConversations(items) {
     var list = $("wb-conversation-list");
+    var panel = list.parentNode;
+    var scroll = panel ? panel.scrollTop : 0;
+    var active = document.activeElement;
+    var focused = active && list.contains(active) ? active.getAttribute("data-conversation") : null;
     clear(list);
     $("wb-conversations-empty").hidden = items.length > 0;
     items.forEach(function (item) {
@@ -317,13 +607,15 @@
         },
         [
           el("span", { className: "wb-conversation-name", text: item.display_name || item.conversation_id }),
-          el("span", { className: "wb-conversation-time", text: formatTime(item.last_message_at) }),
+          timeNode(item.last_message_at, "wb-conversation-time"),
           el("span", { className: "wb-conversation-preview", text: preview }),
           el("span", { className: "wb-conversation-badges" }, badges),
         ]
       );
       list.appendChild(el("li", {}, [button]));
+      if (focused === item.conversation_id) button.focus({ preventScroll: true });
     });
+    if (panel) panel.scrollTop = scroll;
   }
 
   function markSelected() {
@@ -337,147 +629,163 @@
     state.conversation = conversationId;
     storeSet(STORE_CONVERSATION + state.account, conversationId);
     state.editing = {};
+    state.busy = {};
+    state.overviewFor = null; // a full render, even of the same conversation
+    state.known.conversation = null;
     markSelected();
+    if (poller) poller.reset();
     return loadOverview();
   }
 
-  function loadOverview() {
+  /**
+   * The open customer's overview. A refresh of the same customer is conditional (304: nothing is
+   * rendered) and, with `quiet`, rejects instead of showing an error, so the poller retries.
+   */
+  function loadOverview(options) {
+    options = options || {};
     var account = state.account;
     var conversation = state.conversation;
     if (!account || !conversation) return Promise.resolve();
     var seq = ++state.loadSeq;
-    var url =
-      "/workbench/api/accounts/" +
-      encodeURIComponent(account) +
-      "/conversations/" +
-      encodeURIComponent(conversation) +
-      "/overview/";
-    return api("GET", url)
-      .then(function (data) {
+    var target = account + "/" + conversation;
+    var switched = state.overviewFor !== target;
+    var etag = switched ? null : state.known.conversation;
+    return request("GET", conversationUrl(account, conversation, "overview/"), { etag: etag }).then(
+      function (result) {
         if (seq !== state.loadSeq) return;
-        state.overview = data;
-        renderOverview(data);
-      })
-      .catch(function (error) {
-        if (seq === state.loadSeq) showError(errorText("会话加载失败", error));
-      });
+        state.known.conversation = etagToken(result.etag) || state.known.conversation;
+        if (result.status === 304) return;
+        state.overview = result.data;
+        state.overviewFor = target;
+        renderOverview(result.data, switched);
+      },
+      function (error) {
+        if (seq !== state.loadSeq) return;
+        if (options.quiet) throw error;
+        showError(errorText("会话加载失败", error));
+      }
+    );
   }
 
   function clearCustomer() {
-    $("wb-customer-name").textContent = "请选择会话";
-    $("wb-customer-meta").textContent = "";
-    ["wb-messages", "wb-drafts", "wb-profile", "wb-tasks", "wb-alerts", "wb-audit"].forEach(function (id) {
-      clear($(id));
-    });
-    $("wb-snapshot").textContent = "暂无快照。";
-    $("wb-snapshot-version").textContent = "";
-    $("wb-generate-draft").disabled = true;
+    state.overview = null;
+    state.overviewFor = null;
+    state.known.conversation = null;
+    clearPanels();
   }
 
-  // --- rendering one customer -----------------------------------------------------------
-
-  function renderOverview(data) {
-    var customer = data.customer;
-    $("wb-customer-name").textContent = customer.display_name || customer.conversation_id;
-    $("wb-customer-meta").textContent =
-      "会话 " +
-      customer.conversation_id +
-      " · " +
-      (SESSION_MODES[customer.session_mode] || customer.session_mode) +
-      (customer.auto_send_whitelisted ? " · 自动发送白名单" : "");
-    $("wb-generate-draft").disabled = false;
-    renderMessages(data.messages);
-    renderDrafts(data.drafts);
-    renderProfile(data.profile);
-    renderSimpleList($("wb-tasks"), data.tasks, "暂无待办。", function (task) {
-      return el("li", {}, [task.title, task.due_at ? el("span", { className: "wb-muted", text: " · 截止 " + formatTime(task.due_at) }) : null]);
-    });
-    renderSimpleList($("wb-alerts"), data.alerts, "暂无预警。", function (alert) {
-      return el("li", { className: "wb-alert wb-alert--" + alert.level }, [
-        el("span", { className: "wb-badge", text: alert.level_label }),
-        " " + alert.text,
-      ]);
-    });
-    var snapshot = data.snapshot;
-    $("wb-snapshot").textContent = snapshot ? snapshot.content || "（快照为空）" : "暂无快照。";
-    $("wb-snapshot-version").textContent = snapshot ? "v" + snapshot.version + " · " + snapshot.char_count + " 字" : "";
-    if (data.memory_admin_url) $("wb-memory-admin").setAttribute("href", data.memory_admin_url);
-    renderSimpleList($("wb-audit"), data.audit, "暂无审计记录。", function (event) {
-      return el("li", {}, [
-        el("span", { className: "wb-audit-time", text: formatTime(event.created_at) }),
-        el("code", { text: event.action }),
-        " " + (event.actor_name || "system"),
-        event.reason ? el("span", { className: "wb-muted", text: " · " + event.reason }) : null,
-      ]);
-    });
-    // After the drafts are laid out, so the newest message is really in view.
-    scrollToNewest();
-    window.requestAnimationFrame(scrollToNewest);
+  /** After a local action: what it changed, at once (the poller would see it within a second too). */
+  function refreshAll() {
+    return Promise.all([loadOverview(), refreshConversations().catch(function () {})]);
   }
 
-  function renderSimpleList(list, items, emptyText, render) {
-    clear(list);
-    if (!items || !items.length) {
-      list.appendChild(el("li", { className: "wb-muted", text: emptyText }));
+  // --- live refresh ---------------------------------------------------------------------
+
+  function versionUrl() {
+    if (!state.account) return null;
+    if (state.conversation) return conversationUrl(state.account, state.conversation, "version/");
+    return workbenchUrl(state.account, "version/");
+  }
+
+  function onVersion(data) {
+    data = data || {};
+    var work = [];
+    if (data.conversations && data.conversations !== state.known.conversations) work.push(refreshConversations());
+    if (
+      data.conversation_id &&
+      data.conversation_id === state.conversation &&
+      data.conversation !== state.known.conversation
+    ) {
+      work.push(loadOverview({ quiet: true }));
+    }
+    return Promise.all(work);
+  }
+
+  function isGone(error) {
+    // The server answered that what the page shows is gone: the page moves on, it is no outage.
+    if (!error || error.status !== 404) return false;
+    if (error.code === "conversation_not_found" && state.conversation) {
+      state.conversation = ""; // erased: show the list's first conversation instead
+      clearCustomer();
+      loadConversations();
+    } else {
+      refreshAccounts(); // the account itself is no longer visible to this user
+    }
+    return true;
+  }
+
+  function setLive(ok, error) {
+    var banner = $("wb-live-banner");
+    if (ok) {
+      banner.hidden = true;
+      banner.setAttribute("data-state", "ok");
       return;
     }
-    items.forEach(function (item) {
-      list.appendChild(render(item));
-    });
+    var signedOut = error && (error.status === 401 || error.status === 403);
+    banner.textContent = signedOut ? LIVE_SIGNED_OUT : LIVE_FAILING;
+    banner.setAttribute("data-state", signedOut ? "signed-out" : "failing");
+    banner.hidden = false;
   }
 
-  function renderMessages(messages) {
-    var list = $("wb-messages");
-    clear(list);
-    if (!messages.length) list.appendChild(el("li", { className: "wb-muted", text: "暂无消息。" }));
-    messages.forEach(function (message) {
-      var who = message.direction === "inbound" ? "客户" : message.direction === "outbound" ? "客服" : "系统";
-      list.appendChild(
-        el("li", { className: "wb-message wb-message--" + message.direction, "data-direction": message.direction }, [
-          el("div", { className: "wb-message-meta" }, [
-            el("span", { className: "wb-message-who", text: who + (message.sender ? " · " + message.sender : "") }),
-            el("time", { datetime: message.sent_at, text: formatTime(message.sent_at) }),
-          ]),
-          el("p", { className: "wb-message-text", text: message.text }),
-        ])
-      );
-    });
+  function startLive() {
+    if (!Qiwei.live) return;
+    poller = Qiwei.live.poller({ url: versionUrl, onChange: onVersion, onHealth: setLive, isHandled: isGone });
+    poller.start();
   }
 
-  function scrollToNewest() {
-    var list = $("wb-messages");
-    list.scrollTop = list.scrollHeight;
-  }
-
-  function renderProfile(fields) {
-    var list = $("wb-profile");
-    clear(list);
-    (fields || []).forEach(function (field) {
-      list.appendChild(el("dt", { text: field.label }));
-      list.appendChild(el("dd", { className: field.value ? "" : "wb-muted", text: field.value || "未填写" }));
-    });
-  }
+  // --- drafts ---------------------------------------------------------------------------
 
   function draftText(draft) {
     return draft.final_text || draft.reply || "";
   }
 
+  /** Where the focus is inside `container`, to put it back after a re-render. */
+  function focusInside(container) {
+    var active = document.activeElement;
+    if (!active || !container.contains(active)) return null;
+    var item = active.closest("[data-draft]");
+    return {
+      draft: item ? item.getAttribute("data-draft") : null,
+      action: active.getAttribute("data-action"),
+      tag: active.tagName.toLowerCase(),
+      start: active.selectionStart,
+      end: active.selectionEnd,
+    };
+  }
+
+  function restoreFocus(container, focus) {
+    if (!focus || !focus.draft) return;
+    var item = container.querySelector("li[data-draft='" + focus.draft + "']");
+    if (!item) return;
+    var target = focus.action
+      ? item.querySelector("[data-action='" + focus.action + "']")
+      : item.querySelector(focus.tag);
+    if (!target) return;
+    target.focus({ preventScroll: true });
+    if (typeof focus.start === "number" && target.setSelectionRange) target.setSelectionRange(focus.start, focus.end);
+  }
+
   function renderDrafts(drafts) {
     var list = $("wb-drafts");
+    var focus = focusInside(list);
     clear(list);
     $("wb-drafts-empty").hidden = drafts.length > 0;
     drafts.forEach(function (draft) {
       list.appendChild(renderDraft(draft));
     });
+    restoreFocus(list, focus);
     applySendState();
   }
 
   function actionButton(label, action, draft, extraClass) {
+    var busy = !!state.busy[draft.id];
     return el("button", {
       type: "button",
       className: "wb-button " + (extraClass || ""),
       "data-action": action,
       "data-draft": String(draft.id),
+      "data-busy": busy ? "1" : null,
+      disabled: busy,
       text: label,
       onclick: function (event) {
         runDraftAction(action, draft, event.currentTarget);
@@ -491,7 +799,7 @@
       el("span", { className: "wb-muted", text: "置信度 " + Math.round((draft.confidence || 0) * 100) + "%" }),
     ];
     if (draft.requires_human) meta.push(el("span", { className: "wb-badge wb-badge--alert", text: "需要人工" }));
-    meta.push(el("span", { className: "wb-muted", text: formatTime(draft.created_at) }));
+    meta.push(el("span", { className: "wb-muted" }, [timeNode(draft.created_at)]));
     var body = [el("div", { className: "wb-draft-meta" }, meta)];
     if (state.editing[draft.id] !== undefined) {
       var area = el("textarea", { className: "wb-draft-edit", rows: "4", "aria-label": "编辑草稿 #" + draft.id });
@@ -520,6 +828,24 @@
       actions.push(actionButton("编辑", "edit", draft));
       actions.push(actionButton("拒绝", "reject", draft, "wb-button--danger"));
     }
+    draftActions.forEach(function (extra) {
+      if (extra.available(draft)) {
+        actions.push(
+          el("button", {
+            type: "button",
+            className: "wb-button wb-button--quiet",
+            "data-action": extra.action,
+            "data-draft": String(draft.id),
+            text: extra.label,
+            onclick: function (event) {
+              extra.run(draft, event.currentTarget);
+            },
+          })
+        );
+      } else if (extra.unavailableText) {
+        actions.push(el("span", { className: "wb-muted wb-draft-note", "data-action-unavailable": extra.action, text: extra.unavailableText }));
+      }
+    });
     var delivery = draft.delivery;
     if (delivery) {
       var deliveryText =
@@ -544,24 +870,28 @@
     showError(message);
   }
 
+  function currentDrafts() {
+    return (state.overview && state.overview.drafts) || [];
+  }
+
   function runDraftAction(action, draft, button) {
     if (action === "edit") {
       state.editing[draft.id] = draftText(draft);
-      renderDrafts(state.overview.drafts);
+      renderDrafts(currentDrafts());
       var area = document.querySelector("li[data-draft='" + draft.id + "'] textarea");
       if (area) area.focus();
       return Promise.resolve();
     }
     if (action === "cancel-edit") {
       delete state.editing[draft.id];
-      renderDrafts(state.overview.drafts);
+      renderDrafts(currentDrafts());
       return Promise.resolve();
     }
-    var request;
+    var pending;
     var label;
     if (action === "approve") {
       label = "批准失败";
-      request = api("POST", accountUrl("drafts/" + draft.id + "/approve/"), {});
+      pending = api("POST", accountUrl("drafts/" + draft.id + "/approve/"), {});
     } else if (action === "approve-edited") {
       label = "保存失败";
       var text = (state.editing[draft.id] || "").trim();
@@ -569,53 +899,41 @@
         draftError(draft.id, "草稿内容不能为空");
         return Promise.resolve();
       }
-      request = api("POST", accountUrl("drafts/" + draft.id + "/approve/"), { text: text, reason: "客服在智能会话中编辑后批准" });
+      pending = api("POST", accountUrl("drafts/" + draft.id + "/approve/"), { text: text, reason: "客服在智能会话中编辑后批准" });
     } else if (action === "reject") {
       label = "拒绝失败";
-      request = api("POST", accountUrl("drafts/" + draft.id + "/reject/"), { reason: "客服在智能会话中拒绝" });
+      pending = api("POST", accountUrl("drafts/" + draft.id + "/reject/"), { reason: "客服在智能会话中拒绝" });
     } else if (action === "send") {
       if (sendBlockedReason()) {
         draftError(draft.id, sendBlockedReason());
         return Promise.resolve();
       }
       label = "发送失败";
-      request = sendDraft(draft.id);
+      pending = sendDraft(draft.id);
     } else {
       return Promise.resolve();
     }
+    // Busy survives a re-render by the live refresh, so the action cannot be clicked twice.
+    state.busy[draft.id] = action;
     button.disabled = true;
     button.setAttribute("data-busy", "1");
-    return request
+    return pending
       .then(function () {
+        delete state.busy[draft.id];
         delete state.editing[draft.id];
         showError("");
-        return loadOverview().then(loadConversationsQuietly);
+        return refreshAll();
       })
       .catch(function (error) {
+        delete state.busy[draft.id];
         if (error instanceof ApiError && error.code === "upstream_unavailable") setUpstream("offline", error.detail);
-        button.removeAttribute("data-busy");
-        button.disabled = false;
-        applySendState();
+        renderDrafts(currentDrafts());
         draftError(draft.id, errorText(label, error));
       });
   }
 
   function sendDraft(draftId) {
     return api("POST", accountUrl("drafts/" + draftId + "/send/"), {});
-  }
-
-  function loadConversationsQuietly() {
-    var account = state.account;
-    return api("GET", "/workbench/api/accounts/" + encodeURIComponent(account) + "/conversations/")
-      .then(function (data) {
-        if (account === state.account) {
-          renderConversations((data && data.results) || []);
-          markSelected();
-        }
-      })
-      .catch(function () {
-        /* the list is a convenience; the overview already shows the result */
-      });
   }
 
   function generateDraft() {
@@ -626,7 +944,7 @@
     return api("POST", accountUrl("conversations/" + encodeURIComponent(state.conversation) + "/drafts/"), {})
       .then(function () {
         showError("");
-        return loadOverview().then(loadConversationsQuietly);
+        return refreshAll();
       })
       .catch(function (error) {
         showError(errorText("生成草稿失败", error));
@@ -637,20 +955,56 @@
       });
   }
 
+  /**
+   * One more control on every draft (e.g. 查看提示词), from a panel script: `available(draft)` says
+   * whether the button shows; otherwise `unavailableText`, if given, says why not.
+   */
+  function registerDraftAction(extra) {
+    draftActions.push({
+      action: extra.action,
+      label: extra.label,
+      run: extra.run,
+      unavailableText: extra.unavailableText || "",
+      available:
+        extra.available ||
+        function () {
+          return true;
+        },
+    });
+    if (state.overview) renderDrafts(currentDrafts());
+  }
+
   // --- start-up -------------------------------------------------------------------------
+
+  /** The page's configuration from the server (time zone, choices, admin links for staff). */
+  function pageConfig() {
+    if (config === null) config = readJson("wb-config", {});
+    return config;
+  }
+
+  function readJson(id, fallback) {
+    var node = $(id);
+    if (!node) return fallback;
+    try {
+      return JSON.parse(node.textContent) || fallback;
+    } catch (e) {
+      return fallback;
+    }
+  }
 
   function initialAccounts() {
     // The page embeds the server's list (same local request); the per-origin copy is the fallback.
-    var embedded = [];
-    try {
-      embedded = JSON.parse($("wb-initial-accounts").textContent) || [];
-    } catch (e) {
-      embedded = [];
-    }
+    var embedded = readJson("wb-initial-accounts", []);
     return embedded.length ? embedded : storedAccounts() || [];
   }
 
+  var started = false;
+
   function start() {
+    if (started) return;
+    started = true;
+    var settings = pageConfig();
+    if (Qiwei.time) Qiwei.time.configure({ timeZone: settings.time_zone, utcOffsetMinutes: settings.utc_offset_minutes });
     state.accounts = initialAccounts();
     var bound = storeGet(STORE_ACCOUNT) || "";
     if (state.accounts.length && !knownAccount(bound)) bound = state.accounts[0].id;
@@ -669,18 +1023,43 @@
       loadConversations();
     }
     checkStatus();
-    // (c) complete the binding in the background.
+    // (c) complete the binding in the background; (d) keep the page live.
     refreshAccounts();
+    startLive();
     window.setInterval(checkStatus, STATUS_REFRESH_MS);
   }
 
-  window.QiweiWorkbench = {
+  global.QiweiWorkbench = {
     state: state,
     reload: loadOverview,
+    refresh: refreshAll,
     sendDraft: sendDraft,
     checkStatus: checkStatus,
+    registerPanel: registerPanel,
+    registerDraftAction: registerDraftAction,
+    config: pageConfig,
+    live: function () {
+      return poller;
+    },
+    ui: {
+      $: $,
+      el: el,
+      clear: clear,
+      formatTime: formatTime,
+      timeNode: timeNode,
+      renderSimpleList: renderSimpleList,
+      api: api,
+      accountUrl: accountUrl,
+      ApiError: ApiError,
+      showError: showError,
+      errorText: errorText,
+    },
   };
 
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
-  else start();
-})();
+  // Deferred panel scripts after this one run before DOMContentLoaded: start once they registered.
+  if (document.readyState === "complete") start();
+  else {
+    document.addEventListener("DOMContentLoaded", start);
+    window.addEventListener("load", start);
+  }
+})(window);

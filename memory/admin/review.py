@@ -1,0 +1,191 @@
+"""The review queue (待确认): for the chosen account, the model's hypotheses and the automatic items
+below the review threshold, newest first, each with the customer's words it rests on (masked),
+decided in one click with a reason through the governance services.
+
+- confirm: a hypothesis becomes a fact (`memory_item_confirm`); a low-confidence automatic item
+  is vouched for (`memory_item_edit` to confidence 1, created_by=human), so it leaves the queue;
+- reject: `memory_item_reject` (final: capture never brings the value back);
+- edit: `memory_item_edit` with the supervisor's text; a hypothesis stays a hypothesis (still to
+  confirm), any other item is vouched for with its new text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils import timezone
+
+from conversations.models import Customer, Message
+from memory.attention import evidence_for, review_confidence_below, review_queue
+from memory.capture.masking import mask_sensitive
+from memory.governance.services import memory_item_confirm, memory_item_edit, memory_item_reject
+from memory.models import MemoryItem, MemoryType
+from qiwei_site.platform.errors import ApplicationError
+
+REVIEW_PER_PAGE = 50
+
+
+class ReviewDecisionForm(forms.Form):
+    item = forms.IntegerField(min_value=1)
+    decision = forms.ChoiceField(choices=[("confirm", "确认"), ("reject", "拒绝"), ("edit", "编辑")])
+    reason = forms.CharField(
+        label="原因", max_length=300, error_messages={"required": "请填写原因：它会写入历史记录和审计。"}
+    )
+    content = forms.CharField(label="内容", max_length=2000, required=False)
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if cleaned.get("decision") == "edit" and not (cleaned.get("content") or "").strip():
+            self.add_error("content", "编辑需要填写新的内容。")
+        return cleaned
+
+
+@dataclass
+class EvidenceQuote:
+    sent_at: str
+    speaker: str
+    text: str
+    inbound: bool
+
+
+@dataclass
+class ReviewRow:
+    item: MemoryItem
+    evidence: list[EvidenceQuote]
+    reason: str = ""
+    content: str = ""
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def is_hypothesis(self) -> bool:
+        return self.item.type == MemoryType.HYPOTHESIS
+
+
+def _quote(message: Message) -> EvidenceQuote:
+    return EvidenceQuote(
+        sent_at=timezone.localtime(message.sent_at).strftime("%Y-%m-%d %H:%M"),
+        speaker=message.sender or message.get_direction_display(),
+        text=mask_sensitive(message.text),
+        inbound=message.direction == "inbound",
+    )
+
+
+def review_decide(*, item: MemoryItem, decision: str, reason: str, content: str, actor: Any) -> str:
+    """Apply one decision through its governance service; returns what was done, in Chinese."""
+    if decision == "reject":
+        memory_item_reject(item=item, actor=actor, reason=reason)
+        return "已拒绝"
+    if decision == "confirm":
+        if item.type == MemoryType.HYPOTHESIS:
+            memory_item_confirm(item=item, actor=actor, reason=reason)
+            return "已确认为事实"
+        memory_item_edit(item=item, confidence=1.0, actor=actor, reason=reason)
+        return "已确认无误"
+    if item.type == MemoryType.HYPOTHESIS:
+        memory_item_edit(item=item, content=content, actor=actor, reason=reason)
+        return "已修改（仍待确认）"
+    memory_item_edit(item=item, content=content, confidence=1.0, actor=actor, reason=reason)
+    return "已修改并确认"
+
+
+class ReviewQueueMixin(admin.ModelAdmin):
+    """The queue's page and its POST, on the memory item admin (`admin:memory_memoryitem_review`)."""
+
+    review_template = "admin/memory/memoryitem/review_queue.html"
+
+    def get_urls(self) -> list[Any]:
+        return [
+            path("review/", self.admin_site.admin_view(self.review_view), name="memory_memoryitem_review"),
+            *super().get_urls(),
+        ]
+
+    def review_view(self, request: HttpRequest) -> HttpResponse:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        customer_id = _customer_filter(request)
+        refused: dict[int, ReviewRow] = {}
+        if request.method == "POST":
+            if not self.has_change_permission(request):
+                raise PermissionDenied
+            done = self._review_post(request, customer_id, refused)
+            if done:
+                return HttpResponseRedirect(request.get_full_path())
+        queue = review_queue(customer_id=customer_id)
+        page = Paginator(queue, REVIEW_PER_PAGE).get_page(request.GET.get("p"))
+        items = list(page.object_list)
+        evidence = evidence_for(items)
+        rows = []
+        for item in items:
+            row = refused.get(item.pk) or ReviewRow(item=item, evidence=[], content=item.content)
+            row.item, row.evidence = item, [_quote(message) for message in evidence.get(item.pk, [])]
+            rows.append(row)
+        customer = Customer.objects.filter(pk=customer_id).first() if customer_id else None
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "待确认队列",
+            "opts": self.model._meta,
+            "rows": rows,
+            "page_obj": page,
+            "total": page.paginator.count,
+            "threshold": review_confidence_below(),
+            "customer": customer,
+            "can_decide": self.has_change_permission(request),
+            "changelist_url": reverse("admin:memory_memoryitem_changelist"),
+        }
+        request.current_app = self.admin_site.name
+        return TemplateResponse(request, self.review_template, context)
+
+    def _review_post(self, request: HttpRequest, customer_id: int | None, refused: dict[int, ReviewRow]) -> bool:
+        form = ReviewDecisionForm(request.POST)
+        item_id = _int(request.POST.get("item"))
+        item = review_queue(customer_id=customer_id).filter(pk=item_id).first() if item_id else None
+        if item is None:
+            self.message_user(request, "该条目已处理或不在待确认队列中。", messages.WARNING)
+            return True
+        typed = ReviewRow(
+            item=item,
+            evidence=[],
+            reason=request.POST.get("reason", ""),
+            content=request.POST.get("content") or item.content,
+        )
+        if not form.is_valid():
+            typed.errors = [str(error) for errors in form.errors.values() for error in errors]
+            refused[item.pk] = typed
+            self.message_user(request, f"#{item.pk} 未处理：{'；'.join(typed.errors)}", messages.ERROR)
+            return False
+        data = form.cleaned_data
+        try:
+            done = review_decide(
+                item=item,
+                decision=data["decision"],
+                reason=data["reason"],
+                content=data.get("content") or "",
+                actor=request.user,
+            )
+        except ApplicationError as exc:
+            typed.errors = [exc.detail]
+            refused[item.pk] = typed
+            self.message_user(request, f"#{item.pk} 未处理：{exc.detail}", messages.ERROR)
+            return False
+        self.message_user(request, f"#{item.pk} {done}。", messages.SUCCESS)
+        return True
+
+
+def _int(value: Any) -> int | None:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        return None
+    return number if number > 0 else None
+
+
+def _customer_filter(request: HttpRequest) -> int | None:
+    return _int(request.GET.get("customer"))

@@ -1,0 +1,91 @@
+"""The supervisor's start page counts (registered with the admin site by memory's AppConfig.ready):
+each number is the size of a `memory.attention` queryset and links to the admin list filtered to
+exactly those rows, so the count and the list always agree."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django.http import HttpRequest
+from django.urls import reverse
+
+from conversations.models import AuditAction, DraftStatus
+from memory.attention import attention_counts, review_confidence_below, shanghai_day
+from memory.models import CaptureJobStatus
+from qiwei_site.platform.admin_site import StartPageCount
+
+
+def _list(url_name: str, **filters: str) -> str:
+    return f"{reverse(url_name)}?{urlencode(filters)}" if filters else reverse(url_name)
+
+
+def memory_start_page_counts(request: HttpRequest) -> list[StartPageCount]:
+    """To confirm, failed capture jobs, blocked today, drafts awaiting review, open alerts — for the
+    chosen account, each shown only to a user who may open its list."""
+    counts = attention_counts()
+    today, tomorrow = shanghai_day()
+    user = request.user
+    candidates = [
+        (
+            "memory.view_memoryitem",
+            StartPageCount(
+                label="待确认",
+                count=counts.to_confirm,
+                url=reverse("admin:memory_memoryitem_review"),
+                help_text=f"模型推断和置信度低于 {review_confidence_below()} 的自动记忆",
+                order=10,
+            ),
+        ),
+        (
+            "memory.view_capturejob",
+            StartPageCount(
+                label="提取失败的任务",
+                count=counts.capture_failed,
+                url=_list("admin:memory_capturejob_changelist", status__exact=CaptureJobStatus.FAILED),
+                help_text="重试用尽仍未写入记忆的消息",
+                order=20,
+            ),
+        ),
+        (
+            "conversations.view_auditevent",
+            StartPageCount(
+                label="今日拦截",
+                count=counts.blocked_today,
+                # The audit list's own "today" filter on created_at (Asia/Shanghai), plus the action.
+                url=_list(
+                    "admin:conversations_auditevent_changelist",
+                    action__exact=AuditAction.MEMORY_CAPTURE_BLOCKED,
+                    created_at__gte=str(today),
+                    created_at__lt=str(tomorrow),
+                ),
+                help_text="今天被安全扫描拦截、未写入记忆的客户消息",
+                order=30,
+            ),
+        ),
+        (
+            "conversations.view_draft",
+            StartPageCount(
+                label="待审核草稿",
+                count=counts.drafts_pending,
+                url=_list("admin:conversations_draft_changelist", status__exact=DraftStatus.PENDING),
+                help_text="等待客服或主管审核的回复草稿",
+                order=40,
+            ),
+        ),
+        (
+            "conversations.view_alert",
+            StartPageCount(
+                label="未处理预警",
+                count=counts.alerts_open,
+                url=_list("admin:conversations_alert_changelist", resolved__exact="0"),
+                help_text="尚未标记为已处理的预警",
+                order=50,
+            ),
+        ),
+    ]
+    # Like the admin's own check: viewing is allowed with the view or the change permission.
+    return [
+        count
+        for permission, count in candidates
+        if user.has_perm(permission) or user.has_perm(permission.replace(".view_", ".change_"))
+    ]

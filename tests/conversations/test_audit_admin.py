@@ -1,0 +1,54 @@
+"""The audit as a supervisor reads it in admin: Chinese action labels, Chinese names for payload
+keys, ids as links to the rows they name, every value escaped."""
+
+from __future__ import annotations
+
+from conversations.admin import audit_payload_html
+from conversations.models import AuditEvent
+from conversations.services import audit_record
+from memory.governance.services import memory_item_add
+from memory.models import MemoryType
+from tests.factories import CustomerFactory, MessageFactory
+
+
+def test_audit_payload_html_names_keys_in_chinese_and_links_ids(account):
+    # Given a payload with an item id, message ids and categories
+    payload = {"item_id": 12, "message_ids": [3, 4], "categories": ["prompt_injection"], "forced": True}
+    # When it is rendered for the admin
+    html = str(audit_payload_html(payload))
+    # Then keys read in Chinese, ids open their admin pages, flags read 是/否
+    assert "记忆条目：" in html and '<a href="/admin/memory/memoryitem/12/change/">#12</a>' in html
+    assert '<a href="/admin/conversations/message/3/change/">#3</a>' in html
+    assert "类别：prompt_injection" in html and "forced：是" in html
+
+
+def test_audit_payload_html_escapes_values_and_shortens_long_payloads(account):
+    # Given a payload value that looks like markup, and a long payload
+    html = str(audit_payload_html({"stage": "<script>alert(1)</script>"}))
+    # Then it shows literally
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    long = {f"k{i}": i for i in range(9)}
+    assert "另 3 项" in str(audit_payload_html(long, limit=6))
+    assert str(audit_payload_html({})) == "无"
+
+
+def test_audit_admin_list_shows_chinese_action_and_linked_item(admin_client, account, staff_user):
+    # Given a supervisor's addition, audited with the item's id
+    customer = CustomerFactory(conversation_id="wm_audit_wang", display_name="王先生")
+    message = MessageFactory(customer=customer, text="预算六千以内")
+    item = memory_item_add(
+        customer=customer,
+        type=MemoryType.FACT,
+        content="预算：月租六千以内",
+        source_message_ids=[message.pk],
+        actor=staff_user,
+        reason="电话确认",
+    )
+    audit_record(action="memory_capture_blocked", conversation_id=customer.conversation_id, actor="capture")
+    # When the audit list and the addition's page are opened
+    page = admin_client.get("/admin/conversations/auditevent/").content.decode()
+    event = AuditEvent.objects.filter(action="memory_item_added").latest("id")
+    detail = admin_client.get(f"/admin/conversations/auditevent/{event.pk}/change/").content.decode()
+    # Then actions read in Chinese, not as codes, and the item id is a link
+    assert "memory_item_added" not in page.split("<tbody>", 1)[-1].split("</tbody>", 1)[0]
+    assert f'href="/admin/memory/memoryitem/{item.pk}/change/"' in detail
