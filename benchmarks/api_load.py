@@ -8,6 +8,19 @@ clients, against gunicorn on loopback, on SQLite and on PostgreSQL (several work
 The load generator runs in separate processes (so the client does not share the server's GIL)
 and only talks to 127.0.0.1. The server uses the embedded filesystem broker with no worker, so
 ingest pays for queueing its capture jobs but not for running them.
+
+Many accounts (issue 13): the context endpoint with clients going round-robin over 1, 200, 500
+accounts, each account its own database, on SQLite, on PostgreSQL and on PostgreSQL through
+PgBouncer (transaction pooling), with the account connection pool (`capped`, the shipped
+default) beside `legacy` (`QIWEI_ACCOUNT_CONN_CAP=0`: Django's connection per thread per account,
+kept 60 s, the behaviour before). It reports errors, req/s, p95 and the peak number of server
+connections (pg_stat_activity, sampled every 20 ms), and `migrate_accounts` over every account
+(exit code, seconds, peak connections). PostgreSQL is a private cluster made for the run
+(initdb in a temporary folder, `max_connections = 100`, a free port), so running a server out of
+connections disturbs nobody; PgBouncer is Debian's, in front of it.
+
+    .venv/bin/python benchmarks/api_load.py --accounts 1 200 [500] [--backends sqlite postgres pgbouncer]
+        [--modes legacy capped] [--seconds 15] [--clients 32] [--workers 4] [--cap 8] [--json out.json]
 """
 
 from __future__ import annotations
@@ -18,12 +31,15 @@ import json
 import multiprocessing
 import os
 import random
+import shutil
+import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -213,6 +229,437 @@ def bench_backend(backend: str, clients: list[int], seconds: float, workers: int
         drop_pg_databases(env)
 
 
+# --- many accounts (issue 13) --------------------------------------------------------------
+
+MULTI_BACKENDS = ["sqlite", "postgres", "pgbouncer"]
+MULTI_MODES = ["legacy", "capped"]
+MULTI_CUSTOMERS = 5
+MULTI_MESSAGES = 100
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+
+
+def _as_postgres_user(command: list[str]) -> list[str]:
+    return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
+
+
+class PrivatePostgres:
+    """A throw-away PostgreSQL cluster on a free port with max_connections = 100."""
+
+    def __init__(self) -> None:
+        import tempfile
+
+        self.folder = Path(tempfile.mkdtemp(prefix="qiwei-bench-pg-"))
+        self.port = free_port()
+        if os.geteuid() == 0:
+            shutil.chown(self.folder, "postgres", "postgres")
+
+    def start(self) -> None:
+        data = self.folder / "data"
+        subprocess.run(
+            _as_postgres_user(
+                [str(PG_BIN / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8"]
+            ),
+            check=True,
+            capture_output=True,
+        )
+        options = f"-p {self.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={self.folder} "
+        options += "-c max_connections=100"
+        subprocess.run(
+            _as_postgres_user(
+                [str(PG_BIN / "pg_ctl"), "-D", str(data), "-l", str(self.folder / "log"), "-o", options, "-w", "start"]
+            ),
+            check=True,
+            capture_output=True,
+        )
+
+    def stop(self) -> None:
+        subprocess.run(
+            _as_postgres_user([str(PG_BIN / "pg_ctl"), "-D", str(self.folder / "data"), "-m", "immediate", "stop"]),
+            capture_output=True,
+        )
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def connect(self, dbname: str = "postgres"):
+        import psycopg
+
+        return psycopg.connect(host="127.0.0.1", port=self.port, user="postgres", dbname=dbname, autocommit=True)
+
+
+class PgBouncer:
+    """Debian's pgbouncer in transaction pooling in front of `server`."""
+
+    def __init__(self, server_port: int, server_connections: int) -> None:
+        import tempfile
+
+        self.folder = Path(tempfile.mkdtemp(prefix="qiwei-bench-pgbouncer-"))
+        self.folder.chmod(0o755)
+        self.port = free_port()
+        (self.folder / "userlist.txt").write_text('"postgres" ""\n')
+        lines = [
+            "[databases]",
+            f"* = host=127.0.0.1 port={server_port}",
+            "[pgbouncer]",
+            "listen_addr = 127.0.0.1",
+            f"listen_port = {self.port}",
+            "unix_socket_dir =",
+            "auth_type = trust",
+            f"auth_file = {self.folder / 'userlist.txt'}",
+            "pool_mode = transaction",
+            "max_client_conn = 5000",
+            "default_pool_size = 2",
+            f"max_user_connections = {server_connections}",
+            "server_idle_timeout = 10",
+            "ignore_startup_parameters = extra_float_digits",
+        ] + (["user = postgres"] if os.geteuid() == 0 else [])
+        (self.folder / "pgbouncer.ini").write_text("\n".join(lines) + "\n")
+        for path in self.folder.iterdir():
+            path.chmod(0o644)
+        self.log = open(self.folder / "log", "wb")  # noqa: SIM115
+        binary = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
+        self.process = subprocess.Popen([binary, str(self.folder / "pgbouncer.ini")], stdout=self.log, stderr=self.log)
+        for _ in range(100):
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError(f"pgbouncer did not start; see {self.folder / 'log'}")
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGINT)
+        self.process.wait(timeout=20)
+        self.log.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class ConnectionSampler:
+    """Peak client connections on the private server (all of them: default and account
+    databases, direct or from PgBouncer), sampled every 20 ms."""
+
+    def __init__(self, server: PrivatePostgres) -> None:
+        self.server = server
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def count(self, conn: Any) -> int:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
+        ).fetchone()
+        return int(row[0])
+
+    def start(self) -> None:
+        self.peak = 0
+        self._stop.clear()
+
+        def run() -> None:
+            with self.server.connect() as conn:
+                while not self._stop.is_set():
+                    self.peak = max(self.peak, self.count(conn))
+                    self._stop.wait(0.02)
+
+        self._thread = threading.Thread(target=run, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> int:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        return self.peak
+
+    def wait_quiet(self, timeout: float = 90.0) -> None:
+        """Until the previous phase's connections are gone (a killed server's backends exit)."""
+        deadline = time.monotonic() + timeout
+        with self.server.connect() as conn:
+            while self.count(conn) > 0 and time.monotonic() < deadline:
+                time.sleep(0.2)
+
+
+def multi_prepare(env: dict[str, str], backend: str, count: int, server: PrivatePostgres | None) -> str:
+    """`count` accounts with the same customers and history: the first made and filled the normal way,
+    the others copied from it (a file copy or CREATE DATABASE … TEMPLATE), then registered."""
+    os.environ.update(env)
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.db import connections
+    from django.utils import timezone
+    from rest_framework.authtoken.models import Token
+
+    from conversations.models import Customer, CustomerProfile, Message
+    from conversations.services import account_create
+    from qiwei_site.platform.tenancy import account_connections_close, account_database_config, use_account
+
+    call_command("migrate", verbosity=0, interactive=False)
+    first = "bench000"
+    account_create(account_id=first, name="压测账号0")
+    rng = random.Random(7)
+    start = timezone.now() - dt.timedelta(days=60)
+    with use_account(first):
+        for c in range(MULTI_CUSTOMERS):
+            customer = Customer.objects.create(conversation_id=f"wm_bench_{c}", display_name=f"客户{c}")
+            CustomerProfile.objects.create(customer=customer)
+            Message.objects.bulk_create(
+                Message(
+                    customer=customer,
+                    external_id=f"seed-{c}-{i}",
+                    direction="inbound" if i % 2 == 0 else "outbound",
+                    sender="客户",
+                    text=rng.choice(TEXTS).format(n=rng.randint(1, 12) * 1000 if i % 3 else rng.randint(1, 18)),
+                    sent_at=start + dt.timedelta(minutes=i),
+                )
+                for i in range(MULTI_MESSAGES)
+            )
+    account_connections_close(first)
+    connections.close_all()
+    ids = [f"bench{n:03d}" for n in range(1, count)]
+    if backend == "sqlite":
+        source = Path(account_database_config(first)["NAME"])
+        for account_id in ids:
+            shutil.copyfile(source, Path(account_database_config(account_id)["NAME"]))
+    else:
+        assert server is not None
+        from psycopg import sql
+
+        with server.connect() as conn:
+            # PgBouncer may still keep a server connection to the source: a copy needs it alone.
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+                [account_database_config(first)["NAME"]],
+            )
+            for account_id in ids:
+                target = account_database_config(account_id)["NAME"]
+                template = account_database_config(first)["NAME"]
+                conn.execute(
+                    sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(target), sql.Identifier(template))
+                )
+    for account_id in ids:
+        account_create(account_id=account_id, name=f"压测账号{account_id}")
+        account_connections_close(account_id)
+    user = get_user_model().objects.create_user("bench", password="bench-pass", is_staff=True, is_superuser=True)
+    token = Token.objects.create(user=user).key
+    connections.close_all()
+    return token
+
+
+def multi_client_process(args: tuple[str, str, int, float, list[str], int]) -> list[tuple[float, int]]:
+    base, token, threads, seconds, accounts, seed = args
+    import requests
+
+    results: list[tuple[float, int]] = []
+    lock = threading.Lock()
+    stop_at = time.monotonic() + seconds
+
+    def loop(n: int) -> None:
+        rng = random.Random(seed * 1000 + n)
+        session = requests.Session()
+        session.headers["Authorization"] = f"Token {token}"
+        position = (seed * threads + n) * max(1, len(accounts) // (threads * 2))
+        local: list[tuple[float, int]] = []
+        while time.monotonic() < stop_at:
+            account = accounts[position % len(accounts)]
+            position += 1
+            url = f"{base}/api/accounts/{account}/conversations/wm_bench_{rng.randrange(MULTI_CUSTOMERS)}/context/"
+            t0 = time.perf_counter()
+            try:
+                status = session.get(url, timeout=30).status_code
+            except requests.RequestException:
+                status = 0  # refused, reset or timed out: an error like any 5xx
+            local.append((time.perf_counter() - t0, status))
+        with lock:
+            results.extend(local)
+
+    workers = [threading.Thread(target=loop, args=(n,)) for n in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return results
+
+
+def multi_load(base: str, token: str, clients: int, seconds: float, accounts: list[str]) -> dict[str, Any]:
+    processes = 2
+    per = [clients // processes + (1 if i < clients % processes else 0) for i in range(processes)]
+    with multiprocessing.get_context("spawn").Pool(processes) as pool:
+        chunks = pool.map(multi_client_process, [(base, token, per[i], seconds, accounts, i) for i in range(processes)])
+    samples = [sample for chunk in chunks for sample in chunk]
+    ok = [latency for latency, status in samples if 0 < status < 400]
+    return {
+        "requests": len(samples),
+        "errors": sum(1 for _, status in samples if not 0 < status < 400),
+        "rps": len(ok) / seconds,
+        "p50_ms": percentile(ok, 50) * 1000,
+        "p95_ms": percentile(ok, 95) * 1000,
+    }
+
+
+def _start_gunicorn(env: dict[str, str], workers: int) -> tuple[subprocess.Popen[bytes], str, Any]:
+    import requests
+
+    port = free_port()
+    server_env = {
+        **os.environ,
+        **env,
+        "QIWEI_BIND": f"127.0.0.1:{port}",
+        "GUNICORN_WORKERS": str(workers),
+        "GUNICORN_THREADS": "4",
+        "GUNICORN_ACCESS_LOG": "/dev/null",
+        "GUNICORN_LOG_LEVEL": "warning",
+        "GUNICORN_MAX_REQUESTS": "0",
+    }
+    log = open(Path(env["QIWEI_DATA_DIR"]) / "gunicorn.log", "ab")  # noqa: SIM115
+    server = subprocess.Popen(
+        [str(ROOT / ".venv/bin/gunicorn"), "qiwei_site.wsgi:application", "-c", "qiwei_site/gunicorn.conf.py"],
+        cwd=ROOT,
+        env=server_env,
+        stdout=log,
+        stderr=log,
+    )
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(150):
+        try:
+            if requests.get(base + "/healthz", timeout=1).status_code == 200:
+                return server, base, log
+        except requests.RequestException:
+            time.sleep(0.2)
+    server.terminate()
+    raise RuntimeError(f"gunicorn did not answer on {base}; see {log.name}")
+
+
+def multi_backend(
+    backend: str, account_counts: list[int], modes: list[str], seconds: float, clients: int, workers: int, cap: int
+) -> list[dict[str, Any]]:
+    import tempfile
+
+    server = PrivatePostgres() if backend != "sqlite" else None
+    bouncer: PgBouncer | None = None
+    data_dir = tempfile.mkdtemp(prefix=f"qiwei-bench-accounts-{backend}-")
+    rows: list[dict[str, Any]] = []
+    try:
+        env = {"DJANGO_SETTINGS_MODULE": "qiwei_site.settings.local", "QIWEI_DATA_DIR": data_dir}
+        env["DJANGO_LOG_LEVEL"] = "WARNING"
+        sampler = None
+        if server is not None:
+            server.start()
+            with server.connect() as conn:
+                conn.execute("CREATE DATABASE qiwei_bench_default")
+            port = server.port
+            if backend == "pgbouncer":
+                bouncer = PgBouncer(server.port, server_connections=80)
+                port = bouncer.port
+                env["QIWEI_PGBOUNCER"] = "1"
+            env["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:{port}/qiwei_bench_default"
+            env["QIWEI_ACCOUNT_DATABASE_URL"] = f"postgres://postgres@127.0.0.1:{port}/qiwei_bench_{{account}}"
+            env["QIWEI_DB_CONN_MAX_AGE"] = "60"
+            sampler = ConnectionSampler(server)
+        env["QIWEI_ACCOUNT_CONN_CAP"] = str(cap)
+        token = multi_prepare(env, backend, max(account_counts), server)
+        accounts = [f"bench{n:03d}" for n in range(max(account_counts))]
+        for mode in modes:
+            mode_env = {**env, "QIWEI_ACCOUNT_CONN_CAP": "0" if mode == "legacy" else str(cap)}
+            for count in account_counts:
+                if sampler is not None:
+                    sampler.wait_quiet()
+                gunicorn, base, log = _start_gunicorn(mode_env, workers)
+                try:
+                    multi_load(base, token, 4, 2, accounts[:1])  # warm up every worker on one account
+                    if sampler is not None:
+                        sampler.start()
+                    row = multi_load(base, token, clients, seconds, accounts[:count])
+                    peak = sampler.stop() if sampler is not None else None
+                finally:
+                    gunicorn.terminate()
+                    gunicorn.wait(timeout=30)
+                    log.close()
+                row.update(
+                    backend=backend, mode=mode, accounts=count, clients=clients, workers=workers, peak_connections=peak
+                )
+                rows.append(row)
+                shown = "-" if peak is None else peak
+                print(
+                    f"  {backend:9s} {mode:6s} {count:3d} accounts: {row['rps']:7.1f} req/s  "
+                    f"p95 {row['p95_ms']:7.1f} ms  errors {row['errors']:5d}/{row['requests']:<6d} "
+                    f"peak server connections {shown}",
+                    flush=True,
+                )
+            rows.append(multi_migrate(mode_env, backend, mode, max(account_counts), sampler))
+        return rows
+    finally:
+        if bouncer is not None:
+            bouncer.stop()
+        if server is not None:
+            server.stop()
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def multi_migrate(
+    env: dict[str, str], backend: str, mode: str, count: int, sampler: ConnectionSampler | None
+) -> dict[str, Any]:
+    """`migrate_accounts` over every account, as a deploy runs it."""
+    if sampler is not None:
+        sampler.wait_quiet()
+        sampler.start()
+    started = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, "manage.py", "migrate_accounts"],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+    )
+    seconds = time.perf_counter() - started
+    peak = sampler.stop() if sampler is not None else None
+    failed = out.stderr.count("迁移失败")
+    print(
+        f"  {backend:9s} {mode:6s} migrate_accounts over {count} accounts: exit {out.returncode}, {failed} failed, "
+        f"{seconds:.1f} s, peak server connections {peak if peak is not None else '-'}",
+        flush=True,
+    )
+    return {
+        "backend": backend,
+        "mode": mode,
+        "kind": "migrate_accounts",
+        "accounts": count,
+        "exit": out.returncode,
+        "failed": failed,
+        "seconds": seconds,
+        "peak_connections": peak,
+    }
+
+
+def multi_main(args: argparse.Namespace) -> None:
+    rows: list[dict[str, Any]] = []
+    for backend in args.backends:
+        if backend != "sqlite" and not (PG_BIN / "initdb").exists():
+            print(f"  {backend}: PostgreSQL binaries not found in {PG_BIN}, skipped")
+            continue
+        if backend == "pgbouncer" and not (shutil.which("pgbouncer") or Path("/usr/sbin/pgbouncer").exists()):
+            print("  pgbouncer: not installed (Debian package `pgbouncer`), skipped")
+            continue
+        cmd = [
+            sys.executable,
+            __file__,
+            "--multi-one",
+            backend,
+            "--seconds",
+            str(args.seconds),
+            "--clients",
+            str(args.clients[0]),
+        ]
+        cmd += ["--workers", str(args.workers), "--cap", str(args.cap), "--accounts", *map(str, args.accounts)]
+        cmd += ["--modes", *args.modes]
+        out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+        sys.stdout.write("".join(line for line in out.stdout.splitlines(keepends=True) if not line.startswith("ROWS ")))
+        if out.returncode != 0:
+            sys.stderr.write(out.stderr[-4000:])
+            continue
+        rows.extend(json.loads(out.stdout.strip().splitlines()[-1].removeprefix("ROWS ")))
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, ensure_ascii=False, indent=1))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=10.0)
@@ -220,12 +667,25 @@ def main() -> None:
     parser.add_argument(
         "--backends",
         nargs="+",
-        choices=BACKENDS,
+        choices=BACKENDS + MULTI_BACKENDS[2:],
         default=["sqlite", "postgres"],
         help="postgres: connections closed per request (baseline); postgres-persistent: the default, kept 60 s",
     )
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--json", help="write the rows here as JSON")
+    parser.add_argument(
+        "--accounts", type=int, nargs="+", help="many-accounts mode: round-robin over this many accounts"
+    )
+    parser.add_argument("--modes", nargs="+", choices=MULTI_MODES, default=MULTI_MODES)
+    parser.add_argument("--cap", type=int, default=8, help="QIWEI_ACCOUNT_CONN_CAP of the capped mode")
+    args, _ = parser.parse_known_args()
+    if args.accounts:
+        if args.backends == ["sqlite", "postgres"]:
+            args.backends = MULTI_BACKENDS
+        if args.clients == [8, 32]:
+            args.clients = [32]
+        multi_main(args)
+        return
     args = parser.parse_args()
     rows: list[dict] = []
     for backend in args.backends:
@@ -256,7 +716,21 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if "--one" in sys.argv:
+    if "--multi-one" in sys.argv:
+        idx = sys.argv.index("--multi-one")
+        backend = sys.argv[idx + 1]
+        del sys.argv[idx : idx + 2]
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--seconds", type=float)
+        parser.add_argument("--clients", type=int)
+        parser.add_argument("--workers", type=int)
+        parser.add_argument("--cap", type=int)
+        parser.add_argument("--accounts", type=int, nargs="+")
+        parser.add_argument("--modes", nargs="+")
+        one = parser.parse_args()
+        result = multi_backend(backend, one.accounts, one.modes, one.seconds, one.clients, one.workers, one.cap)
+        print("ROWS " + json.dumps(result))
+    elif "--one" in sys.argv:
         idx = sys.argv.index("--one")
         backend = sys.argv[idx + 1]
         del sys.argv[idx : idx + 2]

@@ -38,12 +38,15 @@ def bench_environment(*, postgres: bool, tag: str, conn_max_age: int = 60) -> di
     return env
 
 
-def setup_django(env: dict[str, str]) -> None:
+def setup_django(env: dict[str, str], *, root: Path | None = None, fresh: bool = True) -> None:
+    """Configure Django from `env` and migrate; `root` is the source tree to import the project
+    from (this checkout by default; context_build runs another revision's tree beside it).
+    `fresh` (re)creates a PostgreSQL default database; False attaches to one another process made."""
     os.environ.update(env)
     if os.environ.get("QIWEI_BENCH_KEEP") != "1":  # keep the data dir (logs, databases) for a post-mortem
         atexit.register(shutil.rmtree, env["QIWEI_DATA_DIR"], ignore_errors=True)
-    sys.path.insert(0, str(ROOT))
-    if "DATABASE_URL" in env and env["DATABASE_URL"].startswith("postgres"):
+    sys.path.insert(0, str(root or ROOT))
+    if fresh and "DATABASE_URL" in env and env["DATABASE_URL"].startswith("postgres"):
         _create_pg_database(env["DATABASE_URL"].rsplit("/", 1)[1].split("?", 1)[0])
     import django
 

@@ -1,7 +1,7 @@
 """Run every benchmark, each beside its baseline in the same run, print the figures and write
 benchmarks/RESULTS.md (figures, machine, date, and the command that reproduces them).
 
-    .venv/bin/python benchmarks/run_all.py [--quick] [--only context recall api capture] [--output PATH]
+    .venv/bin/python benchmarks/run_all.py [--quick] [--only context recall api capture language] [--output PATH]
 
 Each benchmark runs in its own process (Django is configured once per process) and hands its
 figures back as JSON. PostgreSQL (127.0.0.1:5432) and Redis (127.0.0.1:6379) parts are skipped,
@@ -29,13 +29,15 @@ PYTHON = sys.executable
 REDIS_URL = "redis://127.0.0.1:6379/11"
 CAPTURE_CUSTOMERS = 20
 
+TODAY_REF = "b40be73"  # the code the context build is compared with (issue 13's "today")
+
 FULL = {
-    "context": {"total": 1_000_000, "runs": 40, "naive_runs": 8},
+    "context": {"total": 1_000_000, "rounds": 40, "naive_rounds": 6},
     "api": {"seconds": 10},
     "capture": {"messages": 1000, "filesystem_messages": 240},
 }
 QUICK = {
-    "context": {"total": 200_000, "runs": 15, "naive_runs": 3},
+    "context": {"total": 200_000, "rounds": 15, "naive_rounds": 3},
     "api": {"seconds": 3},
     "capture": {"messages": 200, "filesystem_messages": 60},
 }
@@ -60,7 +62,8 @@ def bench_context(params: dict[str, Any], tmp: Path) -> dict[str, Any]:
             continue
         out = tmp / f"context-{backend}.json"
         command = [PYTHON, str(HERE / "context_build.py"), "--backend", backend, "--total", str(params["total"])]
-        command += ["--runs", str(params["runs"]), "--naive-runs", str(params["naive_runs"]), "--json", str(out)]
+        command += ["--rounds", str(params["rounds"]), "--naive-rounds", str(params["naive_rounds"])]
+        command += ["--today", TODAY_REF, "--json", str(out)]
         results[backend] = run(f"context build ({backend})", command, out) or "failed (see the log above)"
     return results
 
@@ -68,6 +71,39 @@ def bench_context(params: dict[str, Any], tmp: Path) -> dict[str, Any]:
 def bench_recall(tmp: Path) -> Any:
     out = tmp / "recall.json"
     return run("recall (LoCoMo)", [PYTHON, str(HERE / "recall_locomo.py"), "--json", str(out)], out) or "failed"
+
+
+LANGUAGE_BENCHMARKS = (
+    ("gate", "Safety gate: false positives on CrossWOZ / LoCoMo turns, detection by technique", "gate_fp.py"),
+    ("extract_crosswoz", "Extraction on CrossWOZ dev Inform slot values", "extract_crosswoz.py"),
+    ("extract_rental", "Extraction on our own rental dev set", "extract_rental_dev.py"),
+)
+
+
+def bench_language(tmp: Path) -> dict[str, Any]:
+    """Issue 15's quality figures: each script compares the current code with the code before
+    issue 15 (b40be73) in the same run and prints its own tables, kept here as printed."""
+    results: dict[str, Any] = {}
+    for key, title, script in LANGUAGE_BENCHMARKS:
+        print(f"\n### {title}: {script}", flush=True)
+        started = time.monotonic()
+        completed = subprocess.run([PYTHON, str(HERE / script)], cwd=ROOT, check=False, capture_output=True, text=True)
+        print(completed.stdout, flush=True)
+        results[key] = {
+            "title": title,
+            "command": f".venv/bin/python benchmarks/{script}",
+            "seconds": time.monotonic() - started,
+            "output": completed.stdout if completed.returncode == 0 else f"failed: {completed.stderr[-2000:]}",
+        }
+    return results
+
+
+def render_language(result: Any) -> list[str]:
+    lines = ["## 6. Language quality (issue 15): gate, extraction, each beside the code before it", ""]
+    for entry in result.values():
+        lines += [f"### {entry['title']}", "", f"`{entry['command']}` ({entry['seconds']:.0f} s)", "", "```text"]
+        lines += [entry["output"].rstrip(), "```", ""]
+    return lines
 
 
 def bench_api(params: dict[str, Any], tmp: Path) -> Any:
@@ -113,93 +149,193 @@ def ms(value: float) -> str:
     return f"{value:,.1f}"
 
 
+def _variant_label(name: str, result: dict[str, Any]) -> str:
+    today = result.get("today_ref") or "?"
+    labels = {
+        "ours_warm": "ours, warm (context answer cached)",
+        "ours_cold": "ours, cold (answer and recall caches cleared)",
+        "today_warm": f"today ({today}), warm",
+        "today_cold": f"today ({today}), cold (tokenisation cache cleared)",
+        "recent_window": "recent-window prompt (newest messages that fit)",
+        "naive": "naive prompt (every message)",
+    }
+    if name in labels:
+        return labels[name]
+    base, _sep, mode = name.rpartition("_")
+    return f"{base}, {mode}"
+
+
+# Today's steps read and compute; ours read everything first (`*_read`, `window`), then compute.
+STAGE_ORDER = [
+    "instructions",
+    "latest_message",
+    "core_memory",
+    "core_read",
+    "window",
+    "recent",
+    "business_state",
+    "business_read",
+    "gather (incl. recall)",
+    "recall",
+    "assemble",
+]
+VARIANT_ORDER = ["ours_warm", "ours_cold", "today_warm", "today_cold", "recent_window", "naive"]
+
+
 def render_context(results: dict[str, Any]) -> list[str]:
-    lines = ["## 1. Context build latency (AgentContextBuilder.build vs the naive full-history prompt)", ""]
+    lines = [
+        "## 1. Context build latency (AgentContextBuilder.build, today's builder, the recent-window and naive prompts)",
+        "",
+    ]
     for backend, result in results.items():
         if not isinstance(result, dict):
             lines += [f"**{backend}**: {result}", ""]
             continue
+        if "latency" not in result:
+            lines += [f"**{backend}**: figures from an older run format; run the context benchmark again.", ""]
+            continue
+        sizes = result["sizes"]
+        first, last = sizes[0], sizes[-1]
         lines += [
             f"**{result['vendor']}** — one account of {result['total_messages']:,} messages over "
-            f"{result['customers']:,} customers (loaded in {result['load_seconds']:.0f} s); "
-            f"{result['runs']} timed builds per customer, {result['naive_runs']} naive builds.",
+            f"{result['customers']:,} customers (loaded in {result['load_seconds']:.0f} s). Every variant and size "
+            f"timed in one round-robin loop, order shuffled each round: {result['rounds']} rounds "
+            f"({result['naive_rounds']} with the naive prompt). Warm and cold run in separate processes over the "
+            "same database, so clearing caches for a cold build does not empty the warm ones; today's code runs "
+            "from `git archive` in its own process over the same data.",
             "",
         ]
-        rows = [
-            [
-                f"{row['messages']:,}",
-                f"{ms(row['ours_p50_ms'])} / {ms(row['ours_p95_ms'])}",
-                f"{ms(row['naive_p50_ms'])} / {ms(row['naive_p95_ms'])}",
-                f"{row['naive_p50_ms'] / row['ours_p50_ms']:,.1f}×",
-            ]
-            for row in result["rows"]
-        ]
-        lines += table(["customer's messages", "ours p50 / p95 ms", "naive p50 / p95 ms", "naive ÷ ours (p50)"], rows)
-        first, last = result["rows"][0]["messages"], result["rows"][-1]["messages"]
+        names = [n for n in VARIANT_ORDER if n in result["latency"]]
+        names += [n for n in result["latency"] if n not in names]
+        rows = []
+        for name in names:
+            by_size = result["latency"][name]
+            ratio = result["ratios"][name]
+            rows.append(
+                [
+                    _variant_label(name, result),
+                    *(f"{ms(by_size[str(size)]['p50_ms'])} / {ms(by_size[str(size)]['p95_ms'])}" for size in sizes),
+                    f"{ratio['p50']:.2f}× ({ratio['verdict']})",
+                ]
+            )
+        lines += table(
+            ["variant", *(f"{size:,} msgs p50 / p95 ms" for size in sizes), f"{last:,} / {first:,} p50"], rows
+        )
         lines += [
             "",
-            f"Ratio {last:,} / {first:,} messages: ours p50 **{result['ratio_p50']:.2f}×**, p95 "
-            f"{result['ratio_p95']:.2f}× (flat); naive p50 {result['naive_ratio_p50']:.0f}× (linear in history).",
+            f"Verdict from the p50 ratio: flat up to {result['flat_ratio']}×, linear from half the size ratio "
+            f"({last // first // 2}×), growing in between.",
             "",
         ]
+        lines += _render_queries_and_stages(result)
+        for name, same in result.get("identical_prompts", {}).items():
+            lines += [f"Prompts of `{name}` and ours identical for every size: **{'yes' if same else 'NO'}**.", ""]
+    return lines
+
+
+def _render_queries_and_stages(result: dict[str, Any]) -> list[str]:
+    lines: list[str] = []
+    queries = result.get("queries", {})
+    if queries:
+        rows = [
+            [
+                label,
+                f"{q['warm']['account']} + {q['warm']['default']}",
+                f"{q['cold']['account']} + {q['cold']['default']}",
+            ]
+            for label, q in queries.items()
+        ]
+        lines += ["SQL queries per build (account database + default database):", ""]
+        lines += [*table(["builder", "warm", "cold"], rows), ""]
+    stages = result.get("stages", {})
+    if stages:
+        steps = [step for step in STAGE_ORDER if any(step in split for split in stages.values())]
+        for split in stages.values():
+            steps += [step for step in split if step not in steps and step != "total"]
+        lines += [
+            f"Where a cold build's time goes ({result['stage_size']:,}-message customer, p50 ms per step, "
+            "builder methods timed by name; `gather` includes recall):",
+            "",
+        ]
+        lines += table(
+            ["step", *stages],
+            [[step, *(f"{split[step]:.2f}" if step in split else "–" for split in stages.values())] for step in steps]
+            + [["total", *(f"{split['total']:.2f}" for split in stages.values())]],
+        )
+        lines.append("")
     return lines
 
 
 def render_prompt_size(results: dict[str, Any]) -> list[str]:
-    result = next((r for r in results.values() if isinstance(r, dict)), None)
-    lines = ["## 2. Prompt size (characters) vs the naive full-history prompt", ""]
+    result = next((r for r in results.values() if isinstance(r, dict) and "chars" in r), None)
+    lines = ["## 2. Prompt size (characters): ours, today's, the recent-window and the naive prompt", ""]
     if result is None:
         return [*lines, "No context figures (see above).", ""]
+    chars = result["chars"]
+    columns = [name for name in ("ours_warm", "today_warm", "recent_window", "naive") if name in chars]
+    headers = {"ours_warm": "ours", "today_warm": "today", "recent_window": "recent window", "naive": "naive"}
     rows = [
         [
-            f"{row['messages']:,}",
-            f"{row['ours_chars']:,}",
-            f"{row['naive_chars']:,}",
-            f"{row['saved_share']:.2%}",
-            f"{row['naive_chars'] / result['prompt_char_limit']:,.1f}×",
+            f"{size:,}",
+            *(f"{chars[name][str(size)]:,}" for name in columns),
+            f"{1 - chars['ours_warm'][str(size)] / chars['naive'][str(size)]:.2%}",
+            f"{chars['naive'][str(size)] / result['prompt_char_limit']:,.1f}×",
         ]
-        for row in result["rows"]
+        for size in result["sizes"]
     ]
     lines += table(
-        ["customer's messages", "ours", "naive", "share saved", "naive ÷ prompt limit"],
+        ["customer's messages", *(headers[name] for name in columns), "ours saves vs naive", "naive ÷ prompt limit"],
         rows,
     )
     lines += [
         "",
-        f"Same customers and latest message on both sides; the prompt limit is QIWEI_AGENT_PROMPT_CHAR_LIMIT = "
-        f"{result['prompt_char_limit']:,}. The sizes do not depend on the database backend.",
+        f"Same customers and latest message everywhere; the prompt limit is QIWEI_AGENT_PROMPT_CHAR_LIMIT = "
+        f"{result['prompt_char_limit']:,}, the recent window fills QIWEI_AGENT_CONVERSATION_CHAR_LIMIT = "
+        f"{result['conversation_char_limit']:,} with the newest messages. The sizes do not depend on the backend.",
         "",
     ]
     return lines
 
 
 def render_recall(result: Any) -> list[str]:
-    lines = ["## 3. Recall quality on LoCoMo (memory.recall.rank vs BM25 on the same tokens)", ""]
+    lines = ["## 3. Recall quality on LoCoMo (memory.recall.rank, the ranker before it, BM25 on the same tokens)", ""]
     if not isinstance(result, dict):
         return [*lines, str(result), ""]
     k = result["k"]
+    old = result.get("old_ref", "?")
     lines += [
         f"{result['conversations']} conversations, {result['turns']:,} turns, k = {k}, MRR depth {result['depth']}; "
-        "category 5 (adversarial) left out. Data read in place from `/work/shared/datasets/locomo-dev`.",
+        "category 5 (adversarial) left out. Data read in place from `/work/shared/datasets/locomo-dev`. "
+        f'"old" is `memory/context/recall.py` at {old}, run in the same process.',
         "",
     ]
     rows = [
-        [
-            row["category"],
-            str(row["n"]),
-            *(f"{v:.3f}" for v in row["ours"]),
-            *(f"{v:.3f}" for v in row["bm25"]),
-        ]
+        [row["category"], str(row["n"]), *(f"{v:.3f}" for name in ("ours", "old", "bm25") for v in row[name])]
         for row in result["rows"]
     ]
     lines += table(
-        ["category", "n", f"ours any@{k}", f"ours all@{k}", "ours MRR", f"BM25 any@{k}", f"BM25 all@{k}", "BM25 MRR"],
+        [
+            "category", "n",
+            f"ours any@{k}", f"ours all@{k}", "ours MRR",
+            f"old any@{k}", f"old all@{k}", "old MRR",
+            f"BM25 any@{k}", f"BM25 all@{k}", "BM25 MRR",
+        ],
         rows,
-    )
+    )  # fmt: skip
+    empty = result["empty"]
     lines += [
         "",
-        f"Mean time per question: ours {result['ours_ms_per_question']:.1f} ms, "
-        f"BM25 {result['bm25_ms_per_question']:.1f} ms.",
+        "Empty recalls (all questions / questions sharing a bigram, word or number with an evidence turn): "
+        + "; ".join(
+            f"{name} {empty[name]['empty']} ({empty[name]['empty_share']:.1%}) / "
+            f"{empty[name]['empty_overlapping']} of {empty[name]['overlapping']}"
+            for name in ("ours", "old", "bm25")
+        )
+        + ".",
+        "",
+        f"Mean time per question: ours {result['ours_ms_per_question']:.2f} ms (stored features), "
+        f"old {result['old_ms_per_question']:.2f} ms (tokenisation cache warm), "
+        f"BM25 {result['bm25_ms_per_question']:.2f} ms.",
         "",
     ]
     return lines
@@ -329,13 +465,15 @@ def render(results: dict[str, Any], *, quick: bool, command: str, seconds: float
         lines += render_api(results["api"])
     if "capture" in results:
         lines += render_capture(results["capture"])
+    if "language" in results:
+        lines += render_language(results["language"])
     return "\n".join(lines).rstrip() + "\n"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a shorter run (smaller account, shorter loads)")
-    parser.add_argument("--only", nargs="+", choices=["context", "recall", "api", "capture"])
+    parser.add_argument("--only", nargs="+", choices=["context", "recall", "api", "capture", "language"])
     parser.add_argument("--output", type=Path, default=HERE / "RESULTS.md")
     parser.add_argument("--render-only", action="store_true", help="rewrite RESULTS.md from RESULTS.json")
     args = parser.parse_args()
@@ -347,7 +485,7 @@ def main() -> int:
         print(f"written: {args.output}")
         return 0
     params = QUICK if args.quick else FULL
-    wanted = args.only or ["context", "recall", "api", "capture"]
+    wanted = args.only or ["context", "recall", "api", "capture", "language"]
     print(f"machine: {machine_line()}", flush=True)
     started = time.monotonic()
     results: dict[str, Any] = {}
@@ -361,6 +499,8 @@ def main() -> int:
             results["api"] = bench_api(params["api"], tmp)
         if "capture" in wanted:
             results["capture"] = bench_capture(params["capture"], tmp)
+        if "language" in wanted:
+            results["language"] = bench_language(tmp)
     command = ".venv/bin/python benchmarks/run_all.py" + (" --quick" if args.quick else "")
     if args.only:
         command += " --only " + " ".join(args.only)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import posixpath
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,3 +154,67 @@ def project_context(*, files: list[str] | None = None, limit: int | None = None)
     text, report.truncated = _truncate("\n\n".join(part for part in parts if part), limit)
     report.chars = len(text)
     return KnowledgeContext(text=text, report=report)
+
+
+# --- the fixed instructions, cached per knowledge-index version ------------------------------
+
+# What project_context's text depends on: every indexed document as (path, content hash). A
+# section is derived from its document's text when the document is (re)indexed, so the hashes
+# cover the sections too; any reindex that changes, adds or removes a file changes the version.
+KnowledgeVersion = tuple[tuple[str, str], ...]
+
+# A handful of versions at most (a reindex makes a new one; tests switch knowledge roots).
+_CACHED_VERSIONS = 4
+_cache: OrderedDict[tuple[KnowledgeVersion, tuple[str, ...], int], KnowledgeContext] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def knowledge_version() -> KnowledgeVersion:
+    """The current index version: one query over the (few) documents, paths and hashes only."""
+    return tuple(KnowledgeDocument.objects.order_by("path").values_list("path", "sha256"))
+
+
+def _copied(context: KnowledgeContext) -> KnowledgeContext:
+    """A caller's own copy: the report's lists are mutable and end up in traces."""
+    report = context.report
+    return KnowledgeContext(
+        text=context.text,
+        report=ContextReport(
+            chars=report.chars,
+            files=list(report.files),
+            missing_files=list(report.missing_files),
+            references_resolved=list(report.references_resolved),
+            references_refused=[dict(refused) for refused in report.references_refused],
+            truncated=report.truncated,
+        ),
+    )
+
+
+def project_context_cached(*, files: list[str] | None = None, limit: int | None = None) -> KnowledgeContext:
+    """`project_context`, computed once per knowledge-index version (and files, limit) in this
+    process: a build reads the version (one query) instead of the documents and sections. The
+    result is equal to `project_context`'s for the same index, since that depends on nothing else.
+    An empty index is not cached (project_context indexes it lazily; the next call caches)."""
+    names = tuple(files if files is not None else settings.QIWEI_AGENT_CONTEXT_FILES)
+    limit = limit if limit is not None else settings.QIWEI_AGENT_CONTEXT_CHAR_LIMIT
+    version = knowledge_version()
+    if not version:
+        return project_context(files=list(names), limit=limit)
+    key = (version, names, limit)
+    with _cache_lock:
+        cached = _cache.get(key)
+        if cached is not None:
+            _cache.move_to_end(key)
+    if cached is None:
+        cached = project_context(files=list(names), limit=limit)
+        with _cache_lock:
+            _cache[key] = cached
+            while len(_cache) > _CACHED_VERSIONS:
+                _cache.popitem(last=False)
+    return _copied(cached)
+
+
+def project_context_cache_clear() -> None:
+    """Forget every cached version (benchmarks' cold runs; never needed for correctness)."""
+    with _cache_lock:
+        _cache.clear()

@@ -1,8 +1,10 @@
 """The Celery app. Tasks take `account_id` first and run inside `use_account` (DESIGN §4)."""
 
 import os
+from typing import Any
 
 from celery import Celery
+from celery.signals import task_postrun
 from kombu.transport import TRANSPORT_ALIASES
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "qiwei_site.settings.local")
@@ -27,3 +29,12 @@ def _prepare_filesystem_broker(sender: Celery, **kwargs: object) -> None:
     for key in BROKER_FOLDER_OPTIONS:
         if options.get(key):
             Path(options[key]).mkdir(parents=True, exist_ok=True)
+
+
+@task_postrun.connect(dispatch_uid="qiwei_account_connections_release")
+def _release_account_connections(**kwargs: Any) -> None:
+    """A task is over: its account connections go back to the process's pool (a task that left
+    `use_account` has already done so; this catches any opened outside it)."""
+    from qiwei_site.platform.tenancy import account_connections_release_idle
+
+    account_connections_release_idle()

@@ -33,41 +33,61 @@ finally the latest message to be shortened.
 
 A memory section that fails is left out (and audited); when memory cannot be read at all, the
 caller asks for a degraded build: instructions, the latest customer message and the contract.
+
+Cost (issue 13): a build reads first, then computes. The reads are 7 queries on the account
+database and 1 on default: the knowledge-index version (the instructions are cached per version,
+`knowledge.context.project_context_cached`), the snapshot, its human-written items, ONE query for
+the recent window and the recall candidates (they are contiguous: the newest RECENT_MESSAGES up to
+the message answered, then the next HISTORY_SCAN_LIMIT; with no message given, the latest inbound
+one is found among a few extra rows of the same query), and one per business-state table. All but
+the snapshot read are compiled to SQL once per backend (`_PreparedRead`) and return tuples. The
+computation (recall ranking, quoting, fitting) is skipped when the answer cache holds a context
+built from reads equal to these (`_AnswerCache`): the reads are the fingerprint, so a change of
+anything the prompt depends on, in-place scrubs included, is never served stale.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
+import threading
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.db import connections, transaction
+from django.db.models import OuterRef, Subquery
 
 from conversations.models import (
     Alert,
+    AlertLevel,
     AuditAction,
     Customer,
     CustomerProfile,
+    FeedbackSource,
+    FeedbackVerdict,
     Message,
     MessageDirection,
     Recommendation,
+    RecommendationFeedback,
+    RecommendationStatus,
     Task,
     TaskStatus,
 )
-from conversations.profile_fields import PROFILE_FIELDS
+from conversations.profile_fields import PROFILE_FIELD_NAMES, PROFILE_FIELDS
 from conversations.selectors import message_latest_inbound, messages_up_to
 from conversations.services import audit_record
 from memory.capture.masking import mask_sensitive
 from memory.context import recall as recall_module
-from memory.models import MemoryCreatedBy, MemoryItem, MemoryType
-from memory.snapshots import SECTION_TITLES, effective_items, render_snapshot, snapshot_current
+from memory.models import MemoryCreatedBy, MemoryItem, MemoryStatus, MemoryType
+from memory.snapshots import SECTION_TITLES, effective_in, render_snapshot, snapshot_current
 from qiwei_site.platform.tenancy import current_alias
 
 logger = logging.getLogger(__name__)
@@ -176,7 +196,7 @@ def output_contract() -> str:
             '- "hypotheses"：可选数组，最多 5 条你从客户原话推断、但客户未明说的情况，每条 '
             '{"text": 简短中文（60 字内）, "key": 稳定的小写英文键, "confidence": 0 到 1, '
             '"messageIds": [所依据的客户消息 id，可省略：省略即以客户最新消息为依据]}；推断须经主管确认才成为事实，'
-            '没有就返回 []。',
+            "没有就返回 []。",
             '示例：{"reply": "…", "confidence": 0.8, "requiresHuman": false, '
             '"profileUpdates": {"budget": "5000元/月"}, "reasons": ["客户说预算5000"]}',
         ]
@@ -303,6 +323,7 @@ class _Quoted:
     name: str
     lines: list[tuple[int | None, str]] = field(default_factory=list)  # (source id, line), in order
     trimmed: list[int] = field(default_factory=list)
+    kinds: dict[int, str] = field(default_factory=dict)  # source id -> memory type or message direction
     notice: str = QUOTE_NOTICE
     end: str = QUOTE_END
 
@@ -329,8 +350,22 @@ class _Quoted:
         return self._drop(-1)
 
 
-def _memory_block(lines: list[tuple[int | None, str]] | None = None) -> _Quoted:
-    return _Quoted(CORE_MEMORY, list(lines or []), notice=MEMORY_NOTICE, end=MEMORY_END)
+def _memory_block(lines: list[tuple[int | None, str]] | None = None, kinds: dict[int, str] | None = None) -> _Quoted:
+    return _Quoted(CORE_MEMORY, list(lines or []), notice=MEMORY_NOTICE, end=MEMORY_END, kinds=dict(kinds or {}))
+
+
+def _messages_block(name: str, messages: Iterable[Message | recall_module.RecalledMessage]) -> _Quoted:
+    listed = list(messages)
+    return _Quoted(name, [(m.id, _quote(m)) for m in listed], kinds={m.id: m.direction for m in listed})
+
+
+@dataclass(frozen=True)
+class _StateRef:
+    """A business-state row quoted in the prompt, and its line (to tell whether a cut kept it)."""
+
+    kind: str  # task | alert | recommendation
+    id: int
+    line: str
 
 
 _HEADING_RE = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t#]*$")
@@ -461,6 +496,7 @@ class _Gathered:
     state: str
     recent: _Quoted
     latest_line: str
+    state_refs: list[_StateRef] = field(default_factory=list)
 
 
 def _latest_block(latest_line: str) -> str:
@@ -565,15 +601,391 @@ class _Layout:
             self.truncated.append(name)
 
 
+# --- reads compiled once ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Plan:
+    sql: str
+    params: tuple[Any, ...]  # the compiled parameters; a slot's own is replaced at each run
+    slots: tuple[int | None, ...]  # for each parameter, the argument it takes (None: a constant)
+    columns: tuple[Any, ...]  # the selected expressions, for the ORM's converters
+
+
+class _PreparedRead:
+    """One of the reads every build makes, compiled to SQL once per database backend and then run
+    with fresh arguments. Building and compiling a queryset costs the ORM 0.1–1 ms; running its
+    SQL costs ~20 µs on SQLite, and a build makes several.
+
+    `make(*args)` builds the queryset (a values_list) from arguments that each stand for one
+    field's value (`fields`). It is compiled twice with different sentinel arguments; every
+    parameter is traced to the argument it came from (or is a constant of the query), and the two
+    compilations must agree, or the read keeps going through the ORM. A run prepares each argument
+    as the ORM would (`get_db_prep_value`), executes the SQL on the account's connection (so it is
+    counted, logged and wrapped like any query) and applies the ORM's column converters.
+
+    The plan is keyed by the backend (vendor and wrapper class) and by `static`, the arguments
+    that are part of the SQL text (a LIMIT).
+    """
+
+    def __init__(self, make: Callable[..., Any], fields: Sequence[Any]) -> None:
+        self.make = make
+        self.fields = tuple(fields)
+        self._plans: dict[tuple[Any, ...], _Plan | None] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _sentinel(field: Any, index: int, round_: int) -> Any:
+        """An argument no real row has (a negative id, a datetime in 1901), unique per position and round."""
+        number = 7_300_001 + 100_000 * round_ + index
+        if field.get_internal_type() == "DateTimeField":
+            return datetime(1901, 1, 1, tzinfo=UTC) + timedelta(seconds=number)
+        return -number
+
+    def _compile(self, alias: str, static: tuple[Any, ...], round_: int) -> tuple[Any, tuple[Any, ...], list[Any]]:
+        connection = connections[alias]
+        args = [self._sentinel(f, index, round_) for index, f in enumerate(self.fields)]
+        compiler = self.make(*args, *static).query.get_compiler(using=alias)
+        sql, params = compiler.as_sql()
+        prepared = [f.get_db_prep_value(a, connection, prepared=False) for f, a in zip(self.fields, args, strict=True)]
+        return compiler, (sql, tuple(params)), prepared
+
+    def _plan(self, alias: str, static: tuple[Any, ...]) -> _Plan | None:
+        connection = connections[alias]
+        key = (connection.vendor, type(connection), static)
+        if key in self._plans:
+            return self._plans[key]
+        plan: _Plan | None = None
+        try:
+            compiler, (sql, params), prepared = self._compile(alias, static, 0)
+            _compiler, (sql_again, params_again), prepared_again = self._compile(alias, static, 1)
+            slots = tuple(_slot(value, prepared) for value in params)
+            agree = sql == sql_again and all(
+                (value == prepared_again[slot]) if slot is not None else (value == params[index])
+                for index, (value, slot) in enumerate(zip(params_again, slots, strict=True))
+            )
+            if agree and all(index in slots for index in range(len(self.fields))):
+                plan = _Plan(sql, params, slots, tuple(column for column, _sql, _alias in compiler.select))
+        except Exception:  # pragma: no cover - an unexpected compiler; the ORM path still works
+            logger.exception("context: could not prepare a read; it runs through the ORM")
+        with self._lock:
+            self._plans[key] = plan
+        return plan
+
+    def rows(self, alias: str, args: Sequence[Any], static: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        plan = self._plan(alias, static)
+        if plan is None:
+            return list(self.make(*args, *static).using(alias))
+        connection = connections[alias]
+        prepared = [f.get_db_prep_value(a, connection, prepared=False) for f, a in zip(self.fields, args, strict=True)]
+        params = [
+            prepared[slot] if slot is not None else value for value, slot in zip(plan.params, plan.slots, strict=True)
+        ]
+        with connection.cursor() as cursor:
+            cursor.execute(plan.sql, params)
+            fetched = cursor.fetchall()
+        converters = []
+        for position, column in enumerate(plan.columns):
+            functions = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
+            if functions:
+                converters.append((position, functions, column))
+        if not converters:
+            return [tuple(row) for row in fetched]
+        converted = []
+        for row in fetched:
+            values = list(row)
+            for position, functions, column in converters:
+                value = values[position]
+                for function in functions:
+                    value = function(value, column, connection)
+                values[position] = value
+            converted.append(tuple(values))
+        return converted
+
+
+def _slot(value: Any, prepared: Sequence[Any]) -> int | None:
+    """Which argument a compiled parameter came from (by type and value), None for a constant."""
+    matches = [
+        index for index, candidate in enumerate(prepared) if type(candidate) is type(value) and candidate == value
+    ]
+    return matches[0] if len(matches) == 1 else None
+
+
+def _window_up_to(customer_id: int, sent_at: datetime, message_id: int, size: int) -> Any:
+    latest = Message(id=message_id, sent_at=sent_at)
+    return messages_up_to(Customer(pk=customer_id), latest).values_list(*recall_module.RECALL_COLUMNS)[:size]
+
+
+def _window_newest(customer_id: int, size: int) -> Any:
+    return messages_up_to(Customer(pk=customer_id), None).values_list(*recall_module.RECALL_COLUMNS)[:size]
+
+
+def _profile_row(customer_id: int) -> Any:
+    return CustomerProfile.objects.filter(customer_id=customer_id).order_by("pk").values_list(*PROFILE_FIELD_NAMES)[:1]
+
+
+def _open_tasks(customer_id: int) -> Any:
+    tasks = Task.objects.filter(customer_id=customer_id, status=TaskStatus.OPEN).order_by("due_at", "id")
+    return tasks.values_list("id", "title", "due_at")[:20]
+
+
+def _open_alerts(customer_id: int) -> Any:
+    alerts = Alert.objects.filter(customer_id=customer_id, resolved=False).order_by("id")
+    return alerts.values_list("id", "level", "text")[:20]
+
+
+def _open_recommendations(customer_id: int) -> Any:
+    """The newest open recommendations, each with its newest feedback (None when it has none)."""
+    newest = RecommendationFeedback.objects.filter(recommendation=OuterRef("pk")).order_by("-created_at", "-id")
+    recommendations = (
+        Recommendation.objects.filter(customer_id=customer_id, status=RecommendationStatus.OPEN)
+        .order_by("-created_at", "-id")
+        .annotate(
+            feedback_source=Subquery(newest.values("source")[:1]),
+            feedback_verdict=Subquery(newest.values("verdict")[:1]),
+            feedback_comment=Subquery(newest.values("comment")[:1]),
+        )
+    )
+    return recommendations.values_list("id", "text", "feedback_source", "feedback_verdict", "feedback_comment")[:10]
+
+
+_ITEM_COLUMNS = (
+    "id",
+    "type",
+    "content",
+    "status",
+    "expires_at",
+    "importance",
+    "confidence",
+    "updated_at",
+    "created_by",
+)
+
+
+def _active_items(customer_id: int) -> Any:
+    """Active items with what `effective_in` and `render_snapshot` read (expiry is decided then)."""
+    return MemoryItem.objects.filter(customer_id=customer_id, status=MemoryStatus.ACTIVE).values_list(*_ITEM_COLUMNS)
+
+
+def _human_items(customer_id: int) -> Any:
+    return MemoryItem.objects.filter(customer_id=customer_id, created_by=MemoryCreatedBy.HUMAN).values_list("pk")
+
+
+_MESSAGE = Message._meta
+_WINDOW_UP_TO = _PreparedRead(
+    _window_up_to, [_MESSAGE.get_field("customer"), _MESSAGE.get_field("sent_at"), _MESSAGE.get_field("id")]
+)
+_WINDOW_NEWEST = _PreparedRead(_window_newest, [_MESSAGE.get_field("customer")])
+_PROFILE = _PreparedRead(_profile_row, [CustomerProfile._meta.get_field("customer")])
+_TASKS = _PreparedRead(_open_tasks, [Task._meta.get_field("customer")])
+_ALERTS = _PreparedRead(_open_alerts, [Alert._meta.get_field("customer")])
+_RECOMMENDATIONS = _PreparedRead(_open_recommendations, [Recommendation._meta.get_field("customer")])
+_HUMAN_ITEMS = _PreparedRead(_human_items, [MemoryItem._meta.get_field("customer")])
+_ACTIVE_ITEMS = _PreparedRead(_active_items, [MemoryItem._meta.get_field("customer")])
+
+
+# --- what a build reads ------------------------------------------------------------------------
+
+# Rows read past the recent window and the recall candidates when the latest inbound message is
+# not given: it is found among the newest messages (usually the first or second), so one query
+# reads it, its window and its candidates. Further back than this, it is read on its own.
+LATEST_SLACK = 8
+
+
+@dataclass(frozen=True)
+class _Business:
+    """The business-state rows, as tuples of the columns the section quotes."""
+
+    profile: tuple[str, ...] | None
+    tasks: tuple[tuple[Any, ...], ...]  # (id, title, due_at), due first
+    alerts: tuple[tuple[Any, ...], ...]  # (id, level, text), oldest first
+    recommendations: tuple[tuple[Any, ...], ...]  # (id, text, source, verdict, comment), newest first
+
+
+@dataclass
+class _Read:
+    """Everything a build reads, before anything is computed from it. Equal reads give an equal
+    context (the answer cache relies on it): the context is a function of these and the settings."""
+
+    instructions: _Instructions
+    knowledge_report: dict[str, Any]
+    knowledge_version: Any  # (text, report) of the instructions as read; None when they failed
+    core: tuple[Any, ...] | None  # (snapshot version, content, item ids, human item ids); None: failed
+    latest: Message | None
+    window: list[tuple[Any, ...]]  # the newest effective messages up to `latest` (RECALL_COLUMNS), newest first
+    business: _Business
+
+    def inputs(self, customer: Customer) -> tuple[Any, ...]:
+        latest = self.latest
+        latest_row = (
+            None if latest is None else (latest.id, latest.direction, latest.sender, latest.text, latest.sent_at)
+        )
+        return (
+            customer.conversation_id,
+            _settings_key(),
+            self.knowledge_version,
+            self.core,
+            latest_row,
+            self.window,
+            self.business,
+        )
+
+
+def _settings_key() -> tuple[Any, ...]:
+    return (
+        tuple(AgentContextBuilder._budgets().items()),
+        settings.QIWEI_AGENT_MEMORY_RECENT_MESSAGES,
+        settings.QIWEI_AGENT_MEMORY_HISTORY_SCAN_LIMIT,
+        settings.QIWEI_AGENT_MEMORY_RECALL_LIMIT,
+        tuple(settings.QIWEI_AGENT_CONTEXT_FILES),
+    )
+
+
+def _message_from_row(customer: Customer, row: Sequence[Any], alias: str) -> Message:
+    """The latest inbound message, from its window row (the builder quotes and recalls with it)."""
+    pk, direction, sender, text, sent_at = row[:5]
+    message = Message(id=pk, customer=customer, direction=direction, sender=sender, text=text, sent_at=sent_at)
+    message._state.adding, message._state.db = False, alias
+    return message
+
+
+def _recent_message(row: Sequence[Any]) -> recall_module.RecalledMessage:
+    pk, direction, sender, text, sent_at = row[:5]
+    return recall_module.RecalledMessage(id=pk, direction=direction, sender=sender, text=text, sent_at=sent_at)
+
+
+# --- the answer cache --------------------------------------------------------------------------
+
+# Bytes of cached answers (and the reads they were built from) per process; 0 turns the cache off.
+CONTEXT_CACHE_BYTES_DEFAULT = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class _Answer:
+    inputs: tuple[Any, ...]
+    sections: tuple[Section, ...]
+    prompt: str
+    trace_json: str
+    size: int
+
+
+def _approximate_size(inputs: tuple[Any, ...], prompt: str, trace_json: str) -> int:
+    """An upper estimate in bytes: 4 per character of the texts held, 200 per message row."""
+    window = inputs[5]
+    chars = len(prompt) + len(trace_json)
+    for row in window:
+        chars += len(row[3]) + len(row[2]) + len(row[7] or "")
+    return 4 * chars + 200 * len(window) + 4096
+
+
+class _AnswerCache:
+    """Built contexts, per process, least recently used first out within a byte budget.
+
+    An answer is keyed by the database, the customer and the message asked for, and is served
+    only when everything the build has just read (`_Read.inputs`: the message window with its
+    stored recall features, the snapshot, the business-state rows, the knowledge version, the
+    settings) equals what it was built from. Nothing read is trusted to carry a version (a scrub
+    rewrites messages and business rows in place, forget edits a snapshot), so the reads are the
+    fingerprint: a hit skips the computation (recall ranking, quoting, fitting), never a read,
+    and can never serve a stale prompt. Failed builds are not cached.
+    """
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[tuple[Any, ...], _Answer] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def limit() -> int:
+        return int(getattr(settings, "QIWEI_AGENT_CONTEXT_CACHE_BYTES", CONTEXT_CACHE_BYTES_DEFAULT))
+
+    def get(self, key: tuple[Any, ...], inputs: tuple[Any, ...]) -> BuiltContext | None:
+        with self._lock:
+            answer = self._entries.get(key)
+            if answer is None:
+                return None
+            if answer.inputs != inputs:
+                self._drop(key)
+                return None
+            self._entries.move_to_end(key)
+        return BuiltContext(sections=list(answer.sections), prompt=answer.prompt, trace=json.loads(answer.trace_json))
+
+    def put(self, key: tuple[Any, ...], inputs: tuple[Any, ...], built: BuiltContext) -> None:
+        limit = self.limit()
+        if limit <= 0:
+            return
+        trace_json = json.dumps(built.trace, ensure_ascii=False)
+        if json.loads(trace_json) != built.trace:  # only plain JSON comes back equal
+            return
+        size = _approximate_size(inputs, built.prompt, trace_json)
+        if size > limit:
+            return
+        answer = _Answer(inputs, tuple(built.sections), built.prompt, trace_json, size)
+        with self._lock:
+            self._drop(key)
+            self._entries[key] = answer
+            self._bytes += size
+            while self._bytes > limit and self._entries:
+                self._drop(next(iter(self._entries)))
+
+    def _drop(self, key: tuple[Any, ...]) -> None:
+        answer = self._entries.pop(key, None)
+        if answer is not None:
+            self._bytes -= answer.size
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+_ANSWERS = _AnswerCache()
+
+
+def context_cache_clear() -> None:
+    """Forget every cached answer (benchmarks' cold runs; never needed for correctness)."""
+    _ANSWERS.clear()
+
+
+def _answer_key(customer: Customer, latest_message: Message | None) -> tuple[Any, ...]:
+    alias = current_alias()
+    database = connections[alias].settings_dict
+    return (
+        alias,
+        database.get("NAME"),
+        database.get("HOST"),
+        database.get("PORT"),
+        customer.pk,
+        None if latest_message is None else latest_message.pk,
+    )
+
+
 class AgentContextBuilder:
-    """Builds the context for one turn of one customer. Reads only; writes only a failure audit."""
+    """Builds the context for one turn of one customer. Reads only; writes only a failure audit
+    (and, through recall, the stored features of messages that had none).
+
+    A build reads everything first (`_read`: the knowledge version, the snapshot, one query for
+    the recent window and the recall candidates, the business state), then computes the context
+    from what it read, or takes it from the answer cache when the reads are unchanged."""
 
     def build(self, *, customer: Customer, latest_message: Message | None = None) -> BuiltContext:
         """The full context; `latest_message` None means the customer's latest inbound message."""
         trace = self._new_trace(customer)
-        latest = latest_message if latest_message is not None else message_latest_inbound(customer)
-        gathered = self._gather(customer, latest, trace)
-        return self._assemble(gathered, latest, trace)
+        read = self._read(customer, latest_message, trace)
+        key = _answer_key(customer, latest_message)
+        inputs = read.inputs(customer)
+        if not trace["failures"]:
+            cached = _ANSWERS.get(key, inputs)
+            if cached is not None:
+                return cached
+        gathered = self._gather(customer, read, trace)
+        built = self._assemble(gathered, read.latest, trace)
+        if not built.trace["failures"]:
+            _ANSWERS.put(key, inputs, built)
+        return built
 
     def build_degraded(
         self, *, customer: Customer, latest_message: Message | None, failure: MemoryFailure
@@ -585,7 +997,7 @@ class AgentContextBuilder:
         trace["failures"].append(failure.as_dict())
         trace["fallback"] = True
         trace["memory_recall_failed"] = failure.as_dict()
-        instructions, knowledge_report = self._instructions(trace, notice=DEGRADED_NOTICE)
+        instructions, knowledge_report, _version = self._instructions(trace, notice=DEGRADED_NOTICE)
         gathered = _Gathered(
             instructions=instructions,
             knowledge_report=knowledge_report,
@@ -603,24 +1015,45 @@ class AgentContextBuilder:
     def _new_trace(customer: Customer) -> dict[str, Any]:
         return {"conversation_id": customer.conversation_id, "failures": []}
 
-    def _gather(self, customer: Customer, latest: Message | None, trace: dict[str, Any]) -> _Gathered:
-        """Read every section; a failing memory section is audited and left empty."""
-        instructions, knowledge_report = self._instructions(trace)
-        core = self._guarded(customer, trace, "snapshot", lambda: self._core_memory(customer, trace), _memory_block())
-        no_recall: list[recall_module.RecalledMessage] = []
-        recalled = self._guarded(
-            customer, trace, "recall", lambda: recall_module.recall_for(customer, latest), no_recall
-        )
-        state = self._business_state(customer)
-        recent = self._recent(customer, latest)
-        return _Gathered(
+    def _read(self, customer: Customer, latest_message: Message | None, trace: dict[str, Any]) -> _Read:
+        """Every read of a build; a failing memory read is audited and left empty."""
+        instructions, knowledge_report, version = self._instructions(trace)
+        core = self._guarded(customer, trace, "snapshot", lambda: self._core_read(customer, trace), None)
+        latest, window = self._window(customer, latest_message)
+        return _Read(
             instructions=instructions,
             knowledge_report=knowledge_report,
+            knowledge_version=version,
             core=core,
-            recalled=_Quoted(RECALLED_HISTORY, [(m.id, _quote(m)) for m in recalled]),
+            latest=latest,
+            window=window,
+            business=self._business_read(customer),
+        )
+
+    def _gather(self, customer: Customer, read: _Read, trace: dict[str, Any]) -> _Gathered:
+        """Every section's text from what was read; a failing recall is audited and left empty."""
+        latest = read.latest
+        recent_size = settings.QIWEI_AGENT_MEMORY_RECENT_MESSAGES
+        candidates = read.window[recent_size:]
+        no_recall: list[recall_module.RecalledMessage] = []
+        recalled = self._guarded(
+            customer,
+            trace,
+            "recall",
+            lambda: recall_module.recall_for(customer, latest, window=candidates),
+            no_recall,
+        )
+        state, state_refs = _business_state(read.business)
+        recent = [_recent_message(row) for row in reversed(read.window[:recent_size])]
+        return _Gathered(
+            instructions=read.instructions,
+            knowledge_report=read.knowledge_report,
+            core=_core_block(read.core),
+            recalled=_messages_block(RECALLED_HISTORY, recalled),
             state=state,
-            recent=_Quoted(RECENT_CONVERSATION, [(m.id, _quote(m)) for m in recent]),
+            recent=_messages_block(RECENT_CONVERSATION, [m for m in recent if latest is None or m.id != latest.id]),
             latest_line=_quote(latest) if latest is not None else "",
+            state_refs=state_refs,
         )
 
     def _assemble(self, gathered: _Gathered, latest: Message | None, trace: dict[str, Any]) -> BuiltContext:
@@ -650,6 +1083,7 @@ class AgentContextBuilder:
                 "instructions_left_out": gathered.instructions.left_out,
                 "truncated_sections": sorted(set(layout.truncated)),
                 "knowledge": knowledge_report,
+                "prompt_sections": _prompt_sections(layout, gathered, latest),
             }
         )
         trace.setdefault("snapshot_version", None)
@@ -668,7 +1102,7 @@ class AgentContextBuilder:
             "prompt": settings.QIWEI_AGENT_PROMPT_CHAR_LIMIT,
         }
 
-    # --- sections ----------------------------------------------------------------------
+    # --- reads -------------------------------------------------------------------------
 
     def _guarded(self, customer: Customer, trace: dict[str, Any], stage: str, func: Callable[[], T], empty: T) -> T:
         """Run a memory stage; a failure is audited and the context is built without it."""
@@ -694,79 +1128,137 @@ class AgentContextBuilder:
                 logger.exception("context: could not audit the %s failure", stage)
             return empty
 
-    def _instructions(self, trace: dict[str, Any], *, notice: str = "") -> tuple[_Instructions, dict[str, Any]]:
+    def _instructions(self, trace: dict[str, Any], *, notice: str = "") -> tuple[_Instructions, dict[str, Any], Any]:
         """Persona, rules and safety boundary from the knowledge base, read whole (the layout fits
-        them by priority), and a notice, if any, first."""
-        from knowledge.context import project_context
+        them by priority; cached per knowledge-index version), and a notice, if any, first. Also
+        returns what the section depends on, for the answer cache."""
+        from knowledge.context import project_context_cached
 
         instructions = _Instructions(notice=notice)
         report: dict[str, Any] = {}
         try:
-            knowledge = project_context(limit=KNOWLEDGE_READ_LIMIT)
+            knowledge = project_context_cached(limit=KNOWLEDGE_READ_LIMIT)
         except Exception as exc:
             logger.exception("context: knowledge context failed")
             trace["failures"].append({"stage": "knowledge", "error": exc.__class__.__name__})
-        else:
-            report = knowledge.report.as_dict()
-            instructions.knowledge = knowledge.text
-        return instructions, report
+            return instructions, report, None
+        report = knowledge.report.as_dict()
+        instructions.knowledge = knowledge.text
+        return instructions, report, (knowledge.text, report)
 
-    def _core_memory(self, customer: Customer, trace: dict[str, Any]) -> _Quoted:
-        """The current snapshot (or one rendered for this turn without writing), as labelled data."""
+    def _core_read(self, customer: Customer, trace: dict[str, Any]) -> tuple[Any, ...]:
+        """The current snapshot (or the items a snapshot would hold, rendered without writing):
+        (version, content, item ids, human-written item ids)."""
         snapshot = snapshot_current(customer)
         if snapshot is not None:
+            version: int | None = snapshot.version
             content, item_ids = snapshot.content, list(snapshot.item_ids)
             trace["snapshot_version"] = snapshot.version
-            human = set(
-                MemoryItem.objects.filter(pk__in=item_ids, created_by=MemoryCreatedBy.HUMAN).values_list(
-                    "pk", flat=True
-                )
-            )
+            # The snapshot's items are the customer's own: its human-written ones among them.
+            human = {pk for (pk,) in _HUMAN_ITEMS.rows(current_alias(), (customer.pk,))}.intersection(item_ids)
         else:
-            items = list(effective_items(customer))
+            # None yet (a new customer): the items a snapshot would hold, rendered without writing.
+            rows = _ACTIVE_ITEMS.rows(current_alias(), (customer.pk,))
+            items = effective_in([MemoryItem(**dict(zip(_ITEM_COLUMNS, row, strict=True))) for row in rows])
             rendered = render_snapshot(items)
-            content, item_ids = rendered.content, rendered.item_ids
+            version, content, item_ids = None, rendered.content, rendered.item_ids
             trace["snapshot_version"] = None
             human = {item.pk for item in items if item.created_by == MemoryCreatedBy.HUMAN}
         trace["memory_item_ids"] = sorted(item_ids)
-        return _memory_block(_memory_lines(content, item_ids, human))
+        return (version, content, tuple(item_ids), tuple(sorted(human)))
 
-    def _business_state(self, customer: Customer) -> str:
-        lines: list[str] = []
-        profile = CustomerProfile.objects.filter(customer=customer).first()
-        values = profile.as_dict() if profile is not None else {}
-        profile_lines = [f"- {label}：{neutralise(values[name])}" for name, label in PROFILE_FIELDS if values.get(name)]
-        if profile_lines:
-            lines += ["【客户画像】", *profile_lines]
-        tasks = Task.objects.filter(customer=customer, status=TaskStatus.OPEN).order_by("due_at", "id")
-        task_lines = [
-            f"- {neutralise(t.title)}" + (f"（截止 {_when(t.due_at)}）" if t.due_at else "") for t in tasks[:20]
-        ]
-        if task_lines:
-            lines += ["【未完成待办】", *task_lines]
-        alerts = Alert.objects.filter(customer=customer, resolved=False).order_by("id")
-        alert_lines = [f"- [{a.get_level_display()}] {neutralise(a.text)}" for a in alerts[:20]]
-        if alert_lines:
-            lines += ["【预警】", *alert_lines]
-        recommendations = Recommendation.objects.filter(customer=customer).order_by("-id")[:10]
-        recommendation_lines = [
-            f"- {neutralise(r.text)}" + (f"；客户反馈：{neutralise(r.feedback)}" if r.feedback else "")
-            for r in sorted(recommendations, key=lambda r: r.id)
-        ]
-        if recommendation_lines:
-            lines += ["【业务反馈】", *recommendation_lines]
-        return "\n".join([_header(BUSINESS_STATE), *lines]) if lines else ""
+    def _window(self, customer: Customer, latest: Message | None) -> tuple[Message | None, list[tuple[Any, ...]]]:
+        """The message being answered and, in one query, the newest effective messages up to it,
+        newest first: the first RECENT_MESSAGES are the recent window (the latest one included),
+        the next HISTORY_SCAN_LIMIT the recall candidates, the same rows `recall_for` would read.
 
-    def _recent(self, customer: Customer, latest: Message | None) -> list[Message]:
-        """The newest RECENT_MESSAGES effective messages (up to the latest one), without the latest."""
-        window = list(messages_up_to(customer, latest)[: settings.QIWEI_AGENT_MEMORY_RECENT_MESSAGES])
-        window.reverse()
-        return [m for m in window if latest is None or m.id != latest.id]
+        With no message given, the latest inbound one is found among the newest LATEST_SLACK
+        extra rows of the same query; only when it lies further back is it read on its own."""
+        recent = settings.QIWEI_AGENT_MEMORY_RECENT_MESSAGES
+        scan = settings.QIWEI_AGENT_MEMORY_HISTORY_SCAN_LIMIT
+        size = recent + (scan if settings.QIWEI_AGENT_MEMORY_RECALL_LIMIT > 0 else 0)
+        alias = current_alias()
+        if latest is not None:
+            return latest, _WINDOW_UP_TO.rows(alias, (customer.pk, latest.sent_at, latest.pk), (size,))
+        limit = size + LATEST_SLACK
+        rows = _WINDOW_NEWEST.rows(alias, (customer.pk,), (limit,))
+        complete = len(rows) < limit  # every effective message was read
+        first = next((index for index, row in enumerate(rows) if row[1] == MessageDirection.INBOUND), None)
+        if first is None and complete:
+            return None, rows[:size]
+        if first is not None and (complete or first + size <= len(rows)):
+            return _message_from_row(customer, rows[first], alias), rows[first : first + size]
+        found = message_latest_inbound(customer)
+        if found is None:
+            return None, rows[:size]
+        return found, _WINDOW_UP_TO.rows(alias, (customer.pk, found.sent_at, found.pk), (size,))
+
+    def _business_read(self, customer: Customer) -> _Business:
+        """Profile, open tasks, open alerts and the open recommendations with their latest
+        feedback: one query per table, the quoted columns only, as tuples."""
+        alias, args = current_alias(), (customer.pk,)
+        profile = _PROFILE.rows(alias, args)
+        return _Business(
+            profile=profile[0] if profile else None,
+            tasks=tuple(_TASKS.rows(alias, args)),
+            alerts=tuple(_ALERTS.rows(alias, args)),
+            recommendations=tuple(_RECOMMENDATIONS.rows(alias, args)),
+        )
 
 
-def _memory_lines(content: str, item_ids: list[int], human: set[int]) -> list[tuple[int | None, str]]:
+def _core_block(core: tuple[Any, ...] | None) -> _Quoted:
+    """The core memory section's lines from the snapshot read, labelled as data."""
+    if core is None:
+        return _memory_block()
+    _version, content, item_ids, human = core
+    entries = _memory_entries(content, list(item_ids))
+    kinds = {item_id: kind for item_id, kind, _text in entries if item_id is not None}
+    return _memory_block(_memory_lines(content, list(item_ids), set(human)), kinds)
+
+
+_ALERT_LEVELS = dict(AlertLevel.choices)
+_FEEDBACK_SOURCES = dict(FeedbackSource.choices)
+_FEEDBACK_VERDICTS = dict(FeedbackVerdict.choices)
+
+
+def _display(choices: dict[Any, Any], value: str) -> str:
+    """What `get_<field>_display()` shows: the label, or the stored value when it has none."""
+    return str(choices.get(value, value))
+
+
+def _business_state(business: _Business) -> tuple[str, list[_StateRef]]:
+    """Profile, open tasks, open alerts and open recommendations with their latest feedback;
+    the rows quoted, so the trace can name them."""
+    lines: list[str] = []
+    values = dict(zip(PROFILE_FIELD_NAMES, business.profile, strict=True)) if business.profile is not None else {}
+    profile_lines = [f"- {label}：{neutralise(values[name])}" for name, label in PROFILE_FIELDS if values.get(name)]
+    if profile_lines:
+        lines += ["【客户画像】", *profile_lines]
+    task_refs = [
+        _StateRef("task", pk, f"- {neutralise(title)}" + (f"（截止 {_when(due_at)}）" if due_at else ""))
+        for pk, title, due_at in business.tasks
+    ]
+    if task_refs:
+        lines += ["【未完成待办】", *(ref.line for ref in task_refs)]
+    alert_refs = [
+        _StateRef("alert", pk, f"- [{_display(_ALERT_LEVELS, level)}] {neutralise(text)}")
+        for pk, level, text in business.alerts
+    ]
+    if alert_refs:
+        lines += ["【预警】", *(ref.line for ref in alert_refs)]
+    recommendation_refs = [
+        _StateRef("recommendation", row[0], _recommendation_line(*row[1:]))
+        for row in sorted(business.recommendations, key=lambda row: row[0])
+    ]
+    if recommendation_refs:
+        lines += ["【推荐与业务反馈】", *(ref.line for ref in recommendation_refs)]
+    refs = [*task_refs, *alert_refs, *recommendation_refs]
+    return ("\n".join([_header(BUSINESS_STATE), *lines]) if lines else ""), refs
+
+
+def _memory_entries(content: str, item_ids: list[int]) -> list[tuple[int | None, str, str]]:
     """Read the stored snapshot format ("## <type title>" headings, "- <content>" lines, item ids
-    in line order) back into labelled prompt lines. An unrecognised line is still quoted as data."""
+    in line order) back into (item id, memory type, content) entries."""
     raw = [line for line in content.split("\n") if line.strip()]
     entries: list[tuple[str, str]] = []
     memory_type = ""
@@ -777,10 +1269,91 @@ def _memory_lines(content: str, item_ids: list[int], human: set[int]) -> list[tu
         entries.append((memory_type, line[2:] if line.startswith("- ") else line))
     # Ids only line up when every item line is there (they always are, unless a stored version was edited).
     ids: list[int | None] = list(item_ids) if len(item_ids) == len(entries) else [None] * len(entries)
+    return [(item_id, kind, text) for item_id, (kind, text) in zip(ids, entries, strict=True)]
+
+
+def _memory_lines(content: str, item_ids: list[int], human: set[int]) -> list[tuple[int | None, str]]:
+    """The snapshot's entries as labelled prompt lines. An unrecognised line is still quoted as data."""
     return [
         (item_id, memory_line(memory_type=kind, content=text, human=item_id in human))
-        for item_id, (kind, text) in zip(ids, entries, strict=True)
+        for item_id, kind, text in _memory_entries(content, item_ids)
     ]
+
+
+def _recommendation_line(text: str, source: str | None, verdict: str | None, comment: str | None) -> str:
+    """「- 推荐内容；最新反馈（客户·不接受）：太贵」: the newest feedback only (none when `source` is
+    None), quoted like the customer's words."""
+    line = f"- {neutralise(text)}"
+    if source is None:
+        return line
+    line += f"；最新反馈（{_display(_FEEDBACK_SOURCES, source)}·{_display(_FEEDBACK_VERDICTS, verdict or '')}）"
+    return line + (f"：{quoted_text(comment)}" if comment else "")
+
+
+# Which budget each section is fitted into (the conversation budget is shared by three sections;
+# the output contract is never cut).
+_BUDGET_SCOPES = {
+    INSTRUCTIONS: INSTRUCTIONS,
+    CORE_MEMORY: CORE_MEMORY,
+    RECALLED_HISTORY: "conversation",
+    BUSINESS_STATE: BUSINESS_STATE,
+    RECENT_CONVERSATION: "conversation",
+    LATEST_MESSAGE: "conversation",
+    OUTPUT_CONTRACT: "whole",
+}
+_SECTION_ORDER = list(_BUDGET_SCOPES)
+
+
+def _type_label(memory_type: str) -> str:
+    return str(MemoryType(memory_type).label) if memory_type in MemoryType.values else ""
+
+
+def _prompt_sections(layout: _Layout, gathered: _Gathered, latest: Message | None) -> list[dict[str, Any]]:
+    """Where each section sits in the prompt (`prompt[start:end]`), its budget, what it lost, and
+    the ids it quotes. A section that lost everything to its budget is listed with no characters."""
+    texts = dict(layout.ordered())
+    quoted = {CORE_MEMORY: layout.core, RECALLED_HISTORY: layout.recalled, RECENT_CONVERSATION: layout.recent}
+    truncated = set(layout.truncated)
+    entries: list[dict[str, Any]] = []
+    offset = 0
+    for name in _SECTION_ORDER:
+        text = texts.get(name, "")
+        block = quoted.get(name)
+        trimmed_ids = sorted(block.trimmed) if block is not None else []
+        trimmed = name in truncated or bool(trimmed_ids) or (name == LATEST_MESSAGE and layout.latest_truncated)
+        if not text and not trimmed:
+            continue
+        start = offset if text else max(offset - 2, 0)  # an emptied section: where it would have been
+        end = start + len(text)
+        scope = _BUDGET_SCOPES[name]
+        entry: dict[str, Any] = {
+            "key": name,
+            "title": TITLES[name],
+            "start": start,
+            "end": end,
+            "chars": len(text),
+            "budget": layout.budgets.get(scope),
+            "budget_scope": scope,
+            "trimmed": trimmed,
+            "trimmed_ids": trimmed_ids,
+        }
+        if name == INSTRUCTIONS:
+            entry["left_out"] = list(gathered.instructions.left_out)
+        if name == CORE_MEMORY:
+            entry["memory_items"] = [
+                {"id": i, "type": layout.core.kinds.get(i, ""), "type_label": _type_label(layout.core.kinds.get(i, ""))}
+                for i in layout.core.ids()
+            ]
+        if name in (RECALLED_HISTORY, RECENT_CONVERSATION) and block is not None:
+            entry["messages"] = [{"id": i, "direction": block.kinds.get(i, "")} for i in block.ids()]
+        if name == LATEST_MESSAGE and text and latest is not None:
+            entry["messages"] = [{"id": latest.id, "direction": latest.direction}]
+        if name == BUSINESS_STATE:
+            entry["business"] = [{"kind": ref.kind, "id": ref.id} for ref in gathered.state_refs if ref.line in text]
+        entries.append(entry)
+        if text:
+            offset = end + 2
+    return entries
 
 
 def build_context(*, customer: Customer, latest_message: Message | None = None) -> BuiltContext:

@@ -12,7 +12,7 @@ from celery import shared_task
 
 from memory.capture.jobs import capture_job_run, capture_sweep
 from qiwei_site.platform.models import WeComAccount
-from qiwei_site.platform.tenancy import use_account
+from qiwei_site.platform.tenancy import account_connections_close, use_account
 
 logger = logging.getLogger(__name__)
 
@@ -36,9 +36,12 @@ def capture_sweep_account(account_id: str) -> dict[str, int]:
 @shared_task(name="memory.tasks.capture_sweep_all", ignore_result=True)
 def capture_sweep_all() -> dict[str, dict[str, int]]:
     summary: dict[str, dict[str, int]] = {}
-    for account_id in WeComAccount.objects.filter(is_active=True).values_list("pk", flat=True):
+    for account_id in list(WeComAccount.objects.filter(is_active=True).values_list("pk", flat=True)):
         try:
             summary[account_id] = capture_sweep_account(account_id)
         except Exception:  # one broken account database must not stop the others
             logger.exception("capture sweep failed for account %s", account_id)
+        finally:
+            # One connection at a time, however many accounts (the sweep once held 99 of 100).
+            account_connections_close(account_id)
     return summary

@@ -12,8 +12,11 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import fcntl
+import functools
 import hashlib
+import importlib
 import logging
+import pkgutil
 import re
 import shutil
 import threading
@@ -23,8 +26,11 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.db import connections, transaction
+from django.core.signals import request_finished
+from django.db import DatabaseError, connections, transaction
 from django.db.models import Model
+
+from qiwei_site.platform.connections import account_pool, is_cap_error, pool_enabled, set_reclaimer
 
 logger = logging.getLogger(__name__)
 
@@ -96,7 +102,19 @@ def current_alias() -> str:
 # --- connection registration -------------------------------------------------------------
 
 
+# Django's PostgreSQL backend, and ours that takes account connections from the process's bounded
+# pool. SQLite has no server to run out of connections: its account connections are closed when
+# released (a pool measured no faster, and slower once accounts outnumber the cap).
+_POOLED_ENGINES = {"django.db.backends.postgresql": "qiwei_site.platform.connections.postgresql"}
+
+
+def is_sqlite_config(config: dict[str, Any]) -> bool:
+    return str(config["ENGINE"]).endswith("sqlite3")
+
+
 def account_database_config(account_id: str) -> dict[str, Any]:
+    """Where an account's data lives: the URL template (`{account}` may stand in the host too, so
+    accounts can be spread over several servers) or a SQLite file under the data dir."""
     template = settings.QIWEI_ACCOUNT_DATABASE_URL
     if template:
         import environ
@@ -104,20 +122,40 @@ def account_database_config(account_id: str) -> dict[str, Any]:
         if "{account}" not in template:
             raise ImproperlyConfigured("QIWEI_ACCOUNT_DATABASE_URL must contain '{account}'.")
         config = environ.Env.db_url_config(template.replace("{account}", validate_account_id(account_id)))
+        if settings.QIWEI_PGBOUNCER:
+            # Transaction pooling: a named (server-side) cursor or a prepared statement would
+            # outlive the transaction on a server connection another client gets next.
+            config["DISABLE_SERVER_SIDE_CURSORS"] = True
+            config.setdefault("OPTIONS", {}).pop("prepare_threshold", None)  # Django's None: never prepare
+        return _with_connection_policy(config)
+    path = Path(settings.QIWEI_DATA_DIR) / "accounts" / f"{account_id}.sqlite3"
+    return _with_connection_policy(
+        {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": str(path),
+            "OPTIONS": {
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 5,
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
+            "TEST": {"NAME": str(path)},
+        }
+    )
+
+
+def _with_connection_policy(config: dict[str, Any]) -> dict[str, Any]:
+    if pool_enabled() and config["ENGINE"] in _POOLED_ENGINES:
+        # Django never closes these for age (None): `account_connection_release` hands them back
+        # to the pool, which keeps them for QIWEI_DB_CONN_MAX_AGE seconds and checks them at
+        # checkout. Any other close() still closes for real (a broken connection, a probe).
+        config["ENGINE"] = _POOLED_ENGINES[config["ENGINE"]]
+        config["CONN_MAX_AGE"] = None
+        config["CONN_HEALTH_CHECKS"] = False
+    elif not is_sqlite_config(config):
+        # The pool switched off (QIWEI_ACCOUNT_CONN_CAP=0): Django's per-thread connections.
         config.setdefault("CONN_MAX_AGE", settings.QIWEI_DB_CONN_MAX_AGE)
         config["CONN_HEALTH_CHECKS"] = True
-        return config
-    path = Path(settings.QIWEI_DATA_DIR) / "accounts" / f"{account_id}.sqlite3"
-    return {
-        "ENGINE": "django.db.backends.sqlite3",
-        "NAME": str(path),
-        "OPTIONS": {
-            "transaction_mode": "IMMEDIATE",
-            "timeout": 5,
-            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-        },
-        "TEST": {"NAME": str(path)},
-    }
+    return config
 
 
 def is_registered(account_id: str) -> bool:
@@ -156,6 +194,7 @@ def unregister_account_database(account_id: str) -> None:
         connections.__dict__["settings"] = new_settings
         with contextlib.suppress(AttributeError):
             delattr(connections._connections, alias)  # type: ignore[attr-defined]
+    account_pool.discard(alias)
 
 
 # --- creation and migration ----------------------------------------------------------
@@ -163,13 +202,80 @@ def unregister_account_database(account_id: str) -> None:
 
 def _account_migrations_fingerprint() -> str:
     """A hash of every account-app migration file, so a cached template is never stale."""
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(migration_fingerprint().encode())
     base = Path(settings.BASE_DIR)
     for app in sorted(ACCOUNT_APPS):
         for path in sorted((base / app / "migrations").glob("*.py")):
             digest.update(path.name.encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+# The migration graph an account database was last migrated to is recorded in it, so a process
+# that meets the account for the first time compares one row instead of running `migrate` (46–79
+# ms, then again after every worker restart). Outside Django's models on purpose: it must be
+# readable before any migration has run, and it never reaches the admin or the audit.
+SCHEMA_TABLE = "qiwei_account_schema"
+
+
+@functools.cache
+def migration_fingerprint() -> str:
+    """A hash of the (app, migration) names on disk for every installed app: what `migrate`
+    would find. Computed once per process."""
+    from django.apps import apps
+    from django.db.migrations.loader import MigrationLoader
+
+    names: list[str] = []
+    for config in apps.get_app_configs():
+        module_name, _ = MigrationLoader.migrations_module(config.label)
+        if module_name is None:
+            continue
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError:
+            continue
+        for _, name, is_pkg in pkgutil.iter_modules(getattr(module, "__path__", [])):
+            if not is_pkg and name[0] not in "_~":  # the loader's own rule
+                names.append(f"{config.label}.{name}")
+    return hashlib.sha256("\n".join(sorted(names)).encode()).hexdigest()
+
+
+def _schema_is_current(alias: str) -> bool:
+    """One cheap query: was this database migrated to the migrations this process has?"""
+    connection = connections[alias]
+    if connection.in_atomic_block:
+        return False  # a failing query would break the caller's transaction
+    if is_sqlite_config(connection.settings_dict) and not Path(connection.settings_dict["NAME"]).exists():
+        return False  # connecting would create an empty file
+    # PgBouncer keeps a client asking for a database that does not exist waiting while it retries
+    # the server login (15 s by default), then backs off that database: ask the catalogue first.
+    behind_pgbouncer = settings.QIWEI_PGBOUNCER and not is_sqlite_config(connection.settings_dict)
+    if behind_pgbouncer and not _postgres_database_exists(connection.settings_dict):
+        return False
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT fingerprint FROM {SCHEMA_TABLE}")
+            row = cursor.fetchone()
+    except DatabaseError as exc:  # no such table (never recorded), or no such database yet
+        if is_cap_error(exc):
+            raise
+        return False
+    return row is not None and row[0] == migration_fingerprint()
+
+
+def _record_schema_fingerprint(alias: str) -> None:
+    from django.utils import timezone
+
+    with transaction.atomic(using=alias), connections[alias].cursor() as cursor:
+        cursor.execute(
+            f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} "
+            "(fingerprint varchar(64) NOT NULL, migrated_at varchar(40) NOT NULL)"
+        )
+        cursor.execute(f"DELETE FROM {SCHEMA_TABLE}")
+        cursor.execute(
+            f"INSERT INTO {SCHEMA_TABLE} (fingerprint, migrated_at) VALUES (%s, %s)",
+            [migration_fingerprint(), timezone.now().isoformat()],
+        )
 
 
 @contextlib.contextmanager
@@ -187,29 +293,39 @@ def _migrate_alias(alias: str) -> None:
     from django.core.management import call_command
 
     call_command("migrate", database=alias, interactive=False, verbosity=0)
+    _record_schema_fingerprint(alias)
 
 
-def _ensure_postgres_database(config: dict[str, Any]) -> None:
-    import psycopg
-    from psycopg import sql
-
-    params: dict[str, Any] = {
+def _server_params(config: dict[str, Any]) -> dict[str, Any]:
+    params = {
         "host": config.get("HOST") or None,
         "port": config.get("PORT") or None,
         "user": config.get("USER") or None,
         "password": config.get("PASSWORD") or None,
-        "dbname": "postgres",
-        "autocommit": True,
     }
-    with psycopg.connect(**{k: v for k, v in params.items() if v is not None}) as conn:  # type: ignore[arg-type]
-        # An advisory lock serialises creation across processes; threads are serialised below.
-        conn.execute("SELECT pg_advisory_lock(hashtext(%s))", [config["NAME"]])
-        try:
-            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [config["NAME"]]).fetchone()
-            if not exists:
-                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(config["NAME"])))
-        finally:
-            conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", [config["NAME"]])
+    return {k: v for k, v in params.items() if v is not None}
+
+
+def _postgres_database_exists(config: dict[str, Any]) -> bool:
+    import psycopg
+
+    with psycopg.connect(dbname="postgres", autocommit=True, **_server_params(config)) as conn:
+        return conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [config["NAME"]]).fetchone() is not None
+
+
+def _ensure_postgres_database(config: dict[str, Any]) -> None:
+    """Create the account's database unless it exists. No lock: two creators racing both try, one
+    wins and the other is told it exists. (A session advisory lock would not survive PgBouncer's
+    transaction pooling: lock and unlock could run on different server connections.)"""
+    import psycopg
+    from psycopg import errors, sql
+
+    with psycopg.connect(dbname="postgres", autocommit=True, **_server_params(config)) as conn:
+        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [config["NAME"]]).fetchone():
+            return
+        # DuplicateDatabase, or UniqueViolation on pg_database's name index when both commit at once.
+        with contextlib.suppress(errors.DuplicateDatabase, errors.UniqueViolation):
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(config["NAME"])))
 
 
 _migrated: set[str] = set()
@@ -217,13 +333,17 @@ _create_locks: dict[str, threading.Lock] = {}
 
 
 def ensure_account_database(account_id: str, *, force_migrate: bool = False) -> str:
-    """Register the account's database and bring it to the current migrations.
+    """Register the account's database and make sure it has the current migrations.
 
-    Safe to call from many threads and processes at once: creation and migration run
-    under a per-account lock (a thread lock plus a file lock or a PostgreSQL advisory lock).
+    First use in a process reads the migration fingerprint recorded in the database; only when it
+    differs (or is missing: a new database, or one migrated before fingerprints) does it migrate,
+    under a per-account lock (a thread lock plus a file lock), as `migrate_accounts` always does.
     """
     alias = register_account_database(account_id)
     if alias in _migrated and not force_migrate:
+        return alias
+    if not force_migrate and _schema_is_current(alias):
+        _migrated.add(alias)
         return alias
     with _registration_lock:
         lock = _create_locks.setdefault(alias, threading.Lock())
@@ -233,11 +353,12 @@ def ensure_account_database(account_id: str, *, force_migrate: bool = False) -> 
         config = connections.settings[alias]
         lock_path = Path(settings.QIWEI_DATA_DIR) / "locks" / f"{alias}.lock"
         with _file_lock(lock_path):
-            if config["ENGINE"] == "django.db.backends.sqlite3":
+            if is_sqlite_config(config):
                 _create_sqlite_from_template(alias, Path(config["NAME"]))
             else:
                 _ensure_postgres_database(config)
-            _migrate_alias(alias)
+            if force_migrate or not _schema_is_current(alias):
+                _migrate_alias(alias)
         _migrated.add(alias)
     return alias
 
@@ -263,7 +384,7 @@ def _create_sqlite_from_template(alias: str, target: Path) -> None:
                     new_settings[tmp_alias] = config
                     connections.__dict__["settings"] = connections.configure_settings(new_settings)
                 try:
-                    _migrate_alias(tmp_alias)
+                    _migrate_alias(tmp_alias)  # records the fingerprint: copies start current
                 finally:
                     connections[tmp_alias].close()
                     with _registration_lock:
@@ -279,21 +400,91 @@ def drop_account_database(account_id: str) -> None:
     config = dict(connections.settings.get(alias_for(account_id)) or account_database_config(account_id))
     unregister_account_database(account_id)
     _migrated.discard(alias_for(account_id))
-    if config["ENGINE"] == "django.db.backends.sqlite3":
+    if is_sqlite_config(config):
         for suffix in ("", "-wal", "-shm"):
             Path(f"{config['NAME']}{suffix}").unlink(missing_ok=True)
         return
     import psycopg
     from psycopg import sql
 
-    params = {
-        "host": config.get("HOST") or None,
-        "port": config.get("PORT") or None,
-        "user": config.get("USER") or None,
-        "password": config.get("PASSWORD") or None,
-    }
-    with psycopg.connect(dbname="postgres", autocommit=True, **{k: v for k, v in params.items() if v}) as conn:
+    with psycopg.connect(dbname="postgres", autocommit=True, **_server_params(config)) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(config["NAME"])))
+
+
+# --- releasing account connections ---------------------------------------------------------
+#
+# A thread gives its account connection back to the process's pool (qiwei_site/platform/
+# connections) as soon as it is done with the account: on leaving the outermost `use_account()`
+# of it, and at the end of every request and Celery task. "Done" means: not inside that
+# account's `use_account()` any more (a per-thread depth), not the account still selected in
+# this context (an API view selects its account without the context manager), and no transaction
+# open on it. Only the owning thread ever closes or hands back its own connection.
+
+_depths = threading.local()
+
+
+def _depth_map() -> dict[str, int]:
+    depths: dict[str, int] | None = getattr(_depths, "by_alias", None)
+    if depths is None:
+        depths = _depths.by_alias = {}
+    return depths
+
+
+def account_connection_release(alias: str, *, keep: bool = True) -> bool:
+    """Hand this thread's connection to one account database back: idle in the pool (`keep`), or
+    closed. False when it is still in use here, or when the pool is switched off."""
+    if not pool_enabled():
+        return False
+    wrapper = getattr(connections._connections, alias, None)  # type: ignore[attr-defined]
+    if wrapper is None:
+        return False
+    if wrapper.in_atomic_block or _depth_map().get(alias) or _current_alias_or_none() == alias:
+        return False
+    wrapper.qiwei_keep_connection = keep  # read by the pooled backends' _close
+    try:
+        wrapper.close()
+    finally:
+        wrapper.qiwei_keep_connection = False
+    if wrapper.connection is None:
+        # Drop the wrapper too: a thread that met 500 accounts would otherwise keep 500 of them.
+        with contextlib.suppress(AttributeError):
+            del connections[alias]
+    return True
+
+
+def account_connections_release_idle(*, keep: bool = True, except_alias: str | None = None) -> int:
+    """Release every account connection this thread is done with (end of a request or task)."""
+    if not pool_enabled():
+        return 0
+    released = 0
+    for alias in list(connections.settings):
+        if alias.startswith("acct_") and alias != except_alias and account_connection_release(alias, keep=keep):
+            released += 1
+    return released
+
+
+set_reclaimer(lambda opening: account_connections_release_idle(except_alias=opening))
+
+
+def account_connections_close(account_id: str) -> None:
+    """Close an account's connections once a loop over all accounts is done with it: this thread's,
+    and any the pool keeps idle, so the loop's next account does not add to them."""
+    alias = alias_for(account_id)
+    account_connection_release(alias, keep=False)
+    if pool_enabled():
+        account_pool.discard(alias)
+
+
+def _current_alias_or_none() -> str | None:
+    account_id = _current_account.get()
+    return alias_for(account_id) if account_id is not None else None
+
+
+def _release_at_request_end(sender: Any, **kwargs: Any) -> None:
+    account_connections_release_idle()
+
+
+request_finished.connect(_release_at_request_end, dispatch_uid="qiwei_account_connections_release")
 
 
 # --- selecting an account ----------------------------------------------------------------
@@ -301,13 +492,22 @@ def drop_account_database(account_id: str) -> None:
 
 @contextlib.contextmanager
 def use_account(account_id: str) -> Iterator[str]:
-    """Select an account for the code inside; every customer-data query goes to its database."""
+    """Select an account for the code inside; every customer-data query goes to its database.
+    Leaving the outermost selection of an account hands its connection back to the pool."""
     alias = ensure_account_database(account_id)
+    previous = _current_account.get()
     token = _current_account.set(account_id)
+    depths = _depth_map()
+    depths[alias] = depths.get(alias, 0) + 1
     try:
         yield alias
     finally:
         _current_account.reset(token)
+        depths[alias] -= 1
+        if not depths[alias]:
+            del depths[alias]
+            if previous != account_id:
+                account_connection_release(alias)
 
 
 @contextlib.contextmanager

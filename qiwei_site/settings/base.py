@@ -135,10 +135,23 @@ DATABASES = {
     "default": env.db_url("DATABASE_URL", default=f"sqlite:///{QIWEI_DATA_DIR / 'default.sqlite3'}"),
 }
 # Keep server connections open between requests (PostgreSQL: 2.4× the context throughput measured).
+# For account databases: how long a connection lives in the process's pool (idle or not).
 QIWEI_DB_CONN_MAX_AGE = env_int("QIWEI_DB_CONN_MAX_AGE", 60, 0, 3600)
+# Account connections per process, in use and idle, whatever the number of accounts
+# (qiwei_site/platform/connections; docs/scale-out.md). Keep it ≥ gunicorn threads; 0 = no pool:
+# Django's connection per thread per account, which runs a server out of connections.
+QIWEI_ACCOUNT_CONN_CAP = env_int("QIWEI_ACCOUNT_CONN_CAP", 8, 0, 1000)
+# How long a request waits for a free account connection when all are in use (then a 503).
+QIWEI_ACCOUNT_CONN_WAIT_SECONDS = env_float("QIWEI_ACCOUNT_CONN_WAIT_SECONDS", 5.0, 0.1, 120.0)
+# The PostgreSQL URLs point at PgBouncer in transaction pooling: no server-side cursors and no
+# prepared statements (Django's default), nothing that keeps state in a server session.
+QIWEI_PGBOUNCER = env_bool("QIWEI_PGBOUNCER", False)
 if DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("CONN_MAX_AGE", QIWEI_DB_CONN_MAX_AGE)
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    if QIWEI_PGBOUNCER:
+        DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+        DATABASES["default"].setdefault("OPTIONS", {}).pop("prepare_threshold", None)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {
@@ -280,3 +293,7 @@ REST_FRAMEWORK["DEFAULT_PARSER_CLASSES"] = ["qiwei_site.platform.parsers.StrictJ
 MIDDLEWARE = ["qiwei_site.platform.middleware.ApiErrorMiddleware", *MIDDLEWARE]
 # How long a model's inference (a `hypothesis` memory item) waits for a supervisor before it expires.
 QIWEI_HYPOTHESIS_TTL_HOURS = env_int("QIWEI_HYPOTHESIS_TTL_HOURS", 168, 1, 8760)
+# Automatic items below this confidence wait in the admin review queue beside hypotheses.
+QIWEI_REVIEW_CONFIDENCE_BELOW = env_float("QIWEI_REVIEW_CONFIDENCE_BELOW", 0.7, 0.0, 1.0)
+# Bytes of built contexts kept per process; an answer is reused only while every row it read is unchanged.
+QIWEI_AGENT_CONTEXT_CACHE_BYTES = env_int("QIWEI_AGENT_CONTEXT_CACHE_BYTES", 8 * 1024 * 1024, 0, 1024**3)

@@ -7,7 +7,17 @@ import json
 
 import pytest
 
-from conversations.models import Alert, AuditEvent, CustomerProfile, Message, MessageDirection, Recommendation
+from conversations.models import (
+    Alert,
+    AuditEvent,
+    CustomerProfile,
+    FeedbackSource,
+    FeedbackVerdict,
+    Message,
+    MessageDirection,
+    Recommendation,
+    RecommendationFeedback,
+)
 from memory.context import recall
 from memory.context.builder import (
     BUSINESS_STATE,
@@ -53,7 +63,14 @@ def rich_customer(customer, chat):
     CustomerProfile.objects.filter(customer=customer).update(budget="5000元/月", district="朝阳区")
     TaskFactory(customer=customer, title="周六上午带看两居室")
     Alert.objects.create(customer=customer, text="客户对中介费敏感")
-    Recommendation.objects.create(customer=customer, text="推荐望京两居室", feedback="太贵")
+    recommendation = Recommendation.objects.create(customer=customer, text="推荐望京两居室")
+    RecommendationFeedback.objects.create(
+        recommendation=recommendation,
+        customer=customer,
+        source=FeedbackSource.CUSTOMER,
+        verdict=FeedbackVerdict.DECLINED,
+        comment="太贵",
+    )
     return customer, old, latest
 
 
@@ -272,7 +289,7 @@ def test_build_recall_database_error_inside_a_transaction_leaves_it_usable(rich_
     # Given the builder runs inside a caller's transaction and recall hits a broken query
     customer, _old, _latest = rich_customer
 
-    def broken(customer, latest):
+    def broken(customer, latest, **kwargs):
         list(Message.objects.raw("SELECT * FROM no_such_table"))
 
     monkeypatch.setattr(recall, "recall_for", broken)
