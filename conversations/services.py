@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from conversations.models import (
     Alert,
@@ -62,6 +65,31 @@ def audit_record(
 ) -> AuditEvent:
     """Write one audit row in the selected account's database."""
     return AuditEvent.objects.create(conversation_id=conversation_id, **_audit_fields(action, actor, reason, payload))
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One audit row to write with `audit_records_bulk` (the arguments of `audit_record`)."""
+
+    action: AuditAction | str
+    conversation_id: str = ""
+    actor: Actor = None
+    reason: str = ""
+    payload: dict[str, Any] | None = None
+
+
+def audit_records_bulk(entries: Sequence[AuditEntry]) -> list[AuditEvent]:
+    """Write several audit rows in the selected account's database in one statement (a batched
+    memory write audits each of its changes, in order)."""
+    if not entries:
+        return []
+    return AuditEvent.objects.bulk_create(
+        AuditEvent(
+            conversation_id=entry.conversation_id,
+            **_audit_fields(entry.action, entry.actor, entry.reason, entry.payload),
+        )
+        for entry in entries
+    )
 
 
 def registry_audit_record(
@@ -266,6 +294,23 @@ def message_reveal(*, message: Message, actor: Actor, reason: str) -> str:
     return message.text
 
 
+def resolution_reason(reason: str) -> str:
+    """The reason closing a task, an alert or a recommendation needs (the audit and the record keep it)."""
+    reason = " ".join((reason or "").split())
+    if not reason:
+        raise ValidationFailed("处理需要填写原因 (a reason is required to resolve).", code="reason_required")
+    if len(reason) > 300:
+        raise ValidationFailed(
+            "原因不能超过 300 个字符 (the reason must be at most 300 characters).", code="reason_too_long"
+        )
+    return reason
+
+
+def resolved_by(actor: Actor) -> tuple[int | None, str]:
+    actor_id, actor_name = actor_identity(actor)
+    return actor_id, actor_name[:150]
+
+
 def alert_raise(
     *,
     customer: Customer,
@@ -278,7 +323,7 @@ def alert_raise(
 ) -> Alert | None:
     """Raise an alert for the agents and supervisors; an automatic one (with a `cause`) is raised once
     per cause, however often its cause is seen again (a retried job, a second backfill). The text
-    says what happened, never what the customer wrote."""
+    says what happened, never what the customer wrote. (A person's alert: `conversations.business.alert_create`.)"""
     with account_atomic():
         if cause and Alert.objects.filter(customer=customer, kind=kind, cause=cause).exists():
             return None
@@ -287,6 +332,7 @@ def alert_raise(
             alert.full_clean()
         except DjangoValidationError as exc:
             raise ValidationFailed("; ".join(exc.messages)) from None
+        stamp_history(alert, actor=actor, reason=reason or "自动预警")
         alert.save()
         audit_record(
             action=AuditAction.ALERT_RAISED,
@@ -299,13 +345,27 @@ def alert_raise(
 
 
 def alert_resolve(*, alert: Alert, actor: Actor, reason: str) -> Alert:
-    """Mark an alert handled (idempotent); who and why go to the audit."""
+    """Mark an alert handled, saying why (idempotent: a resolved alert stays as it was closed)."""
+    reason = resolution_reason(reason)
     with account_atomic():
         current = Alert.objects.select_for_update().select_related("customer").get(pk=alert.pk)
         if current.resolved:
             return current
         current.resolved = True
-        current.save(update_fields=["resolved", "updated_at"])
+        current.resolution_reason = reason
+        current.resolved_at = timezone.now()
+        current.resolved_by_id, current.resolved_by_name = resolved_by(actor)
+        stamp_history(current, actor=actor, reason=reason)
+        current.save(
+            update_fields=[
+                "resolved",
+                "resolution_reason",
+                "resolved_at",
+                "resolved_by_id",
+                "resolved_by_name",
+                "updated_at",
+            ]
+        )
         audit_record(
             action=AuditAction.ALERT_RESOLVED,
             conversation_id=current.customer.conversation_id,

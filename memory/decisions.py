@@ -26,7 +26,8 @@ import hashlib
 import hmac
 import os
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -122,49 +123,102 @@ def evidence_time(customer: Customer, source_message_ids: Sequence[int]) -> date
     return _received(customer, [int(i) for i in source_message_ids])
 
 
-def _last_decision(customer: Customer, key: str, kinds: Sequence[str]) -> datetime | None:
-    return MemoryDecision.objects.filter(
-        customer=customer, key_fingerprint=key_fingerprint(customer, key), kind__in=list(kinds)
-    ).aggregate(last=Max("decided_at"))["last"]
-
-
 def _older(evidence_at: datetime | None, decided_at: datetime) -> bool:
     return evidence_at is None or evidence_at <= decided_at
 
 
+@dataclass
+class CustomerDecisions:
+    """A customer's decisions, read once (kinds, fingerprints and times; never content), so a batch
+    of automatic writes asks about each of its keys without a query per question."""
+
+    rows: list[tuple[str, str, str, datetime]] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, customer: Customer) -> CustomerDecisions:
+        return cls(
+            rows=list(
+                MemoryDecision.objects.filter(customer=customer).values_list(
+                    "kind", "key_fingerprint", "value_fingerprint", "decided_at"
+                )
+            )
+        )
+
+    def add(self, decisions: Iterable[MemoryDecision]) -> None:
+        """Decisions recorded during the batch count for its later writes too."""
+        self.rows += [(d.kind, d.key_fingerprint, d.value_fingerprint, d.decided_at) for d in decisions]
+
+    def last(self, kinds: Sequence[str], *, key: str = "", value: str = "") -> datetime | None:
+        """When the latest decision of these kinds on this key (or value) fingerprint was made."""
+        return max(
+            (
+                decided_at
+                for kind, key_fp, value_fp, decided_at in self.rows
+                if kind in kinds and (key_fp == key if key else value_fp == value)
+            ),
+            default=None,
+        )
+
+
 def automatic_write_refusal(
-    *, customer: Customer, key: str, content: str, evidence_at: datetime | None, supersedes_keys: Sequence[str] = ()
+    *,
+    customer: Customer,
+    key: str,
+    content: str,
+    evidence_at: datetime | None,
+    supersedes_keys: Sequence[str] = (),
+    decisions: CustomerDecisions | None = None,
+    active: Callable[[str], MemoryItem | None] | None = None,
+    received: Callable[[Sequence[int]], datetime | None] | None = None,
 ) -> str | None:
-    """Why an automatic write of (key, content) would undo a decision, or None when it may proceed."""
+    """Why an automatic write of (key, content) would undo a decision, or None when it may proceed.
+
+    A batched writer passes what it already holds: the customer's `decisions`, its view of the
+    `active` item under a key and the `received` time of cited messages; otherwise they are read here.
+    """
+    if decisions is None:
+        decisions = CustomerDecisions.load(customer)
+    if active is None:
+
+        def active(governed_key: str) -> MemoryItem | None:
+            return MemoryItem.objects.filter(customer=customer, key=governed_key, status=MemoryStatus.ACTIVE).first()
+
+    if received is None:
+
+        def received(ids: Sequence[int]) -> datetime | None:
+            return _received(customer, ids)
+
     content = normalize_content(content)
-    value = value_fingerprint(customer, key, content)
-    decisions = MemoryDecision.objects.filter(customer=customer, value_fingerprint=value)
-    if decisions.filter(kind__in=FINAL_KINDS).exists():
-        return "该值已被主管拒绝或遗忘"
-    dated_at = decisions.filter(kind__in=DATED_KINDS).aggregate(last=Max("decided_at"))["last"]
-    if dated_at is not None and _older(evidence_at, dated_at):
-        return "该值已过期或被清空，证据早于该决定"
-    final_on_key = _last_decision(customer, key, FINAL_KINDS)
-    if final_on_key is not None and _older(evidence_at, final_on_key):
-        return "该键上的值已被主管拒绝或遗忘，证据早于该决定"
-    cleared_on_key = _last_decision(customer, key, (DecisionKind.CLEARED,))
-    if cleared_on_key is not None and _older(evidence_at, cleared_on_key):
-        return "主管已清空该画像字段，证据早于该决定"
+    if decisions.rows:
+        value = value_fingerprint(customer, key, content)
+        if decisions.last(FINAL_KINDS, value=value) is not None:
+            return "该值已被主管拒绝或遗忘"
+        dated_at = decisions.last(DATED_KINDS, value=value)
+        if dated_at is not None and _older(evidence_at, dated_at):
+            return "该值已过期或被清空，证据早于该决定"
+        key_fp = key_fingerprint(customer, key)
+        final_on_key = decisions.last(FINAL_KINDS, key=key_fp)
+        if final_on_key is not None and _older(evidence_at, final_on_key):
+            return "该键上的值已被主管拒绝或遗忘，证据早于该决定"
+        cleared_on_key = decisions.last((DecisionKind.CLEARED,), key=key_fp)
+        if cleared_on_key is not None and _older(evidence_at, cleared_on_key):
+            return "主管已清空该画像字段，证据早于该决定"
     for governed_key in (key, *supersedes_keys):
-        active = MemoryItem.objects.filter(customer=customer, key=governed_key, status=MemoryStatus.ACTIVE).first()
-        if active is None:
+        item = active(governed_key)
+        if item is None:
             continue
-        same_value = governed_key == key and normalize_content(active.content) == content
-        if active.created_by == MemoryCreatedBy.HUMAN:
+        same_value = governed_key == key and normalize_content(item.content) == content
+        if item.created_by == MemoryCreatedBy.HUMAN:
             if same_value:
                 continue  # the same value again: evidence for the human's item, never a change of it
-            decided_at = max(
-                filter(None, [_last_decision(customer, governed_key, HUMAN_KINDS), active.updated_at])
+            human_at = (
+                decisions.last(HUMAN_KINDS, key=key_fingerprint(customer, governed_key)) if decisions.rows else None
             )
+            decided_at = max(filter(None, [human_at, item.updated_at]))
             if _older(evidence_at, decided_at):
                 return "人工确认的内容优先于更早的自动证据"
         elif not same_value:
-            newest = _received(customer, [int(i) for i in active.source_message_ids or []])
+            newest = received([int(i) for i in item.source_message_ids or []])
             if newest is not None and evidence_at is not None and evidence_at < newest:
                 return "更新的客户原话已覆盖该值"
     return None

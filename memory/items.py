@@ -9,27 +9,47 @@ Capture, re-capture, backfill, grounding, profile edits and human additions all 
   (and `memory.profile.customer_profile_update`, the other way in, writes both).
 
 Audit payloads carry ids and types, never the content, so a later `forget` leaves nothing behind.
+
+`memory_items_put` is the batched form of the same path (`memory_item_put` is it with one value):
+`MemoryWrites` reads the customer's active items, whether any decision exists and the current
+snapshot head once, inside the write transaction; each value is decided in memory, in order, so
+each sees the ones before it; then `flush` writes the items, their history rows (simple-history's
+`bulk_history_create`) and the audit rows in bulk, and renders the snapshot once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.db import connections
+from django.db.models import Exists, FilteredRelation, OuterRef, Q, QuerySet
+from django.utils import timezone
+from simple_history.utils import get_history_manager_for_model
 
-from conversations.models import AuditAction, Customer, CustomerProfile
+from conversations.models import AuditAction, Customer, CustomerProfile, Message
 from conversations.profile_fields import PROFILE_FIELD_LABELS, PROFILE_FIELD_SPECS
-from conversations.services import audit_record
+from conversations.services import AuditEntry, audit_records_bulk
 from memory.capture.guard import item_refusal
-from memory.decisions import automatic_write_refusal, evidence_time
-from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem, MemoryStatus, MemoryType
-from memory.snapshots import snapshot_refresh
+from memory.decisions import CustomerDecisions, automatic_write_refusal
+from memory.models import (
+    MemoryCreatedBy,
+    MemoryDecision,
+    MemoryDirection,
+    MemoryItem,
+    MemorySnapshot,
+    MemoryStatus,
+    MemoryType,
+)
+from memory.snapshots import SnapshotHead, snapshot_head_annotations, snapshot_write
 from memory.text import normalize_content
 from qiwei_site.platform.errors import ValidationFailed
 from qiwei_site.platform.history import Actor, stamp_history
-from qiwei_site.platform.tenancy import account_atomic
+from qiwei_site.platform.tenancy import account_atomic, current_alias
 
 CREATED = "created"
 EVIDENCE_ADDED = "evidence_added"
@@ -45,12 +65,36 @@ PROFILE_FIELD_MAX_LENGTH = {spec.name: spec.max_length for spec in PROFILE_FIELD
 class PutResult:
     item: MemoryItem | None  # None only when REFUSED with no active item under the key
     outcome: str  # created | evidence_added | superseded | unchanged | refused
-    superseded_ids: tuple[int, ...] = ()
+    superseded: tuple[MemoryItem, ...] = ()
     refusal: str = ""
 
     @property
     def changed(self) -> bool:
         return self.outcome not in (UNCHANGED, REFUSED)
+
+    @property
+    def superseded_ids(self) -> tuple[int, ...]:
+        """Ids of the items this put retired (known once the batch is flushed)."""
+        return tuple(item.pk for item in self.superseded)
+
+
+@dataclass(frozen=True)
+class ItemPut:
+    """One value to put under a key: the arguments of `memory_item_put` besides customer, actor, reason."""
+
+    type: str
+    key: str
+    content: str
+    source_message_ids: Sequence[int] = ()
+    confidence: float = 0.8
+    importance: int = 3
+    direction: str = MemoryDirection.INBOUND
+    created_by: str = MemoryCreatedBy.AUTO
+    expires_at: datetime | None = None
+    supersedes_keys: Sequence[str] = ()
+    audit_action: AuditAction = AuditAction.MEMORY_ITEM_CAPTURED
+    automatic: bool | None = None
+    sync_profile: bool = True
 
 
 # --- profile items: `profile:<field>` renders as 「标签：值」 -----------------------------------
@@ -81,7 +125,8 @@ def profile_item_value(field: str, content: str) -> str:
 
 
 def profile_follow(item: MemoryItem, *, actor: Actor, reason: str) -> None:
-    """Write the profile field of a `profile:<field>` item so the two never disagree."""
+    """Write the profile field of a `profile:<field>` item so the two never disagree (for writes
+    outside a batch; `MemoryWrites` stages the same change and saves the profile once)."""
     field = profile_field_of(item.key)
     if field is None:
         return
@@ -138,19 +183,690 @@ def item_values_validate(*, type: str, key: str, content: str, confidence: float
         raise ValidationFailed("重要性必须在 1 到 5 之间 (importance must be within 1–5).", code="invalid_importance")
 
 
-def item_row_save(item: MemoryItem, *, actor: Actor, reason: str, update_fields: list[str] | None = None) -> None:
-    """Validate and save one item row with its history user and reason (callers audit)."""
+def _item_validate(item: MemoryItem) -> None:
     try:
         # Constraints are the database's job (and item_values_validate's): checking them here
         # costs two queries per save.
         item.full_clean(exclude=["customer", "superseded_by"], validate_constraints=False)
     except ValidationError as exc:
         raise ValidationFailed("; ".join(exc.messages), code="invalid_memory_item") from None
+
+
+def item_row_save(item: MemoryItem, *, actor: Actor, reason: str, update_fields: list[str] | None = None) -> None:
+    """Validate and save one item row with its history user and reason (callers audit)."""
+    _item_validate(item)
     stamp_history(item, actor=actor, reason=reason)
     if update_fields is not None:
         item.save(update_fields=[*update_fields, "updated_at"])
     else:
         item.save()
+
+
+def _normalised(key: str, content: str) -> tuple[str | None, str]:
+    """(profile field or None, the content as stored: `标签：值` for a profile item)."""
+    content = normalize_content(content)
+    field_name = profile_field_of(key)
+    if field_name is not None:
+        content = profile_item_content(field_name, profile_item_value(field_name, content))
+    return field_name, content
+
+
+@dataclass
+class _StagedAudit:
+    action: AuditAction
+    actor: Actor
+    reason: str
+    payload: dict[str, Any]
+    item: MemoryItem | None = None  # its id goes into the payload once the item is written
+    superseded: tuple[MemoryItem, ...] = ()
+
+
+@dataclass
+class _Changed:
+    item: MemoryItem
+    fields: set[str] = field(default_factory=set)
+
+
+def _adapted(value: Any, connection: Any) -> Any:
+    """A parameter as the ORM binds it: datetimes adapted for the database, the rest as they are."""
+    return connection.ops.adapt_datetimefield_value(value) if isinstance(value, datetime) else value
+
+
+def _marker_positions(markers: Sequence[Any], params: list[Any], connection: Any) -> list[list[int]]:
+    """Where each stand-in value sits among the compiled parameters (it may sit in several places)."""
+    positions = []
+    for marker in markers:
+        adapted = _adapted(marker, connection)
+        found = [i for i, value in enumerate(params) if value == adapted]
+        if not found:
+            raise RuntimeError(f"marker {marker!r} is not among the compiled query's parameters")
+        positions.append(found)
+    return positions
+
+
+def _bound(template: list[Any], positions: list[list[int]], values: Sequence[Any], connection: Any) -> list[Any]:
+    params = list(template)
+    for places, value in zip(positions, values, strict=True):
+        for place in places:
+            params[place] = _adapted(value, connection)
+    return params
+
+
+class CompiledRead:
+    """A fixed-shape `values_list` read compiled to SQL once per database, then run with new
+    values: capture's hot reads (the job with its message, the customer's memory state) cost more
+    to compile, every time, than to run (ORM compilation was a third of a capture).
+
+    `build(*markers)` returns the queryset for stand-in values (values no constant of the query
+    equals); wherever a marker occurs among the compiled parameters it is replaced by the real value
+    at run time (a datetime adapted as the ORM adapts it). Rows come back as `values_list` gives
+    them, through the same converters.
+    """
+
+    def __init__(self, build: Callable[..., QuerySet[Any]], *markers: Any) -> None:
+        self._build = build
+        self._markers = markers
+        self._compiled: dict[tuple[str, str], tuple[str, list[Any], list[list[int]], list[tuple[int, Any]]]] = {}
+        self._lock = threading.Lock()
+
+    def _compile(self, connection: Any) -> tuple[str, list[Any], list[list[int]], list[tuple[int, Any]]]:
+        compiler = self._build(*self._markers).query.get_compiler(connection=connection)
+        sql, params = compiler.as_sql()
+        params = list(params)
+        positions = _marker_positions(self._markers, params, connection)
+        converters = compiler.get_converters([column[0] for column in compiler.select[: compiler.col_count]])
+        return sql, params, positions, list(converters.items())
+
+    def rows(self, *values: Any, using: str | None = None) -> list[list[Any]]:
+        """Run it (on the selected account's database, or on `using`)."""
+        connection = connections[using or current_alias()]
+        compiled = self._compiled.get((connection.alias, connection.vendor))
+        if compiled is None:
+            compiled = self._compile(connection)
+            with self._lock:
+                self._compiled[(connection.alias, connection.vendor)] = compiled
+        sql, template, positions, converters = compiled
+        params = _bound(template, positions, values, connection)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            rows = [list(row) for row in cursor.fetchall()]
+        for row in rows:
+            for position, (functions, expression) in converters:
+                value = row[position]
+                for function in functions:
+                    value = function(value, expression, connection)
+                row[position] = value
+        return rows
+
+
+class CompiledUpdate:
+    """`queryset.update(**values)` of a fixed shape, compiled to SQL once per database, then
+    run with new values (capture's job claim and finish, twice per message). `build(*markers)`
+    returns (queryset, values) for stand-in values, replaced as `CompiledRead` replaces them. `run` returns the
+    number of rows updated."""
+
+    def __init__(self, build: Callable[..., tuple[QuerySet[Any], dict[str, Any]]], *markers: Any) -> None:
+        self._build = build
+        self._markers = markers
+        self._compiled: dict[tuple[str, str], tuple[str, list[Any], list[list[int]]]] = {}
+        self._lock = threading.Lock()
+
+    def _compile(self, connection: Any) -> tuple[str, list[Any], list[list[int]]]:
+        from django.db.models.sql import UpdateQuery
+
+        queryset, values = self._build(*self._markers)
+        query: Any = queryset.query.chain(UpdateQuery)
+        query.add_update_values(values)
+        sql, params = query.get_compiler(connection=connection).as_sql()
+        params = list(params)
+        return sql, params, _marker_positions(self._markers, params, connection)
+
+    def run(self, *values: Any) -> int:
+        connection = connections[current_alias()]
+        compiled = self._compiled.get((connection.alias, connection.vendor))
+        if compiled is None:
+            compiled = self._compile(connection)
+            with self._lock:
+                self._compiled[(connection.alias, connection.vendor)] = compiled
+        sql, template, positions = compiled
+        params = _bound(template, positions, values, connection)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return int(cursor.rowcount)
+
+
+# Stand-in for the customer id a compiled read is run with: any value that no constant of the
+# query equals (in range for the column: an out-of-range integer compiles to "no rows").
+_CUSTOMER = 2_117_263_541
+_ITEM_FIELDS = [f for f in MemoryItem._meta.concrete_fields]
+_PROFILE_FIELDS = [f for f in CustomerProfile._meta.concrete_fields]
+
+
+def _decisions_exist(customer_ref: str) -> Exists:
+    return Exists(MemoryDecision.objects.filter(customer=OuterRef(customer_ref)))
+
+
+def _head_and_decisions(customer_ref: str) -> dict[str, Any]:
+    return {**snapshot_head_annotations(customer_ref), "has_decisions": _decisions_exist(customer_ref)}
+
+
+_HEAD_COLUMNS = ("snapshot_head_version", "snapshot_head_sha256", "has_decisions")
+
+# SQLite: the customer row with its profile, its active items joined (none: one row of NULLs), the
+# snapshot head and whether a decision exists — one statement, nothing locked row by row, since the
+# write transaction holds the database's only write lock.
+_STATE_JOINED = CompiledRead(
+    lambda customer_id: (
+        Customer.objects.filter(pk=customer_id)
+        .annotate(
+            active_item=FilteredRelation("memory_items", condition=Q(memory_items__status=MemoryStatus.ACTIVE)),
+            **_head_and_decisions("pk"),
+        )
+        .values_list(
+            *_HEAD_COLUMNS,
+            *[f"profile__{f.name}" for f in _PROFILE_FIELDS],
+            *[f"active_item__{f.name}" for f in _ITEM_FIELDS],
+        )
+    ),
+    _CUSTOMER,
+)
+# PostgreSQL: the active items, locked (as `memory_item_put` always locked the item it changed);
+# then, in a statement of its own so that it sees what a writer holding one of those locks
+# committed meanwhile, the customer's decisions. The snapshot head is read at `flush`, under the
+# customer's lock.
+_ITEMS_LOCKED = CompiledRead(
+    lambda customer_id: (
+        MemoryItem.objects.select_for_update()
+        .filter(customer_id=customer_id, status=MemoryStatus.ACTIVE)
+        .order_by()
+        .values_list(*[f.name for f in _ITEM_FIELDS])
+    ),
+    _CUSTOMER,
+)
+_DECISIONS = CompiledRead(
+    lambda customer_id: (
+        MemoryDecision.objects.filter(customer_id=customer_id)
+        .order_by()
+        .values_list("kind", "key_fingerprint", "value_fingerprint", "decided_at")
+    ),
+    _CUSTOMER,
+)
+
+
+# PostgreSQL, before a snapshot version is written: the customer locked (serialising snapshot
+# writers, as `snapshot_refresh` does), then the head read again under that lock; and the profile,
+# locked, when a batch changes it.
+_CUSTOMER_LOCK = CompiledRead(
+    lambda customer_id: Customer.objects.select_for_update().filter(pk=customer_id).values_list("pk"), _CUSTOMER
+)
+_SNAPSHOT_HEAD = CompiledRead(
+    lambda customer_id: (
+        MemorySnapshot.objects.filter(customer_id=customer_id).order_by("-version").values_list("version", "sha256")[:1]
+    ),
+    _CUSTOMER,
+)
+_PROFILE_LOCKED = CompiledRead(
+    lambda customer_id: (
+        CustomerProfile.objects.select_for_update()
+        .filter(customer_id=customer_id)
+        .values_list(*[f.name for f in _PROFILE_FIELDS])
+    ),
+    _CUSTOMER,
+)
+
+
+@dataclass
+class _State:
+    items: list[MemoryItem]
+    decisions: CustomerDecisions | None  # None: the customer has none
+    snapshot_head: SnapshotHead  # on PostgreSQL read at flush instead, under the customer's lock
+    profile: CustomerProfile | None = None
+    profile_read: bool = False  # whether `profile` was read with the state (None then: there is none)
+
+
+def _state_joined(customer: Customer, alias: str) -> _State:
+    rows = _STATE_JOINED.rows(customer.pk)
+    version, sha256, has_decisions = rows[0][:3]
+    profile_values = rows[0][3 : 3 + len(_PROFILE_FIELDS)]
+    start = 3 + len(_PROFILE_FIELDS)
+    item_names = [f.attname for f in _ITEM_FIELDS]
+    return _State(
+        items=[MemoryItem.from_db(alias, item_names, row[start:]) for row in rows if row[start] is not None],
+        decisions=CustomerDecisions(rows=[tuple(r) for r in _DECISIONS.rows(customer.pk)]) if has_decisions else None,
+        snapshot_head=(version, sha256) if version is not None else None,
+        profile=(
+            CustomerProfile.from_db(alias, [f.attname for f in _PROFILE_FIELDS], profile_values)
+            if profile_values[0] is not None
+            else None
+        ),
+        profile_read=True,
+    )
+
+
+def _state_locked(customer: Customer, alias: str) -> _State:
+    item_names = [f.attname for f in _ITEM_FIELDS]
+    items = [MemoryItem.from_db(alias, item_names, row) for row in _ITEMS_LOCKED.rows(customer.pk)]
+    return _State(
+        items=items,
+        decisions=CustomerDecisions(rows=[tuple(r) for r in _DECISIONS.rows(customer.pk)]),
+        snapshot_head=None,
+    )
+
+
+class MemoryWrites:
+    """One customer's memory for a batch of writes, read once inside the caller's write transaction.
+
+    Reads (`load`), on SQLite: the customer with its profile, its active items, the snapshot head
+    and whether any decision exists, in one statement (`_STATE_JOINED`; the write transaction holds
+    the database's only write lock), then the decisions if there are any. On PostgreSQL: the active
+    items locked (as `memory_item_put` always locked the item it changed), then the decisions, in a
+    statement of their own so they include whatever a writer holding one of those locks committed
+    meanwhile; the head is read at `flush` under the customer's lock. Cited messages' times are read
+    when a rule needs them, all missing ones at once. Every put is decided against this state as the
+    puts before it left it, exactly as the same puts one by one would be; `flush` then writes:
+
+    items leaving `active` where a new item takes their key (the unique index is checked per
+    statement) → new items and their `+` history rows → links to new items and every other changed
+    item and their `~` history rows → the profile and its history row → the audit rows → the
+    snapshot, rendered once.
+    """
+
+    def __init__(
+        self,
+        customer: Customer,
+        *,
+        items: Iterable[MemoryItem],
+        decisions: CustomerDecisions,
+        snapshot_head: SnapshotHead,
+        messages: Iterable[Message] = (),
+    ) -> None:
+        self.customer = customer
+        self.decisions = decisions
+        self.snapshot_head = snapshot_head
+        self._active: dict[str, MemoryItem] = {}
+        for item in items:
+            item.customer = customer  # the caller's instance: no lazy reload per item
+            self._active[item.key] = item
+        self._new: list[MemoryItem] = []
+        self._changed: dict[int, _Changed] = {}
+        self._links: list[tuple[MemoryItem, MemoryItem]] = []
+        self._audits: list[_StagedAudit] = []
+        self._times: dict[int, tuple[datetime, datetime]] = {}
+        self._unknown_messages: set[int] = set()
+        self._profile: CustomerProfile | None = None
+        self._profile_fields: set[str] = set()
+        self._memory_changed = False
+        self._reason = ""
+        self.messages_seed((m.pk, m.sent_at, m.created_at) for m in messages if m.customer_id == customer.pk)
+
+    @classmethod
+    def load(cls, customer: Customer, *, messages: Iterable[Message] = ()) -> MemoryWrites:
+        """Read the customer's memory state in the current write transaction (`messages`: ones the
+        caller already holds and may cite, e.g. the message being captured)."""
+        connection = connections[current_alias()]
+        if not connection.in_atomic_block:
+            raise RuntimeError("MemoryWrites.load() must run inside account_atomic(): decisions are atomic with writes")
+        read = _state_locked if connection.features.has_select_for_update else _state_joined
+        state = read(customer, connection.alias)
+        writes = cls(
+            customer,
+            items=state.items,
+            decisions=state.decisions or CustomerDecisions(),
+            snapshot_head=state.snapshot_head,
+            messages=messages,
+        )
+        if state.profile_read:
+            writes._profile = state.profile or CustomerProfile(customer=customer)
+            writes._profile.customer = customer
+        return writes
+
+    # --- reads over the state ------------------------------------------------------------------
+
+    def active(self, key: str) -> MemoryItem | None:
+        """The active item under `key` as the batch left it so far."""
+        return self._active.get(key)
+
+    @property
+    def active_items(self) -> Mapping[str, MemoryItem]:
+        return self._active
+
+    def messages_seed(self, rows: Iterable[tuple[int, datetime, datetime]]) -> None:
+        """Times (id, sent_at, created_at) of this customer's messages the caller read already."""
+        for pk, sent_at, created_at in rows:
+            self._times[pk] = (sent_at, created_at)
+
+    def messages_prefetch(self, ids: Iterable[int]) -> None:
+        """Read the times of these messages (the ones not known yet) in one query."""
+        missing = {int(i) for i in ids} - self._times.keys() - self._unknown_messages
+        if not missing:
+            return
+        self.messages_seed(
+            Message.objects.filter(customer=self.customer, pk__in=sorted(missing)).values_list(
+                "pk", "sent_at", "created_at"
+            )
+        )
+        self._unknown_messages |= missing - self._times.keys()
+
+    def messages_of_customer(self, ids: Iterable[int]) -> set[int]:
+        """Which of these ids are this customer's messages."""
+        wanted = [int(i) for i in ids]
+        self.messages_prefetch(wanted)
+        return {i for i in wanted if i in self._times}
+
+    def received(self, ids: Sequence[int]) -> datetime | None:
+        """When the newest cited message reached us (`memory.decisions.evidence_time`, from memory)."""
+        self.messages_prefetch(ids)
+        times = [min(self._times[int(i)]) for i in ids if int(i) in self._times]
+        return max(times, default=None)
+
+    def sent_after(self, ids: Sequence[int], moment: datetime) -> bool:
+        """Whether any of these messages was sent after `moment`."""
+        self.messages_prefetch(ids)
+        return any(self._times[int(i)][0] > moment for i in ids if int(i) in self._times)
+
+    def profile(self) -> CustomerProfile:
+        """The customer's profile, read (and locked on PostgreSQL) on first use; a new one if none."""
+        if self._profile is None:
+            rows = _PROFILE_LOCKED.rows(self.customer.pk)
+            self._profile = (
+                CustomerProfile.from_db(current_alias(), [f.attname for f in _PROFILE_FIELDS], rows[0])
+                if rows
+                else CustomerProfile(customer=self.customer)
+            )
+            self._profile.customer = self.customer
+        return self._profile
+
+    # --- staged writes ----------------------------------------------------------------------
+
+    def put(self, put: ItemPut, *, actor: Actor, reason: str) -> PutResult:
+        """`memory_item_put` on the batch: decided now, written by `flush`."""
+        field_name, content = _normalised(put.key, put.content)
+        key, type_ = put.key, put.type
+        item_values_validate(type=type_, key=key, content=content, confidence=put.confidence, importance=put.importance)
+        sources = [int(i) for i in put.source_message_ids]
+        automatic = put.created_by == MemoryCreatedBy.AUTO if put.automatic is None else put.automatic
+        active = self._active.get(key)
+        if automatic:
+            refusal = item_refusal(
+                key=key,
+                content=content,
+                value=profile_item_value(field_name, content) if field_name is not None else None,
+            )
+            if refusal:
+                return PutResult(item=active, outcome=REFUSED, refusal=refusal)
+            refusal = automatic_write_refusal(
+                customer=self.customer,
+                key=key,
+                content=content,
+                evidence_at=self.received(sources),
+                supersedes_keys=put.supersedes_keys,
+                decisions=self.decisions,
+                active=self._active.get,
+                received=self.received,
+            )
+            if refusal:
+                return PutResult(item=active, outcome=REFUSED, refusal=refusal)
+        same_value = active is not None and active.content == content
+        # An automatic write of a human item's value only adds evidence, whatever type it reads as.
+        if (
+            active is not None
+            and same_value
+            and (active.type == type_ or (automatic and active.created_by == MemoryCreatedBy.HUMAN))
+        ):
+            new_sources = [i for i in sources if i not in active.source_message_ids]
+            fields: list[str] = []
+            if new_sources:
+                active.source_message_ids = [*active.source_message_ids, *new_sources]
+                fields.append("source_message_ids")
+            if not automatic and active.created_by != MemoryCreatedBy.HUMAN:
+                # A supervisor vouching for the current value makes it theirs (and outrank older words).
+                active.created_by, active.direction = MemoryCreatedBy.HUMAN, put.direction
+                fields += ["created_by", "direction"]
+            if put.confidence > active.confidence and not (automatic and active.created_by == MemoryCreatedBy.HUMAN):
+                active.confidence = put.confidence
+                fields.append("confidence")
+            if put.expires_at != active.expires_at and put.created_by == MemoryCreatedBy.HUMAN:
+                active.expires_at = put.expires_at
+                fields.append("expires_at")
+            contradicted = self._supersede_keys(put.supersedes_keys, active, actor=actor, reason=reason)
+            if not fields and not contradicted:
+                return PutResult(item=active, outcome=UNCHANGED)
+            if fields:
+                self._change(active, fields, actor=actor, reason=reason)
+            result = PutResult(item=active, outcome=EVIDENCE_ADDED, superseded=tuple(contradicted))
+            self._audit_put(result, new_sources, action=put.audit_action, actor=actor, reason=reason)
+            return result
+
+        superseded: list[MemoryItem] = []
+        item = MemoryItem(
+            customer=self.customer,
+            type=type_,
+            key=key,
+            content=content,
+            source_message_ids=sources,
+            confidence=put.confidence,
+            importance=put.importance,
+            direction=put.direction,
+            created_by=put.created_by,
+            expires_at=put.expires_at,
+        )
+        _item_validate(item)
+        if active is not None:
+            self._retire(active, replacement=item, actor=actor, reason=reason)
+            superseded.append(active)
+        self._create(item, actor=actor, reason=reason)
+        superseded += self._supersede_keys(put.supersedes_keys, item, actor=actor, reason=reason)
+        if put.sync_profile:
+            self.profile_follow(item, actor=actor, reason=reason)
+        result = PutResult(item=item, outcome=SUPERSEDED if superseded else CREATED, superseded=tuple(superseded))
+        self._audit_put(result, sources, action=put.audit_action, actor=actor, reason=reason)
+        return result
+
+    def retire(self, item: MemoryItem, *, actor: Actor, reason: str, audit_action: AuditAction) -> None:
+        """`memory_item_supersede` on the batch: an active item leaves memory with no replacement."""
+        target = self._active.get(item.key)
+        if target is None or target.pk != item.pk:
+            target = item
+        self._retire(target, replacement=None, actor=actor, reason=reason)
+        item.status = target.status
+        self.audit(audit_action, actor=actor, reason=reason, payload={"type": target.type}, item=target)
+
+    def profile_follow(self, item: MemoryItem, *, actor: Actor, reason: str) -> None:
+        """Stage the profile field of a `profile:<field>` item (`profile_follow`, saved once by `flush`)."""
+        field_name = profile_field_of(item.key)
+        if field_name is None:
+            return
+        value = profile_item_value(field_name, item.content)
+        profile = self.profile()
+        if getattr(profile, field_name) == value and profile.pk is not None:
+            return
+        self.profile_set({field_name: value}, actor=actor, reason=reason)
+
+    def profile_set(self, values: Mapping[str, str], *, actor: Actor, reason: str) -> None:
+        """Stage profile field values (the profile is saved once, with one history row, by `flush`)."""
+        profile = self.profile()
+        for name, value in values.items():
+            setattr(profile, name, value)
+            self._profile_fields.add(name)
+        stamp_history(profile, actor=actor, reason=reason)
+        self._reason = self._reason or reason
+
+    def audit(
+        self,
+        action: AuditAction,
+        *,
+        actor: Actor,
+        reason: str,
+        payload: dict[str, Any],
+        item: MemoryItem | None = None,
+        superseded: Sequence[MemoryItem] = (),
+    ) -> None:
+        """Stage an audit row (`item_id` and `superseded_ids` are filled in once the items are written)."""
+        self._audits.append(_StagedAudit(action, actor, reason, payload, item, tuple(superseded)))
+
+    def _audit_put(
+        self, result: PutResult, sources: list[int], *, action: AuditAction, actor: Actor, reason: str
+    ) -> None:
+        assert result.item is not None  # only writes are audited
+        self.audit(
+            action,
+            actor=actor,
+            reason=reason,
+            payload={"type": result.item.type, "outcome": result.outcome, "source_message_ids": sources},
+            item=result.item,
+            superseded=result.superseded,
+        )
+
+    def _touch(self, item: MemoryItem, *, actor: Actor, reason: str) -> None:
+        stamp_history(item, actor=actor, reason=reason)
+        item.updated_at = timezone.now()
+        self._memory_changed = True
+        self._reason = self._reason or reason
+
+    def _change(self, item: MemoryItem, fields: Iterable[str], *, actor: Actor, reason: str) -> None:
+        _item_validate(item)
+        self._touch(item, actor=actor, reason=reason)
+        if item.pk is not None:
+            self._changed.setdefault(id(item), _Changed(item)).fields.update(fields)
+
+    def _create(self, item: MemoryItem, *, actor: Actor, reason: str) -> None:
+        self._touch(item, actor=actor, reason=reason)
+        item.created_at = item.updated_at
+        self._new.append(item)
+        self._active[item.key] = item
+
+    def _retire(self, item: MemoryItem, *, replacement: MemoryItem | None, actor: Actor, reason: str) -> None:
+        item.status = MemoryStatus.SUPERSEDED
+        if self._active.get(item.key) is item:
+            del self._active[item.key]
+        self._change(item, ["status"], actor=actor, reason=reason)
+        if replacement is not None:
+            self._links.append((item, replacement))
+
+    def _supersede_keys(
+        self, keys: Sequence[str], replacement: MemoryItem, *, actor: Actor, reason: str
+    ) -> list[MemoryItem]:
+        done: list[MemoryItem] = []
+        for key in dict.fromkeys(keys):
+            old = self._active.get(key)
+            if old is None or old is replacement:
+                continue
+            self._retire(old, replacement=replacement, actor=actor, reason=reason)
+            done.append(old)
+        return done
+
+    # --- the writes -----------------------------------------------------------------------------
+
+    def flush(self, *, refresh_snapshot: bool = True, reason: str = "") -> None:
+        """Write what the batch staged (nothing when nothing changed), then the snapshot once."""
+        history = _history_manager(MemoryItem)
+        new_active_keys = {item.key for item in self._new if item.status == MemoryStatus.ACTIVE}
+        blocking = [
+            change.item
+            for change in self._changed.values()
+            if change.item.status != MemoryStatus.ACTIVE and change.item.key in new_active_keys
+        ]
+        if blocking:
+            _rows_update(blocking, ["status", "updated_at"])
+        if self._new:
+            MemoryItem.objects.bulk_create(self._new)
+            history.bulk_history_create(self._new)
+        for old, replacement in self._links:
+            old.superseded_by = replacement
+            self._changed.setdefault(id(old), _Changed(old)).fields.add("superseded_by")
+        if self._changed:
+            changed = [change.item for change in self._changed.values()]
+            fields = sorted({name for change in self._changed.values() for name in change.fields} | {"updated_at"})
+            _rows_update(changed, fields)
+            history.bulk_history_create(changed, update=True)
+        if self._profile_fields:
+            profile = self.profile()
+            if profile.pk is None:
+                profile.save()  # its history row comes from simple-history's signal
+            else:
+                profile.updated_at = timezone.now()
+                _rows_update([profile], [*sorted(self._profile_fields), "updated_at"])
+                _history_manager(CustomerProfile).bulk_history_create([profile], update=True)
+        audit_records_bulk([self._audit_entry(staged) for staged in self._audits])
+        if refresh_snapshot and self._memory_changed:
+            if connections[current_alias()].features.has_select_for_update:
+                _CUSTOMER_LOCK.rows(self.customer.pk)
+                rows = _SNAPSHOT_HEAD.rows(self.customer.pk)
+                self.snapshot_head = (rows[0][0], rows[0][1]) if rows else None
+            snapshot, created = snapshot_write(
+                customer=self.customer,
+                items=self._active.values(),
+                head=self.snapshot_head,
+                reason=reason or self._reason,
+            )
+            if created and snapshot is not None:
+                self.snapshot_head = (snapshot.version, snapshot.sha256)
+        self._new, self._changed, self._links, self._audits = [], {}, [], []
+        self._profile_fields = set()
+        self._memory_changed = False
+
+    def _audit_entry(self, staged: _StagedAudit) -> AuditEntry:
+        payload = dict(staged.payload)
+        if staged.item is not None:
+            payload = {"item_id": staged.item.pk, **payload}
+            if "outcome" in payload:
+                payload["superseded_ids"] = [item.pk for item in staged.superseded]
+        return AuditEntry(
+            action=staged.action,
+            conversation_id=self.customer.conversation_id,
+            actor=staged.actor,
+            reason=staged.reason,
+            payload=payload,
+        )
+
+
+# Up to this many changed rows are written one plain UPDATE each: `bulk_update`'s CASE expression
+# costs several times more to compile than the statements it saves (a batch changes one to three).
+SINGLE_UPDATES_UP_TO = 3
+_history_managers: dict[type[Any], Any] = {}
+
+
+def _history_manager(model: type[Any]) -> Any:
+    """The model's simple-history manager (made once: simple-history builds a manager class on each access)."""
+    manager = _history_managers.get(model)
+    if manager is None:
+        manager = _history_managers[model] = get_history_manager_for_model(model)
+    return manager
+
+
+def _rows_update(rows: Sequence[Any], fields: list[str]) -> None:
+    """Write these fields of these rows (of one model); history rows are the caller's."""
+    model = type(rows[0])
+    if len(rows) > SINGLE_UPDATES_UP_TO:
+        model._default_manager.bulk_update(rows, fields)
+        return
+    attnames = [model._meta.get_field(name).attname for name in fields]
+    for row in rows:
+        model._default_manager.filter(pk=row.pk).update(
+            **{name: getattr(row, attname) for name, attname in zip(fields, attnames, strict=True)}
+        )
+
+
+def memory_items_put(
+    *,
+    customer: Customer,
+    puts: Sequence[ItemPut],
+    actor: Actor,
+    reason: str,
+    refresh_snapshot: bool = True,
+) -> list[PutResult]:
+    """Put several values for one customer in one transaction: each decided as `memory_item_put`
+    would decide it after the ones before it, all written in bulk, the snapshot rendered once."""
+    for put in puts:
+        _field, content = _normalised(put.key, put.content)
+        item_values_validate(
+            type=put.type, key=put.key, content=content, confidence=put.confidence, importance=put.importance
+        )
+    with account_atomic():
+        writes = MemoryWrites.load(customer)
+        results = [writes.put(put, actor=actor, reason=reason) for put in puts]
+        writes.flush(refresh_snapshot=refresh_snapshot, reason=reason)
+    return results
 
 
 def memory_item_put(
@@ -185,152 +901,38 @@ def memory_item_put(
     - a `profile:<field>` key writes the profile field too (`sync_profile=False` only for
       `customer_profile_update`, which writes the profile itself).
     """
-    content = normalize_content(content)
-    field = profile_field_of(key)
-    if field is not None:
-        content = profile_item_content(field, profile_item_value(field, content))
-    item_values_validate(type=type, key=key, content=content, confidence=confidence, importance=importance)
-    sources = [int(i) for i in source_message_ids]
-    if automatic is None:
-        automatic = created_by == MemoryCreatedBy.AUTO
-    with account_atomic():
-        active = (
-            MemoryItem.objects.select_for_update()
-            .filter(customer=customer, key=key, status=MemoryStatus.ACTIVE)
-            .first()
-        )
-        if automatic:
-            refusal = item_refusal(
-                key=key, content=content, value=profile_item_value(field, content) if field is not None else None
-            )
-            if refusal:
-                return PutResult(item=active, outcome=REFUSED, refusal=refusal)
-            refusal = automatic_write_refusal(
-                customer=customer,
-                key=key,
-                content=content,
-                evidence_at=evidence_time(customer, sources),
-                supersedes_keys=supersedes_keys,
-            )
-            if refusal:
-                return PutResult(item=active, outcome=REFUSED, refusal=refusal)
-        same_value = active is not None and active.content == content
-        # An automatic write of a human item's value only adds evidence, whatever type it reads as.
-        if (
-            active is not None
-            and same_value
-            and (active.type == type or (automatic and active.created_by == MemoryCreatedBy.HUMAN))
-        ):
-            new_sources = [i for i in sources if i not in active.source_message_ids]
-            fields: list[str] = []
-            if new_sources:
-                active.source_message_ids = [*active.source_message_ids, *new_sources]
-                fields.append("source_message_ids")
-            if not automatic and active.created_by != MemoryCreatedBy.HUMAN:
-                # A supervisor vouching for the current value makes it theirs (and outrank older words).
-                active.created_by, active.direction = MemoryCreatedBy.HUMAN, direction
-                fields += ["created_by", "direction"]
-            if confidence > active.confidence and not (automatic and active.created_by == MemoryCreatedBy.HUMAN):
-                active.confidence = confidence
-                fields.append("confidence")
-            if expires_at != active.expires_at and created_by == MemoryCreatedBy.HUMAN:
-                active.expires_at = expires_at
-                fields.append("expires_at")
-            contradicted = _supersede_keys(customer, supersedes_keys, active, actor=actor, reason=reason)
-            if not fields and not contradicted:
-                return PutResult(item=active, outcome=UNCHANGED)
-            if fields:
-                item_row_save(active, actor=actor, reason=reason, update_fields=fields)
-            result = PutResult(item=active, outcome=EVIDENCE_ADDED, superseded_ids=tuple(contradicted))
-            return _finish(
-                result, new_sources, action=audit_action, actor=actor, reason=reason, refresh_snapshot=refresh_snapshot
-            )
-
-        superseded: list[int] = []
-        if active is not None:
-            active.status = MemoryStatus.SUPERSEDED
-            item_row_save(active, actor=actor, reason=reason, update_fields=["status"])
-            superseded.append(active.pk)
-        item = MemoryItem(
-            customer=customer,
-            type=type,
-            key=key,
-            content=content,
-            source_message_ids=sources,
-            confidence=confidence,
-            importance=importance,
-            direction=direction,
-            created_by=created_by,
-            expires_at=expires_at,
-        )
-        item_row_save(item, actor=actor, reason=reason)
-        if active is not None:
-            active.superseded_by = item
-            item_row_save(active, actor=actor, reason=reason, update_fields=["superseded_by"])
-        superseded += _supersede_keys(customer, supersedes_keys, item, actor=actor, reason=reason)
-        if sync_profile:
-            profile_follow(item, actor=actor, reason=reason)
-        result = PutResult(item=item, outcome=SUPERSEDED if superseded else CREATED, superseded_ids=tuple(superseded))
-        return _finish(
-            result, sources, action=audit_action, actor=actor, reason=reason, refresh_snapshot=refresh_snapshot
-        )
-
-
-def _finish(
-    result: PutResult, sources: list[int], *, action: AuditAction, actor: Actor, reason: str, refresh_snapshot: bool
-) -> PutResult:
-    """Audit a change (ids and types only, never content) and refresh the snapshot if asked."""
-    assert result.item is not None  # only writes are finished
-    customer = result.item.customer
-    audit_record(
-        action=action,
-        conversation_id=customer.conversation_id,
-        actor=actor,
-        reason=reason,
-        payload={
-            "item_id": result.item.pk,
-            "type": result.item.type,
-            "outcome": result.outcome,
-            "source_message_ids": sources,
-            "superseded_ids": list(result.superseded_ids),
-        },
+    put = ItemPut(
+        type=type,
+        key=key,
+        content=content,
+        source_message_ids=source_message_ids,
+        confidence=confidence,
+        importance=importance,
+        direction=direction,
+        created_by=created_by,
+        expires_at=expires_at,
+        supersedes_keys=supersedes_keys,
+        audit_action=audit_action,
+        automatic=automatic,
+        sync_profile=sync_profile,
     )
-    if refresh_snapshot:
-        snapshot_refresh(customer=customer, reason=reason)
-    return result
+    return memory_items_put(
+        customer=customer, puts=[put], actor=actor, reason=reason, refresh_snapshot=refresh_snapshot
+    )[0]
 
 
-def _supersede_keys(
-    customer: Customer, keys: Sequence[str], replacement: MemoryItem, *, actor: Actor, reason: str
-) -> list[int]:
-    done: list[int] = []
-    if not keys:
-        return done
-    for old in (
-        MemoryItem.objects.select_for_update()
-        .filter(customer=customer, key__in=list(keys), status=MemoryStatus.ACTIVE)
-        .exclude(pk=replacement.pk)
-    ):
-        old.status = MemoryStatus.SUPERSEDED
-        old.superseded_by = replacement
-        item_row_save(old, actor=actor, reason=reason, update_fields=["status", "superseded_by"])
-        done.append(old.pk)
-    return done
-
-
-def memory_item_supersede(*, item: MemoryItem, actor: Actor, reason: str, audit_action: AuditAction) -> MemoryItem:
-    """Retire an active item without a replacement (expiry, a cleared profile field)."""
+def memory_item_supersede(
+    *, item: MemoryItem, actor: Actor, reason: str, audit_action: AuditAction, writes: MemoryWrites | None = None
+) -> MemoryItem:
+    """Retire an active item without a replacement (expiry, a cleared profile field); on `writes`,
+    staged with the rest of that batch."""
     if item.status != MemoryStatus.ACTIVE:
         return item
+    if writes is not None:
+        writes.retire(item, actor=actor, reason=reason, audit_action=audit_action)
+        return item
     with account_atomic():
-        item.status = MemoryStatus.SUPERSEDED
-        item_row_save(item, actor=actor, reason=reason, update_fields=["status"])
-        audit_record(
-            action=audit_action,
-            conversation_id=item.customer.conversation_id,
-            actor=actor,
-            reason=reason,
-            payload={"item_id": item.pk, "type": item.type},
-        )
-        snapshot_refresh(customer=item.customer, reason=reason)
+        own = MemoryWrites.load(item.customer)
+        own.retire(item, actor=actor, reason=reason, audit_action=audit_action)
+        own.flush(reason=reason)
     return item

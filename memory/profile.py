@@ -1,30 +1,32 @@
 """Profile edits and their stable memory items `profile:<field>`, kept in step in one transaction (spec §3).
 
 Human edits and grounded model updates (called by capture with the customer's message ids)
-share this service, so the profile and long-term memory never disagree.
+share this service, so the profile and long-term memory never disagree. Its memory writes are
+`memory.items.MemoryWrites` puts, the same path as every other value, and capture stages them in
+its own batch for the message.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
-from conversations.models import AuditAction, Customer, CustomerProfile, Message
+from conversations.models import AuditAction, Customer, CustomerProfile
 from conversations.profile_fields import PROFILE_FIELDS
-from conversations.services import audit_record
 from memory.decisions import decision_record
 from memory.items import (
     REFUSED,
-    memory_item_put,
+    ItemPut,
+    MemoryWrites,
     memory_item_supersede,
     profile_item_content,
     profile_item_key,
 )
-from memory.models import DecisionKind, MemoryCreatedBy, MemoryDirection, MemoryItem, MemoryStatus, MemoryType
-from memory.snapshots import snapshot_refresh
+from memory.models import DecisionKind, MemoryCreatedBy, MemoryDirection, MemoryType
 from memory.text import normalize_content
 from qiwei_site.platform.errors import ValidationFailed
-from qiwei_site.platform.history import Actor, stamp_history
+from qiwei_site.platform.history import Actor
 from qiwei_site.platform.tenancy import account_atomic
 
 PROFILE_LABELS: dict[str, str] = dict(PROFILE_FIELDS)
@@ -67,27 +69,31 @@ def customer_profile_update(
     reason: str,
     source_message_ids: Sequence[int] | None = None,
     refresh_snapshot: bool = True,
+    expires_at: datetime | None = None,
+    writes: MemoryWrites | None = None,
 ) -> CustomerProfile:
     """Update declared profile fields and their `profile:<field>` memory items; an empty value clears.
 
     With `source_message_ids` (a grounded update from the model) the items are
     `created_by=auto, direction=inbound` and cite those messages; otherwise they are human edits.
+    `expires_at` dates the items written (a move-in date that has passed goes stale).
+    On `writes` (a caller's batch, e.g. capture's) the changes are staged there and written by the
+    caller's `flush`; otherwise this opens its own transaction and batch.
     """
     cleaned = _clean_changes(changes)
     grounded = source_message_ids is not None
-    with account_atomic():
+    with account_atomic(savepoint=writes is None):
+        own = writes is None
+        batch = MemoryWrites.load(customer) if writes is None else writes
         sources: list[int] = []
         if grounded:
             sources = [int(i) for i in source_message_ids or ()]
-            found = set(Message.objects.filter(customer=customer, pk__in=sources).values_list("pk", flat=True))
-            if not sources or set(sources) - found:
+            if not sources or set(sources) - batch.messages_of_customer(sources):
                 raise ValidationFailed(
                     "画像更新的来源消息必须是该客户的消息 (grounded updates must cite this customer's messages).",
                     code="invalid_source_message",
                 )
-        profile = CustomerProfile.objects.select_for_update().filter(customer=customer).first()
-        if profile is None:
-            profile = CustomerProfile(customer=customer)
+        profile = batch.profile()
         changed = [field for field, value in cleaned.items() if getattr(profile, field) != value]
         # A grounded repeat of the current value still adds evidence (idempotent backfill).
         touched = [field for field in cleaned if field in changed or (grounded and cleaned[field])]
@@ -95,67 +101,61 @@ def customer_profile_update(
             return profile
         # Memory first: an automatic (grounded) value that would undo a supervisor's decision is
         # refused there, and then the profile field must not change either.
-        memory_changed = False
         for field in touched:
             value = cleaned[field]
             if value:
-                result = memory_item_put(
-                    customer=customer,
-                    type=MemoryType.FACT,
-                    key=profile_item_key(field),
-                    content=profile_item_content(field, value),
+                result = batch.put(
+                    ItemPut(
+                        type=MemoryType.FACT,
+                        key=profile_item_key(field),
+                        content=profile_item_content(field, value),
+                        source_message_ids=sources,
+                        confidence=0.9 if grounded else 1.0,
+                        importance=PROFILE_ITEM_IMPORTANCE,
+                        direction=MemoryDirection.INBOUND if grounded else MemoryDirection.INTERNAL,
+                        created_by=MemoryCreatedBy.AUTO if grounded else MemoryCreatedBy.HUMAN,
+                        audit_action=AuditAction.MEMORY_ITEM_CAPTURED if grounded else AuditAction.MEMORY_ITEM_ADDED,
+                        sync_profile=False,
+                        expires_at=expires_at,
+                    ),
                     actor=actor,
                     reason=reason,
-                    source_message_ids=sources,
-                    confidence=0.9 if grounded else 1.0,
-                    importance=PROFILE_ITEM_IMPORTANCE,
-                    direction=MemoryDirection.INBOUND if grounded else MemoryDirection.INTERNAL,
-                    created_by=MemoryCreatedBy.AUTO if grounded else MemoryCreatedBy.HUMAN,
-                    audit_action=AuditAction.MEMORY_ITEM_CAPTURED if grounded else AuditAction.MEMORY_ITEM_ADDED,
-                    refresh_snapshot=False,
-                    sync_profile=False,
                 )
                 if result.outcome == REFUSED:
                     changed = [name for name in changed if name != field]
                 elif not grounded and result.item is not None and field in changed:
-                    decision_record(item=result.item, kind=DecisionKind.EDITED)
-                memory_changed = memory_changed or result.changed
+                    batch.decisions.add(decision_record(item=result.item, kind=DecisionKind.EDITED))
             elif grounded:
                 changed = [name for name in changed if name != field]  # the model never clears a field
             else:
-                old = MemoryItem.objects.filter(
-                    customer=customer, key=profile_item_key(field), status=MemoryStatus.ACTIVE
-                ).first()
+                old = batch.active(profile_item_key(field))
                 if old is not None:
                     memory_item_supersede(
-                        item=old, actor=actor, reason=reason, audit_action=AuditAction.MEMORY_ITEM_SUPERSEDED
+                        item=old,
+                        actor=actor,
+                        reason=reason,
+                        audit_action=AuditAction.MEMORY_ITEM_SUPERSEDED,
+                        writes=batch,
                     )
-                    memory_changed = True
                 if field in changed:
                     # A supervisor emptied the field: older words must not fill it again.
-                    decision_record(
-                        customer=customer,
-                        key=profile_item_key(field),
-                        kind=DecisionKind.CLEARED,
-                        contents=[old.content] if old is not None else (),
+                    batch.decisions.add(
+                        decision_record(
+                            customer=customer,
+                            key=profile_item_key(field),
+                            kind=DecisionKind.CLEARED,
+                            contents=[old.content] if old is not None else (),
+                        )
                     )
         if changed:
-            for field in changed:
-                setattr(profile, field, cleaned[field])
-            stamp_history(profile, actor=actor, reason=reason)
-            if profile.pk is None:
-                profile.save()
-            else:
-                profile.save(update_fields=[*changed, "updated_at"])
-        if changed:
+            batch.profile_set({field: cleaned[field] for field in changed}, actor=actor, reason=reason)
             # Field names only: values live in the profile and its history, which `forget` can scrub.
-            audit_record(
-                action=AuditAction.CUSTOMER_PROFILE_UPDATED,
-                conversation_id=customer.conversation_id,
+            batch.audit(
+                AuditAction.CUSTOMER_PROFILE_UPDATED,
                 actor=actor,
                 reason=reason,
                 payload={"fields": changed, "grounded": grounded, "source_message_ids": sources},
             )
-        if memory_changed and refresh_snapshot:
-            snapshot_refresh(customer=customer, reason=reason)
+        if own:
+            batch.flush(refresh_snapshot=refresh_snapshot, reason=reason)
     return profile

@@ -1,8 +1,9 @@
 """Core-memory snapshots (spec §2, §3.1): an immutable, versioned rendering of a customer's
 active memory, grouped by type, within QIWEI_AGENT_MEMORY_CORE_CHAR_LIMIT.
 
-Every change to memory calls `snapshot_refresh`; when the rendered text is unchanged the
-current version is reused, so a version number identifies exactly what a model saw.
+Every change to memory calls `snapshot_refresh` (or, for a batched write that already holds the
+customer's active items, `snapshot_write`); when the rendered text is unchanged the current version
+is reused, so a version number identifies exactly what a model saw.
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 
 from conversations.models import Customer
@@ -48,6 +50,17 @@ def effective_items(customer: Customer) -> Iterable[MemoryItem]:
         .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
         .order_by("-importance", "-confidence", "-updated_at", "-id")
     )
+
+
+def effective_in(items: Iterable[MemoryItem], now: datetime | None = None) -> list[MemoryItem]:
+    """`effective_items` over items already in memory, in the same order."""
+    now = now or timezone.now()
+    kept = [
+        item
+        for item in items
+        if item.status == MemoryStatus.ACTIVE and (item.expires_at is None or item.expires_at > now)
+    ]
+    return sorted(kept, key=lambda item: (item.importance, item.confidence, item.updated_at, item.pk), reverse=True)
 
 
 def render_snapshot(items: Iterable[MemoryItem], limit: int | None = None) -> RenderedSnapshot:
@@ -103,3 +116,44 @@ def snapshot_refresh(*, customer: Customer, reason: str) -> tuple[MemorySnapshot
             reason=reason[:200],
         )
         return snapshot, True
+
+
+# (version, sha256) of a customer's current snapshot; None when it has none yet.
+SnapshotHead = tuple[int, str] | None
+
+
+def snapshot_head_annotations(customer_ref: str) -> dict[str, Subquery]:
+    """The current snapshot's version and hash as annotations of a query whose `customer_ref`
+    names the customer, so a batched writer reads them with the items it will change."""
+    head = MemorySnapshot.objects.filter(customer=OuterRef(customer_ref)).order_by("-version")
+    return {
+        "snapshot_head_version": Subquery(head.values("version")[:1]),
+        "snapshot_head_sha256": Subquery(head.values("sha256")[:1]),
+    }
+
+
+def snapshot_write(
+    *, customer: Customer, items: Iterable[MemoryItem], head: SnapshotHead, reason: str
+) -> tuple[MemorySnapshot | None, bool]:
+    """`snapshot_refresh` for a writer that holds the customer's active items as they will commit,
+    inside its own write transaction: render them once and write a version only if the text changed.
+
+    `head` must be current: read in that transaction on SQLite (which then holds the database's only
+    write lock), and under the customer's row lock where rows are locked one by one (PostgreSQL), as
+    `snapshot_refresh` reads it (`memory.items.MemoryWrites.flush` does both). Returns (the new
+    snapshot or None, created).
+    """
+    rendered = render_snapshot(effective_in(items))
+    if head is not None and head[1] == rendered.sha256:
+        return None, False
+    snapshot = MemorySnapshot.objects.create(
+        customer=customer,
+        version=head[0] + 1 if head is not None else 1,
+        content=rendered.content,
+        sha256=rendered.sha256,
+        char_count=len(rendered.content),
+        item_ids=rendered.item_ids,
+        left_out_ids=rendered.left_out_ids,
+        reason=reason[:200],
+    )
+    return snapshot, True

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import itertools
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from celery import current_app
@@ -23,8 +24,11 @@ from django.utils import timezone
 
 from conversations.models import AlertKind, AlertLevel, AuditAction, Customer, Message, MessageDirection
 from conversations.services import alert_raise, audit_record
-from memory.models import CaptureJob, CaptureJobStatus
-from qiwei_site.platform.tenancy import account_atomic, current_account, on_account_commit, use_account
+from memory.capture import services as capture_services
+from memory.items import CompiledRead, CompiledUpdate, ItemPut, MemoryWrites
+from memory.models import CaptureJob, CaptureJobStatus, MemoryCreatedBy, MemoryDirection, MemoryType
+from memory.profile import customer_profile_update
+from qiwei_site.platform.tenancy import account_atomic, current_account, current_alias, on_account_commit, use_account
 
 logger = logging.getLogger(__name__)
 
@@ -106,111 +110,209 @@ def capture_job_enqueue(
     return job
 
 
-def _claim(job_id: int, now: datetime) -> bool:
-    due = Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now)
-    claimed = (
-        CaptureJob.objects.filter(pk=job_id, status=CaptureJobStatus.PENDING)
-        .filter(due)
-        .update(status=CaptureJobStatus.RUNNING, attempts=F("attempts") + 1, started_at=now, updated_at=now)
+# Stand-ins the claim's and the finish's updates are compiled with (values no constant of those
+# queries equals, in range for their columns; replaced by the real ones when run).
+_MARK_JOB, _MARK_ATTEMPT = 2_117_263_543, 2_117_263_544
+_MARK_TIMES = [datetime(1971, 1, 1, n, tzinfo=UTC) for n in range(1, 5)]
+
+
+def _claim_query(job_id: Any, due: Any, started_at: Any, updated_at: Any) -> tuple[Any, dict[str, Any]]:
+    queryset = CaptureJob.objects.filter(pk=job_id, status=CaptureJobStatus.PENDING).filter(
+        Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=due)
     )
-    return claimed == 1
+    return queryset, {
+        "status": CaptureJobStatus.RUNNING,
+        "attempts": F("attempts") + 1,
+        "started_at": started_at,
+        "updated_at": updated_at,
+    }
 
 
-def _execute(job: CaptureJob) -> dict[str, Any]:
-    if job.message_id is not None:
-        from memory.capture.services import capture_message
+def _finish_query(job_id: Any, attempt: Any, finished_at: Any, updated_at: Any) -> tuple[Any, dict[str, Any]]:
+    queryset = CaptureJob.objects.filter(pk=job_id, status=CaptureJobStatus.RUNNING, attempts=attempt)
+    return queryset, {
+        "status": CaptureJobStatus.DONE,
+        "finished_at": finished_at,
+        "last_error": "",
+        "updated_at": updated_at,
+    }
 
-        message = Message.objects.select_related("customer").get(pk=job.message_id)
-        if message.direction != MessageDirection.INBOUND:
-            return {"skipped": "not_inbound"}
-        outcome = capture_message(message=message, actor="capture")
-        return {"blocked": outcome.blocked, "written": outcome.written}
-    updates = job.payload.get("profile_updates") or {}
-    if updates:
-        from memory.profile import customer_profile_update
 
-        customer_profile_update(
-            customer=job.customer,
-            changes=updates,
-            actor="capture",
-            reason=PROFILE_UPDATE_REASON,
-            source_message_ids=[int(i) for i in job.payload.get("source_message_ids") or []],
+# Compiled once per database (they run for every message; see `memory.items.CompiledRead`).
+_CLAIM = CompiledUpdate(_claim_query, _MARK_JOB, *_MARK_TIMES[:3])
+_FINISH = CompiledUpdate(_finish_query, _MARK_JOB, _MARK_ATTEMPT, _MARK_TIMES[3], _MARK_TIMES[0])
+_JOB_FIELDS = list(CaptureJob._meta.concrete_fields)
+_MESSAGE_FIELDS = list(Message._meta.concrete_fields)
+_CUSTOMER_FIELDS = list(Customer._meta.concrete_fields)
+# The job with its customer, its message and the message before that one.
+_JOB_READ = CompiledRead(
+    lambda job_id: (
+        CaptureJob.objects.filter(pk=job_id)
+        .annotate(**capture_services.previous_message_fields("message__customer_id", "message__sent_at", "message_id"))
+        .values_list(
+            *[f.name for f in _JOB_FIELDS],
+            *[f"message__{f.name}" for f in _MESSAGE_FIELDS],
+            *[f"customer__{f.name}" for f in _CUSTOMER_FIELDS],
+            "previous_direction",
+            "previous_text",
         )
-    hypotheses = _hypotheses_put(job)
-    return {"profile_fields": sorted(updates), "hypotheses": hypotheses}
+    ),
+    _MARK_JOB,
+)
 
 
-def _hypotheses_put(job: CaptureJob) -> dict[str, str]:
-    """Store a draft's validated hypotheses as `hypothesis` items (outcome per key).
+def _claim(job_id: int, now: datetime) -> bool:
+    """pending and due → running, one more attempt (a conditional UPDATE: one run wins)."""
+    return _CLAIM.run(job_id, now, now, now) == 1
+
+
+def _job_load(job_id: int) -> CaptureJob:
+    """The claimed job with its customer, its message and the message before that one, in one query."""
+    rows = _JOB_READ.rows(job_id)
+    if not rows:
+        raise CaptureJob.DoesNotExist(f"capture job {job_id} is gone")
+    row = rows[0]
+    alias = current_alias()
+    ends = list(itertools.accumulate([len(_JOB_FIELDS), len(_MESSAGE_FIELDS), len(_CUSTOMER_FIELDS)]))
+    job = CaptureJob.from_db(alias, [f.attname for f in _JOB_FIELDS], row[: ends[0]])
+    job.customer = Customer.from_db(alias, [f.attname for f in _CUSTOMER_FIELDS], row[ends[1] : ends[2]])
+    if job.message_id is not None:
+        message = Message.from_db(alias, [f.attname for f in _MESSAGE_FIELDS], row[ends[0] : ends[1]])
+        if message.customer_id == job.customer_id:
+            message.customer = job.customer
+        job.message = message
+    job.previous_direction, job.previous_text = row[ends[2] :]  # type: ignore[attr-defined]
+    return job
+
+
+def _run_message(job: CaptureJob, attempt: int) -> None:
+    """Capture the job's message: scanned and extracted before any write transaction opens, its
+    writes and the job's `done` committed together (a lone conditional UPDATE when nothing is written)."""
+    message = job.message
+    assert message is not None
+
+    def finish() -> None:
+        if not _finish(job, attempt, {}):
+            raise _ClaimLost()
+
+    if message.direction != MessageDirection.INBOUND:
+        finish()
+        return
+    previous = (getattr(job, "previous_direction", None), getattr(job, "previous_text", None))
+    capture_services.capture_message(
+        message=message,
+        actor="capture",
+        context=capture_services.extract_context(message, previous=previous),
+        within=finish,
+    )
+
+
+def _run_payload(job: CaptureJob, attempt: int) -> None:
+    """Write a draft's grounded profile updates and hypotheses in one batch, with the job's `done`."""
+    with account_atomic():
+        writes = MemoryWrites.load(job.customer)
+        updates = job.payload.get("profile_updates") or {}
+        if updates:
+            customer_profile_update(
+                customer=job.customer,
+                changes=updates,
+                actor="capture",
+                reason=PROFILE_UPDATE_REASON,
+                source_message_ids=[int(i) for i in job.payload.get("source_message_ids") or []],
+                writes=writes,
+            )
+        changes = _hypotheses_put(job, writes)
+        writes.flush(reason=PROFILE_UPDATE_REASON if updates else HYPOTHESIS_REASON)
+        if not _finish(job, attempt, changes):
+            raise _ClaimLost()
+
+
+def _hypotheses_put(job: CaptureJob, writes: MemoryWrites) -> dict[str, Any]:
+    """Stage a draft's validated hypotheses as `hypothesis` items on the job's batch.
 
     The pipeline checked each one; the evidence is checked again here because a message can be
-    erased between the turn and the job. `memory_item_put` refuses what would undo a supervisor's
-    decision or is instruction-like. Once stored, the job keeps only keys and ids, not the text.
+    erased between the turn and the job. The write path refuses what would undo a supervisor's
+    decision or is instruction-like. Once stored, the job keeps only keys and ids, not the text:
+    the payload returned replaces the job's.
     """
     entries = [entry for entry in job.payload.get("hypotheses") or [] if isinstance(entry, dict)]
     if not entries:
         return {}
-    from memory.items import memory_item_put
-    from memory.models import MemoryCreatedBy, MemoryDirection, MemoryType
-
     now = timezone.now()
     expires_at = now + timedelta(hours=settings.QIWEI_HYPOTHESIS_TTL_HOURS)
     wanted = {int(i) for entry in entries for i in entry.get("message_ids") or []}
-    inbound = set(
+    inbound = list(
         Message.objects.filter(pk__in=wanted, customer=job.customer, direction=MessageDirection.INBOUND).values_list(
-            "pk", flat=True
+            "pk", "sent_at", "created_at"
         )
     )
-    outcomes: dict[str, str] = {}
+    writes.messages_seed(inbound)
+    inbound_ids = {pk for pk, _sent, _created in inbound}
     for entry in entries:
-        key = f"{HYPOTHESIS_KEY_PREFIX}{entry.get('key')}"
         ids = sorted({int(i) for i in entry.get("message_ids") or []})
-        if not ids or any(i not in inbound for i in ids):
-            outcomes[key] = "evidence_gone"
-            continue
-        result = memory_item_put(
-            customer=job.customer,
-            type=MemoryType.HYPOTHESIS,
-            key=key,
-            content=str(entry.get("text") or ""),
+        if not ids or any(i not in inbound_ids for i in ids):
+            continue  # the evidence is gone
+        writes.put(
+            ItemPut(
+                type=MemoryType.HYPOTHESIS,
+                key=f"{HYPOTHESIS_KEY_PREFIX}{entry.get('key')}",
+                content=str(entry.get("text") or ""),
+                source_message_ids=ids,
+                confidence=min(float(entry.get("confidence") or 0.0), HYPOTHESIS_MAX_CONFIDENCE),
+                direction=MemoryDirection.INBOUND,
+                created_by=MemoryCreatedBy.AUTO,
+                expires_at=expires_at,
+            ),
             actor="capture",
             reason=HYPOTHESIS_REASON,
-            source_message_ids=ids,
-            confidence=min(float(entry.get("confidence") or 0.0), HYPOTHESIS_MAX_CONFIDENCE),
-            direction=MemoryDirection.INBOUND,
-            created_by=MemoryCreatedBy.AUTO,
-            expires_at=expires_at,
         )
-        outcomes[key] = result.outcome
     payload = dict(job.payload)
     payload["hypotheses"] = [
         {"key": entry.get("key"), "message_ids": entry.get("message_ids") or []} for entry in entries
     ]
-    CaptureJob.objects.filter(pk=job.pk).update(payload=payload)
-    return outcomes
+    return {"payload": payload}
+
+
+def _finish(job: CaptureJob, attempt: int, changes: dict[str, Any]) -> bool:
+    """Mark the job done, conditional on still holding its claim (in the writes' transaction)."""
+    now = timezone.now()
+    if changes:
+        queryset, values = _finish_query(job.pk, attempt, now, now)
+        finished = queryset.update(**values, **changes)
+    else:
+        finished = _FINISH.run(job.pk, attempt, now, now)
+    if finished != 1:
+        return False
+    job.status, job.finished_at, job.last_error, job.updated_at = CaptureJobStatus.DONE, now, "", now
+    for name, value in changes.items():
+        setattr(job, name, value)
+    return True
 
 
 def capture_job_run(*, job_id: int) -> CaptureJob | None:
-    """Run one job if it is pending and due; returns the job as it ends, or None if not claimed."""
+    """Run one job if it is pending and due; returns the job as it ends, or None if not claimed.
+
+    Claim (committed, so a killed worker's job is seen as running and its attempt counted) → read
+    the job with its message and the one before → scan and extract, outside any write transaction →
+    one transaction with the memory writes and the `done` transition (no transaction at all when
+    there is nothing to write: the conditional UPDATE alone).
+    """
     now = timezone.now()
     if not _claim(job_id, now):
         return None
-    job = CaptureJob.objects.select_related("customer").get(pk=job_id)
+    job = _job_load(job_id)
     attempt = job.attempts
     try:
-        with account_atomic():
-            _execute(job)
-            finished = CaptureJob.objects.filter(pk=job.pk, status=CaptureJobStatus.RUNNING, attempts=attempt).update(
-                status=CaptureJobStatus.DONE, finished_at=timezone.now(), last_error="", updated_at=timezone.now()
-            )
-            if finished != 1:
-                raise _ClaimLost()
+        if job.message is not None:
+            _run_message(job, attempt)
+        else:
+            _run_payload(job, attempt)
     except _ClaimLost:
         logger.warning("capture job %s was re-claimed by another run; its writes were rolled back", job_id)
         return None
     except Exception as exc:
         _record_failure(job, attempt=attempt, error=exc)
-    job.refresh_from_db()
+        job.refresh_from_db()
     return job
 
 

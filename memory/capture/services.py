@@ -1,21 +1,55 @@
 """The capture service: one inbound customer message → safety gate → extraction → memory writes.
 
-Everything the message yields is written in one transaction with the message id as evidence,
-and the snapshot is refreshed once at the end; a blocked message writes nothing but an audit row.
+Two phases, so no write lock is held while the message is read: `capture_plan` scans and extracts
+(reads only), `capture_apply` writes what the plan found in one transaction with the message id as
+evidence — every value through the one write path (`memory.items.MemoryWrites`, the batched form of
+`memory_item_put`: the customer's memory read once, each value decided in memory, items, history
+and audit rows written in bulk, the snapshot rendered once). A blocked message writes nothing but
+an audit row and an alert.
+
+Extraction is given what the message alone does not say (`ExtractContext`): when it was sent, in
+local time (relative dates resolve against it), the agent's message just before it (a bare answer
+answers that question), and the account's place names from the knowledge base (parsed once per
+knowledge-index version). A dated fact is written with its `expires_at`; an acceptance ("其实一楼也
+可以考虑") is written only where it supersedes an active item, through the same path.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
-from conversations.models import AlertKind, AlertLevel, AuditAction, AuditEvent, Message, MessageDirection
+from django.db import router
+from django.db.models import OuterRef, Q, QuerySet, Subquery
+from django.utils import timezone
+
+from conversations.models import (
+    AlertKind,
+    AlertLevel,
+    AuditAction,
+    AuditEvent,
+    CustomerProfile,
+    Message,
+    MessageDirection,
+)
 from conversations.services import alert_raise, audit_record
-from memory.capture.extract import FACT, Candidate, extract_candidates
-from memory.capture.safety import PERSONAL_NUMBER_CATEGORIES, scan, without_personal_numbers
-from memory.items import CREATED, EVIDENCE_ADDED, REFUSED, SUPERSEDED, UNCHANGED, memory_item_put
-from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem, MemoryStatus
-from memory.snapshots import snapshot_refresh
+from knowledge.models import KnowledgeDocument, KnowledgeSection
+from memory.capture.extract import (
+    FACT,
+    Candidate,
+    ExtractContext,
+    extended_value,
+    extract_candidates,
+    release_targets,
+)
+from memory.capture.safety import PERSONAL_NUMBER_CATEGORIES, ScanResult, scan, without_personal_numbers
+from memory.items import CREATED, EVIDENCE_ADDED, REFUSED, SUPERSEDED, UNCHANGED, CompiledRead, ItemPut, MemoryWrites
+from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem
+from memory.values import PlaceNames, parse_place_list
+from memory.values.places import PLACE_HEADING_RE
 from qiwei_site.platform.errors import ValidationFailed
 from qiwei_site.platform.history import Actor
 from qiwei_site.platform.tenancy import account_atomic
@@ -43,6 +77,29 @@ class CaptureOutcome:
         return sum(self.outcomes.get(outcome, 0) for outcome in (UNCHANGED, STALE, REFUSED))
 
 
+@dataclass(frozen=True)
+class CapturePlan:
+    """What one message asks capture to write, found before any write transaction opens: the safety
+    scan's verdict and the extracted candidates (`scan` is None for a message not in effect)."""
+
+    message: Message
+    scan: ScanResult | None = None
+    candidates: tuple[Candidate, ...] = ()
+    releases: tuple[Candidate, ...] = ()
+
+    @property
+    def blocked(self) -> bool:
+        return self.scan is not None and self.scan.blocked
+
+    @property
+    def personal_numbers(self) -> bool:
+        return self.scan is not None and any(span.category in PERSONAL_NUMBER_CATEGORIES for span in self.scan.spans)
+
+    @property
+    def writes_nothing(self) -> bool:
+        return not (self.blocked or self.personal_numbers or self.candidates or self.releases)
+
+
 def _audit_blocked(message: Message, categories: list[str], actor: Actor) -> None:
     # Re-capturing the same message (a retry, a second backfill) must not pile up audit rows.
     already = AuditEvent.objects.filter(
@@ -60,44 +117,64 @@ def _audit_blocked(message: Message, categories: list[str], actor: Actor) -> Non
         )
 
 
-def _is_stale(candidate: Candidate, message: Message) -> bool:
+def _is_stale(candidate: Candidate, message: Message, writes: MemoryWrites) -> bool:
     """True when newer knowledge already governs this key: an older message never overrides it.
 
     Retried jobs run out of order, and a backfill replays history after staff edited the profile;
     in both cases the newer statement (or the human edit) must stand.
     """
-    keys = [candidate.key, *candidate.supersedes_keys]
-    for item in MemoryItem.objects.filter(customer=message.customer, key__in=keys, status=MemoryStatus.ACTIVE):
+    for key in dict.fromkeys([candidate.key, *candidate.supersedes_keys]):
+        item = writes.active(key)
+        if item is None:
+            continue
         if item.key == candidate.key and item.type == candidate.type and item.content == candidate.content:
             continue  # the same statement again only adds evidence
         sources = [int(i) for i in item.source_message_ids or []]
         if sources:
-            if Message.objects.filter(pk__in=sources, sent_at__gt=message.sent_at).exists():
+            if writes.sent_after(sources, message.sent_at):
                 return True
         elif item.updated_at > message.sent_at:
             return True
     return False
 
 
-def _put(candidate: Candidate, *, message: Message, actor: Actor) -> Any:
-    return memory_item_put(
-        customer=message.customer,
-        type=candidate.type,
-        key=candidate.key,
-        content=candidate.content,
+def _evidence_to_read(candidates: list[Candidate], writes: MemoryWrites) -> set[int]:
+    """The messages cited by active items a candidate would change: their times decide staleness
+    and "a newer customer statement stands", so they are read at once, in one query."""
+    ids: set[int] = set()
+    for candidate in candidates:
+        for key in (candidate.key, *candidate.supersedes_keys):
+            item = writes.active(key)
+            if item is not None and not (item.key == candidate.key and item.content == candidate.content):
+                ids.update(int(i) for i in item.source_message_ids or [])
+    return ids
+
+
+def _put(
+    candidate: Candidate, *, message: Message, actor: Actor, writes: MemoryWrites
+) -> tuple[str, MemoryItem | None]:
+    result = writes.put(
+        ItemPut(
+            type=candidate.type,
+            key=candidate.key,
+            content=candidate.content,
+            source_message_ids=[message.pk],
+            confidence=candidate.confidence,
+            importance=candidate.importance,
+            direction=MemoryDirection.INBOUND,
+            created_by=MemoryCreatedBy.AUTO,
+            expires_at=candidate.expires_at,
+            supersedes_keys=candidate.supersedes_keys,
+        ),
         actor=actor,
         reason=CAPTURE_REASON,
-        source_message_ids=[message.pk],
-        confidence=candidate.confidence,
-        importance=candidate.importance,
-        direction=MemoryDirection.INBOUND,
-        created_by=MemoryCreatedBy.AUTO,
-        supersedes_keys=candidate.supersedes_keys,
-        refresh_snapshot=False,
     )
+    return result.outcome, result.item
 
 
-def _put_profile(candidate: Candidate, *, message: Message, actor: Actor) -> tuple[str, int | None]:
+def _put_profile(
+    candidate: Candidate, *, message: Message, actor: Actor, writes: MemoryWrites
+) -> tuple[str, MemoryItem | None]:
     """A declared profile fact updates the profile and its `profile:<field>` item together, so the
     structured profile and long-term memory never disagree (spec §3)."""
     from memory.profile import customer_profile_update, profile_item_key
@@ -105,57 +182,146 @@ def _put_profile(candidate: Candidate, *, message: Message, actor: Actor) -> tup
     field_name = candidate.field or ""
     key = profile_item_key(field_name)
 
-    def state() -> tuple[int, str, list[int]] | None:
-        item = MemoryItem.objects.filter(customer=message.customer, key=key, status=MemoryStatus.ACTIVE).first()
-        return (item.pk, item.content, list(item.source_message_ids)) if item else None
+    def state() -> tuple[MemoryItem, str, list[int]] | None:
+        item = writes.active(key)
+        return (item, item.content, list(item.source_message_ids)) if item else None
 
     before = state()
+    value = candidate.value
+    if candidate.extends:  # "滨江那边也行": one more area beside those the profile holds
+        profile = CustomerProfile.objects.filter(customer=message.customer).values_list(field_name, flat=True).first()
+        value = extended_value(profile or "", candidate)
     customer_profile_update(
         customer=message.customer,
-        changes={field_name: candidate.value},
+        changes={field_name: value},
         actor=actor,
         reason=CAPTURE_REASON,
         source_message_ids=[message.pk],
-        refresh_snapshot=False,  # capture refreshes once per message
+        expires_at=candidate.expires_at,
+        writes=writes,  # capture writes the message's batch and refreshes the snapshot once
     )
     after = state()
-    if after is None or after == before:
-        return UNCHANGED, after[0] if after else None
+    if after is None:
+        return UNCHANGED, None
     if before is None:
         return CREATED, after[0]
-    return (EVIDENCE_ADDED if before[0] == after[0] else SUPERSEDED), after[0]
+    if after[0] is not before[0]:
+        return SUPERSEDED, after[0]
+    return (UNCHANGED if after[1:] == before[1:] else EVIDENCE_ADDED), after[0]
 
 
-def capture_message(*, message: Message, actor: Actor = "capture", refresh_snapshot: bool = True) -> CaptureOutcome:
-    """Capture what an inbound customer message explicitly states. Idempotent per message."""
+# --- what extraction reads beside the words ------------------------------------------------
+
+_places_lock = threading.Lock()
+_places: tuple[Any, PlaceNames] | None = None
+# `knowledge.context.knowledge_version` (every indexed document's path and hash), compiled once:
+# capture reads it for every message.
+_KNOWLEDGE_VERSION = CompiledRead(lambda: KnowledgeDocument.objects.order_by("path").values_list("path", "sha256"))
+
+
+def account_place_names() -> PlaceNames:
+    """The place names of the knowledge base's place sections (片区, 板块, 商圈…), on top of the
+    gazetteer; read and parsed once per knowledge-index version (one small query says which)."""
+    global _places
+    version = tuple(map(tuple, _KNOWLEDGE_VERSION.rows(using=router.db_for_read(KnowledgeDocument))))
+    cached = _places
+    if cached is not None and cached[0] == version:
+        return cached[1]
+    sections = (
+        KnowledgeSection.objects.filter(heading__regex=PLACE_HEADING_RE.pattern)
+        .order_by("document_id", "order")
+        .values_list("heading", "text")
+    )
+    names = PlaceNames([name for heading, text in sections for name in parse_place_list(text, heading=heading)])
+    with _places_lock:
+        _places = (version, names)
+    return names
+
+
+def messages_before(customer: Any, sent_at: Any, pk: Any) -> QuerySet[Message]:
+    """The customer's effective, non-system messages before a message, newest first (`customer`,
+    `sent_at` and `pk` are values or `OuterRef`s, so a job reads the one before with its message)."""
+    return (
+        Message.objects.filter(customer=customer, is_effective=True)
+        .filter(Q(sent_at__lt=sent_at) | Q(sent_at=sent_at, pk__lt=pk))
+        .exclude(direction=MessageDirection.SYSTEM)
+        .order_by("-sent_at", "-pk")
+    )
+
+
+_PREVIOUS = CompiledRead(
+    lambda customer_id, sent_at, pk: messages_before(customer_id, sent_at, pk).values_list("direction", "text")[:1],
+    2_117_263_545,
+    datetime(1971, 1, 2, tzinfo=UTC),
+    2_117_263_546,
+)
+
+
+def extract_context(message: Message, *, previous: tuple[str | None, str | None] | None = None) -> ExtractContext:
+    """What extraction needs beside the words: the local send time, the agent's message right before
+    this one (if the message before it is the agent's), and the account's place names.
+
+    `previous`: (direction, text) of the message before — (None, None) when there is none — if the
+    caller read it already (a job reads it with its message); otherwise it is read here."""
+    if previous is None:
+        rows = _PREVIOUS.rows(message.customer_id, message.sent_at, message.pk)
+        previous = (rows[0][0], rows[0][1]) if rows else (None, None)
+    direction, text = previous
+    return ExtractContext(
+        sent_at=timezone.localtime(message.sent_at),
+        previous_outbound=(text or "") if direction == MessageDirection.OUTBOUND else "",
+        places=account_place_names(),
+    )
+
+
+# --- the two phases ----------------------------------------------------------------------------
+
+
+def capture_plan(message: Message, *, context: ExtractContext | None = None) -> CapturePlan:
+    """Scan and extract one inbound message, writing nothing (`context`: the caller's, if it has one)."""
     if message.direction != MessageDirection.INBOUND:
         raise ValidationFailed(
             "只从客户发来的消息提取记忆 (capture reads inbound customer messages only).", code="not_inbound"
         )
-    outcome = CaptureOutcome(message_id=message.pk)
     if not message.is_effective:
-        return outcome
+        return CapturePlan(message=message)
     result = scan(message.text)
     if result.blocked:
-        outcome.blocked = True
-        outcome.categories = list(result.categories)
-        with account_atomic():
+        return CapturePlan(message=message, scan=result)
+    found_releases: list[Candidate] = []
+    candidates = extract_candidates(
+        without_personal_numbers(message.text, result.spans),
+        context if context is not None else extract_context(message),
+        releases=found_releases,
+    )
+    # Facts are never written from hedged or inferred values: extraction already drops those.
+    return CapturePlan(message=message, scan=result, candidates=tuple(candidates), releases=tuple(found_releases))
+
+
+def capture_apply(plan: CapturePlan, *, actor: Actor = "capture", refresh_snapshot: bool = True) -> CaptureOutcome:
+    """Write what a plan found, in the caller's transaction (or one of its own). Idempotent per message."""
+    message = plan.message
+    outcome = CaptureOutcome(message_id=message.pk, candidates=len(plan.candidates))
+    if plan.scan is None or plan.writes_nothing:
+        return outcome  # no transaction: SQLite would take its write lock for nothing
+    with account_atomic(savepoint=False):
+        if plan.blocked:
+            outcome.blocked = True
+            outcome.categories = list(plan.scan.categories)
             _audit_blocked(message, outcome.categories, actor)
             alert_raise(
                 customer=message.customer,
                 kind=AlertKind.MESSAGE_BLOCKED,
                 level=AlertLevel.WARNING,
                 text=(
-                    f"客户消息 #{message.pk} 被安全扫描拦截（{'、'.join(outcome.categories)}），"
-                    "未写入记忆，请人工查看"
+                    f"客户消息 #{message.pk} 被安全扫描拦截（{'、'.join(outcome.categories)}），未写入记忆，请人工查看"
                 ),
                 cause=f"message:{message.pk}",
                 actor=actor,
                 reason="安全扫描拦截",
             )
-        return outcome
-    if any(span.category in PERSONAL_NUMBER_CATEGORIES for span in result.spans):
-        with account_atomic():
+            return outcome
+        if plan.personal_numbers:
             alert_raise(
                 customer=message.customer,
                 kind=AlertKind.PERSONAL_NUMBER,
@@ -165,27 +331,67 @@ def capture_message(*, message: Message, actor: Actor = "capture", refresh_snaps
                 actor=actor,
                 reason="消息含个人号码",
             )
-    candidates = extract_candidates(without_personal_numbers(message.text, result.spans))
-    # Facts are never written from hedged or inferred values: extraction already drops those.
-    outcome.candidates = len(candidates)
-    if not candidates:
-        return outcome
-    with account_atomic():
-        for candidate in candidates:
-            if _is_stale(candidate, message):
+        if not plan.candidates and not plan.releases:
+            return outcome
+        writes = MemoryWrites.load(message.customer, messages=[message])
+        # An acceptance is written only where it relaxes an active item ("不考虑：一楼" → "可以接受：一楼").
+        releases = [release for release in plan.releases if any(writes.active(key) for key in release_targets(release))]
+        todo = [*plan.candidates, *releases]
+        if not todo:
+            return outcome
+        outcome.candidates += len(releases)
+        writes.messages_prefetch(_evidence_to_read(todo, writes))
+        items: list[MemoryItem] = []
+        for candidate in todo:
+            if _is_stale(candidate, message, writes):
                 outcome.outcomes[STALE] = outcome.outcomes.get(STALE, 0) + 1
                 continue
-            if candidate.field and candidate.value:
-                written, item_id = _put_profile(candidate, message=message, actor=actor)
-            else:
-                put = _put(candidate, message=message, actor=actor)
-                written, item_id = put.outcome, (put.item.pk if put.item is not None else None)
+            put = _put_profile if candidate.field and candidate.value else _put
+            written, item = put(candidate, message=message, actor=actor, writes=writes)
             outcome.outcomes[written] = outcome.outcomes.get(written, 0) + 1
-            if item_id is not None:
-                outcome.item_ids.append(item_id)
-        if refresh_snapshot and outcome.written:
-            snapshot_refresh(customer=message.customer, reason=CAPTURE_REASON)
+            if item is not None:
+                items.append(item)
+        writes.flush(refresh_snapshot=refresh_snapshot, reason=CAPTURE_REASON)
+        outcome.item_ids = [item.pk for item in items]
     return outcome
+
+
+def capture_message(
+    *,
+    message: Message,
+    actor: Actor = "capture",
+    refresh_snapshot: bool = True,
+    context: ExtractContext | None = None,
+    within: Callable[[], None] | None = None,
+) -> CaptureOutcome:
+    """Capture what an inbound customer message explicitly states. Idempotent per message.
+
+    The message is scanned and extracted before the write transaction opens (`capture_plan`);
+    `within`, if given, runs inside that transaction after the writes — a job marks itself done
+    there, so its effects and its `done` commit together, or neither does — and with no transaction
+    open when the message writes nothing. `context`: what extraction reads beside the words, when
+    the caller read it already."""
+    plan = capture_plan(message, context=context)
+    if plan.writes_nothing:
+        outcome = capture_apply(plan, actor=actor, refresh_snapshot=refresh_snapshot)
+        if within is not None:
+            within()
+        return outcome
+    with account_atomic():
+        outcome = capture_apply(plan, actor=actor, refresh_snapshot=refresh_snapshot)
+        if within is not None:
+            within()
+    return outcome
+
+
+def previous_message_fields(customer_ref: str, sent_at_ref: str, pk_ref: str) -> dict[str, Any]:
+    """Annotations giving the direction and text of the message before another (see `messages_before`),
+    for a query that reads that message's row (`*_ref`: the outer query's field names)."""
+    before = messages_before(OuterRef(customer_ref), OuterRef(sent_at_ref), OuterRef(pk_ref))
+    return {
+        "previous_direction": Subquery(before.values("direction")[:1]),
+        "previous_text": Subquery(before.values("text")[:1]),
+    }
 
 
 __all__ = [
@@ -197,5 +403,13 @@ __all__ = [
     "SUPERSEDED",
     "UNCHANGED",
     "CaptureOutcome",
+    "CapturePlan",
+    "account_place_names",
+    "capture_apply",
     "capture_message",
+    "capture_plan",
+    "extract_candidates",
+    "extract_context",
+    "messages_before",
+    "previous_message_fields",
 ]

@@ -1,11 +1,26 @@
-"""memory_item_put: one active item per key; same value adds evidence; a new value supersedes."""
+"""memory_item_put: one active item per key; same value adds evidence; a new value supersedes.
+memory_items_put, its batched form, decides each value as single puts would, in order, and writes
+a history row and an audit row for each write."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 
-from conversations.models import AuditEvent
-from memory.items import CREATED, EVIDENCE_ADDED, SUPERSEDED, UNCHANGED, memory_item_put
+from conversations.models import AuditEvent, CustomerProfile
+from memory.governance.services import memory_item_reject
+from memory.items import (
+    CREATED,
+    EVIDENCE_ADDED,
+    REFUSED,
+    SUPERSEDED,
+    UNCHANGED,
+    CompiledRead,
+    ItemPut,
+    memory_item_put,
+    memory_items_put,
+)
 from memory.models import MemoryItem, MemorySnapshot, MemoryStatus, MemoryType
 from qiwei_site.platform.errors import ValidationFailed
 from tests.factories import CustomerFactory, MessageFactory
@@ -70,3 +85,134 @@ def test_memory_item_put_rejects_invalid_values(account, kwargs, code):
 def test_memory_item_put_rejects_empty_content(account):
     with pytest.raises(ValidationFailed):
         put(CustomerFactory(), "   ", [])
+
+
+def test_memory_items_put_decides_each_value_after_the_ones_before_it(account):
+    # given a customer who first said 3000 and then, in the same message, corrected it to 4500
+    customer = CustomerFactory()
+    message = MessageFactory(customer=customer, text="预算3000，哦不对，预算4500")
+    budget = {"type": MemoryType.FACT, "key": "profile:budget", "source_message_ids": [message.pk]}
+    # when both values are put in one batch
+    first, second = memory_items_put(
+        customer=customer,
+        puts=[ItemPut(content="预算：3000", **budget), ItemPut(content="预算：4500", **budget)],
+        actor="capture",
+        reason="客户原话",
+    )
+    # then the second supersedes the first, exactly as two puts one after the other would
+    assert (first.outcome, second.outcome) == (CREATED, SUPERSEDED)
+    old, new = MemoryItem.objects.get(pk=first.item.pk), MemoryItem.objects.get(pk=second.item.pk)
+    assert (old.status, old.superseded_by_id, new.status) == (MemoryStatus.SUPERSEDED, new.pk, MemoryStatus.ACTIVE)
+    assert second.superseded_ids == (old.pk,)
+    # and the profile follows the last value, with one snapshot version for the batch
+    assert CustomerProfile.objects.get(customer=customer).budget == "4500"
+    assert MemorySnapshot.objects.filter(customer=customer).count() == 1
+
+
+def test_memory_items_put_writes_a_history_row_and_an_audit_row_for_each_write(account):
+    # given a customer who excluded the top floor
+    customer = CustomerFactory()
+    constraint = put(customer, "不考虑：顶楼", [1], key="constraint:顶楼", type=MemoryType.CONSTRAINT).item
+    before = AuditEvent.objects.filter(action="memory_item_captured").count()
+    # when one batch adds a preference for it (contradicting the constraint) and another wish
+    results = memory_items_put(
+        customer=customer,
+        puts=[
+            ItemPut(
+                type=MemoryType.PREFERENCE,
+                key="preference:顶楼",
+                content="偏好：顶楼",
+                supersedes_keys=["constraint:顶楼"],
+            ),
+            ItemPut(type=MemoryType.PREFERENCE, key="preference:电梯", content="偏好：电梯"),
+        ],
+        actor="capture",
+        reason="客户原话",
+    )
+    # then each new item has its creation row, the retired constraint a row saying why, and every
+    # write its own audit row naming the item (never the content)
+    assert [r.outcome for r in results] == [SUPERSEDED, CREATED]
+    for result in results:
+        assert result.item.history.filter(history_type="+").count() == 1
+    retired = constraint.history.order_by("-history_id").first()
+    assert (retired.status, retired.superseded_by_id, retired.history_change_reason) == (
+        MemoryStatus.SUPERSEDED,
+        results[0].item.pk,
+        "客户原话",
+    )
+    audits = AuditEvent.objects.filter(action="memory_item_captured").order_by("id")[before:]
+    assert [a.payload["item_id"] for a in audits] == [r.item.pk for r in results]
+    assert audits[0].payload["superseded_ids"] == [constraint.pk]
+    assert "顶楼" not in str([a.payload for a in audits])
+
+
+def test_memory_items_put_refuses_a_rejected_value_and_writes_the_rest(account, staff_user):
+    # given a supervisor who rejected "近地铁" for this customer
+    customer = CustomerFactory()
+    wrong = put(customer, "偏好：近地铁", [1], key="preference:近地铁").item
+    memory_item_reject(item=wrong, actor=staff_user, reason="客户说不在意地铁")
+    # when a later batch of automatic writes repeats it beside a new wish
+    message = MessageFactory(customer=customer, text="最好近地铁，有电梯")
+    refused, written = memory_items_put(
+        customer=customer,
+        puts=[
+            ItemPut(
+                type=MemoryType.PREFERENCE,
+                key="preference:近地铁",
+                content="偏好：近地铁",
+                source_message_ids=[message.pk],
+            ),
+            ItemPut(
+                type=MemoryType.PREFERENCE, key="preference:电梯", content="偏好：电梯", source_message_ids=[message.pk]
+            ),
+        ],
+        actor="capture",
+        reason="客户原话",
+    )
+    # then the rejected value stays out and the new wish is written, as single puts would decide
+    assert (refused.outcome, written.outcome) == (REFUSED, CREATED)
+    assert not MemoryItem.objects.filter(key="preference:近地铁", status=MemoryStatus.ACTIVE).exists()
+    assert MemoryItem.objects.get(key="preference:电梯").status == MemoryStatus.ACTIVE
+
+
+def test_memory_items_put_with_nothing_new_writes_nothing(account):
+    # given an item already holding this message as evidence
+    customer = CustomerFactory()
+    message = MessageFactory(customer=customer, text="还是更喜欢南向")
+    put(customer, "偏好：南向", [message.pk], key="preference:南向")
+    counts = (MemoryItem.history.count(), AuditEvent.objects.count(), MemorySnapshot.objects.count())
+    # when the same value is put again from the same message
+    (result,) = memory_items_put(
+        customer=customer,
+        puts=[
+            ItemPut(
+                type=MemoryType.PREFERENCE, key="preference:南向", content="偏好：南向", source_message_ids=[message.pk]
+            )
+        ],
+        actor="capture",
+        reason="重试",
+    )
+    # then nothing is written: no history, no audit, no snapshot version
+    assert result.outcome == UNCHANGED
+    assert (MemoryItem.history.count(), AuditEvent.objects.count(), MemorySnapshot.objects.count()) == counts
+
+
+def test_compiled_read_gives_the_rows_its_queryset_gives(account):
+    # given two customers with memory, and a read compiled once with stand-in values
+    first, second = CustomerFactory(), CustomerFactory()
+    put(first, "更喜欢南向", [1], key="preference:南向")
+    put(first, "不考虑顶楼", [2], key="constraint:顶楼", type=MemoryType.CONSTRAINT)
+    put(second, "预算4500", [3], key="profile:budget", type=MemoryType.FACT)
+    since = MemoryItem.objects.order_by("created_at").first().created_at
+
+    def build(customer_id, created_from):
+        return (
+            MemoryItem.objects.filter(customer_id=customer_id, created_at__gte=created_from, status=MemoryStatus.ACTIVE)
+            .order_by("key")
+            .values_list("key", "content", "source_message_ids", "created_at")
+        )
+
+    read = CompiledRead(build, 2_117_263_599, dt.datetime(1971, 1, 3, tzinfo=dt.UTC))
+    # when it runs for each customer / then it returns what the queryset would, converted alike
+    for customer in (first, second):
+        assert [tuple(row) for row in read.rows(customer.pk, since)] == list(build(customer.pk, since))

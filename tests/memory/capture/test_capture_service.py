@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conversations.models import AuditEvent, MessageDirection
+from conversations.models import AuditEvent, CustomerProfile, MessageDirection
 from memory.capture.services import capture_message
 from memory.models import CaptureJob, CaptureJobStatus, MemoryItem, MemorySnapshot, MemoryStatus, MemoryType
 from qiwei_site.platform.errors import ValidationFailed
@@ -125,5 +125,24 @@ def test_capture_hedged_preference_has_low_confidence_and_hedged_fact_is_skipped
 
 
 def test_capture_third_party_and_questions_write_nothing(ingest):
-    ingest("我老婆说，不要顶楼", "我朋友喜欢地铁附近的", "有没有地铁附近的两居室？", "如果预算够的话，我想要三居室")
+    ingest("我老婆说，不要顶楼", "我朋友喜欢地铁附近的", "这套两居室离地铁近吗？", "如果预算够的话，我想要三居室")
     assert MemoryItem.objects.count() == 0
+
+
+def test_capture_two_profile_facts_in_one_message_update_the_profile_once(account):
+    # given a customer whose profile exists
+    customer = CustomerFactory()
+    message = MessageFactory(customer=customer, text="我预算5000，想要两居室")
+    versions = CustomerProfile.history.filter(customer_id=customer.pk).count()
+    # when one message states two declared facts
+    outcome = capture_message(message=message)
+    # then both items and both fields are written, the profile in one save with one history row,
+    # and each write has its audit row
+    profile = CustomerProfile.objects.get(customer=customer)
+    assert (profile.budget, profile.layout) == ("5000", "两居室")
+    assert {active("profile:budget").content, active("profile:layout").content} == {"预算：5000", "户型：两居室"}
+    assert CustomerProfile.history.filter(customer_id=customer.pk).count() == versions + 1
+    assert outcome.written == 2
+    assert AuditEvent.objects.filter(action="memory_item_captured").count() == 2
+    assert AuditEvent.objects.filter(action="customer_profile_updated").count() == 2
+    assert MemorySnapshot.objects.filter(customer=customer).count() == 1

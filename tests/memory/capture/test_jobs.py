@@ -11,7 +11,9 @@ from django.utils import timezone
 from conversations.models import AuditEvent
 from memory.capture import services as capture_services
 from memory.capture.jobs import capture_job_enqueue, capture_job_run, capture_sweep
-from memory.models import CaptureJob, CaptureJobStatus, MemoryItem
+from memory.governance.services import memory_item_forget
+from memory.items import MemoryWrites
+from memory.models import CaptureJob, CaptureJobStatus, MemoryItem, MemorySnapshot
 from memory.tasks import capture_sweep_all
 from tests.factories import CustomerFactory, MessageFactory
 from tests.memory.conftest import wecom_message
@@ -19,12 +21,12 @@ from tests.memory.conftest import wecom_message
 
 @pytest.fixture
 def failing_store(monkeypatch):
-    """The memory store raises, as a locked or unreachable database would."""
+    """The memory store raises when it writes, as a locked or unreachable database would."""
 
     def boom(*args, **kwargs):
         raise RuntimeError("database is locked")
 
-    monkeypatch.setattr(capture_services, "memory_item_put", boom)
+    monkeypatch.setattr(MemoryWrites, "flush", boom)
     return monkeypatch
 
 
@@ -107,14 +109,14 @@ def test_capture_job_lost_claim_rolls_back_its_writes(account, monkeypatch):
     customer = CustomerFactory()
     message = MessageFactory(customer=customer, text="不考虑顶楼")
     job = CaptureJob.objects.create(customer=customer, message=message, next_attempt_at=timezone.now())
-    real_capture = capture_services.capture_message
+    real_apply = capture_services.capture_apply
 
-    def capture_then_lose_claim(**kwargs):
-        outcome = real_capture(**kwargs)
+    def capture_then_lose_claim(plan, **kwargs):
+        outcome = real_apply(plan, **kwargs)
         CaptureJob.objects.filter(pk=job.pk).update(attempts=99)
         return outcome
 
-    monkeypatch.setattr(capture_services, "capture_message", capture_then_lose_claim)
+    monkeypatch.setattr(capture_services, "capture_apply", capture_then_lose_claim)
     # When the run finishes
     assert capture_job_run(job_id=job.pk) is None
     # Then its writes were rolled back and the job is not marked done by it
@@ -145,3 +147,66 @@ def test_capture_sweep_all_sweeps_active_accounts(account, settings):
     summary = capture_sweep_all()
     assert summary["acme"]["requeued"] == 1
     assert CaptureJob.objects.get().status == CaptureJobStatus.DONE
+
+
+def test_capture_job_of_a_draft_writes_profile_and_hypothesis_in_one_batch(account):
+    # given a draft's grounded budget and a hypothesis, both resting on the customer's message
+    customer = CustomerFactory()
+    message = MessageFactory(customer=customer, text="预算4500，我在张江上班")
+    hypothesis = {
+        "key": "commute_zhangjiang",
+        "text": "通勤以张江为中心",
+        "confidence": 0.9,
+        "message_ids": [message.pk],
+    }
+    # when its capture job runs
+    job = capture_job_enqueue(
+        customer=customer,
+        payload={
+            "profile_updates": {"budget": "4500"},
+            "source_message_ids": [message.pk],
+            "hypotheses": [hypothesis],
+            "draft_id": 8,
+        },
+    )
+    job.refresh_from_db()
+    # then both are written, the snapshot gets one new version, and the job keeps no hypothesis text
+    assert job.status == CaptureJobStatus.DONE
+    assert MemoryItem.objects.get(key="profile:budget").content == "预算：4500"
+    assert MemoryItem.objects.get(key="hypothesis:commute_zhangjiang").confidence == 0.6
+    assert MemorySnapshot.objects.filter(customer=customer).count() == 1
+    assert job.payload["hypotheses"] == [{"key": "commute_zhangjiang", "message_ids": [message.pk]}]
+    assert {e.payload.get("type") for e in AuditEvent.objects.filter(action="memory_item_captured")} == {
+        "fact",
+        "hypothesis",
+    }
+
+
+def test_capture_job_honours_a_forget_made_while_it_read_the_message(account, staff_user, monkeypatch):
+    # given a preference captured from an earlier message, and a job for the same words again
+    customer = CustomerFactory()
+    capture_job_enqueue(customer=customer, message=MessageFactory(customer=customer, text="我比较喜欢南向的"))
+    earlier = MemoryItem.objects.get(key="preference:南向")
+    job = CaptureJob.objects.create(
+        customer=customer,
+        message=MessageFactory(customer=customer, text="还是比较喜欢南向的"),
+        next_attempt_at=timezone.now(),
+    )
+    real_extract = capture_services.extract_candidates
+
+    def extract_while_the_supervisor_forgets(*args, **kwargs):
+        # the customer asked to be forgotten: a supervisor does it while the job extracts, before it writes
+        memory_item_forget(item=earlier, actor=staff_user, reason="客户要求删除")
+        return real_extract(*args, **kwargs)
+
+    monkeypatch.setattr(capture_services, "extract_candidates", extract_while_the_supervisor_forgets)
+    # when the job runs
+    capture_job_run(job_id=job.pk)
+    # then the job decided on what its own write transaction read: the value does not come back,
+    # and nothing was written about the forgotten item (no history row, no audit naming it)
+    job.refresh_from_db()
+    assert job.status == CaptureJobStatus.DONE
+    assert not MemoryItem.objects.filter(key="preference:南向").exists()
+    assert not MemoryItem.history.filter(id=earlier.pk).exists()
+    captured = AuditEvent.objects.filter(action="memory_item_captured", payload__item_id=earlier.pk)
+    assert captured.count() == 1  # the first capture only

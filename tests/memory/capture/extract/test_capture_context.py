@@ -108,3 +108,19 @@ def test_capture_lease_end_viewing_time_and_must_have_are_written(account):
     assert lease.expires_at == dt.datetime(2027, 7, 2, 0, 0, tzinfo=SHANGHAI)
     assert viewing.content == "看房时间：这周六下午（2027-03-13）"
     assert (must.content, must.importance, must.expires_at) == ("必须：阳台", 5, None)
+
+
+def test_capture_alternative_area_is_added_beside_the_one_the_profile_holds(account):
+    # given a customer whose wanted area is 浦东
+    customer = CustomerFactory()
+    capture_message(message=MessageFactory(customer=customer, text="想在浦东租个两居室", sent_at=SENT))
+    assert CustomerProfile.objects.get(customer=customer).district.startswith("浦东")
+    # when they add an alternative
+    capture_message(
+        message=MessageFactory(customer=customer, text="滨江那边也行", sent_at=SENT + dt.timedelta(minutes=5))
+    )
+    # then profile and memory hold both areas, the first one kept
+    district = CustomerProfile.objects.get(customer=customer).district
+    assert "浦东" in district and "滨江" in district
+    item = _active(customer, "profile:district")
+    assert "浦东" in item.content and "滨江" in item.content
