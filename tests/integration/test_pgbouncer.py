@@ -25,6 +25,7 @@ from django.db import connections
 from psycopg import sql
 
 from conversations.services import account_create, membership_grant
+from memory.capture.jobs import capture_inline
 from memory.models import MemoryItem
 from memory.tasks.capture import capture_sweep_all
 from qiwei_site.platform import tenancy
@@ -149,14 +150,16 @@ def test_pgbouncer_accounts_ingest_capture_context_backfill_and_sweep(bounced_ac
     for account_id in bounced_accounts:
         # When a customer's preferences are ingested (capture runs on commit) and a context is built
         url = f"/api/accounts/{account_id}/conversations/wm_lin_001/"
-        ingest = client.post(
-            url + "messages/",
-            [
-                wecom_message("你好，我想在滨江租一套两居室", external_id=f"{account_id}_1"),
-                wecom_message("我更喜欢南北通透的户型，不考虑顶楼", external_id=f"{account_id}_2"),
-            ],
-            format="json",
-        )
+        # (capture runs in this thread at commit, whatever earlier tests did to the Celery app)
+        with capture_inline():
+            ingest = client.post(
+                url + "messages/",
+                [
+                    wecom_message("你好，我想在滨江租一套两居室", external_id=f"{account_id}_1"),
+                    wecom_message("我更喜欢南北通透的户型，不考虑顶楼", external_id=f"{account_id}_2"),
+                ],
+                format="json",
+            )
         context = client.get(url + "context/")
         # Then both answer, and the context carries what capture kept
         assert ingest.status_code == 201, ingest.content
