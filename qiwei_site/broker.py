@@ -69,6 +69,13 @@ def _hidden_age(name: str, prefix: str, now_ns: int) -> float | None:
     return (now_ns - int(stamp)) / 1e9 if stamp.isdigit() else None
 
 
+def _queue_order(name: str) -> tuple[int, str]:
+    """FIFO by the millisecond stamp that leads a message name, compared as a number: as text,
+    `1_…` sorts after `12…_…` and 999… after 1000…, so a queue read by name alone skips about."""
+    stamp = name.split("_", 1)[0]
+    return (int(stamp) if stamp.isdigit() else -1, name)
+
+
 class Channel(filesystem.Channel):
     """Message files and exchange tables written atomically, claimed by rename, parsed defensively."""
 
@@ -86,7 +93,7 @@ class Channel(filesystem.Channel):
         folder = self.data_folder_in
         wanted = f"{queue}.msg"
         try:
-            names = sorted(os.listdir(folder))
+            names = sorted(os.listdir(folder), key=_queue_order)
         except OSError as exc:
             raise ChannelError(f"Cannot list queue directory {folder!r}") from exc
         now_ns = time.time_ns()

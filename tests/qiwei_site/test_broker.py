@@ -195,3 +195,13 @@ def test_broker_missing_queue_folder_is_a_channel_error(channel, root):
     ):
         with pytest.raises(ChannelError):
             operation()
+
+
+def test_broker_reads_messages_in_stamp_order_across_digit_counts(channel, root):
+    # Given two messages whose stamps differ in length, the shorter one older (written first)
+    for stamp, n in (("1000", 2), ("999", 1)):
+        (root / "queue" / f"{stamp}_{n}.{QUEUE}.msg").write_text(json.dumps({"n": n}))
+    # When the queue is read twice
+    first, second = channel._get(QUEUE), channel._get(QUEUE)
+    # Then the older message comes first, as the stamps say (text order would put 1000 first)
+    assert [first, second] == [{"n": 1}, {"n": 2}]
