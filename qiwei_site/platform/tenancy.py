@@ -16,6 +16,7 @@ import functools
 import hashlib
 import importlib
 import logging
+import os
 import pkgutil
 import re
 import shutil
@@ -30,7 +31,7 @@ from django.core.signals import request_finished
 from django.db import DatabaseError, connections, transaction
 from django.db.models import Model
 
-from qiwei_site.platform.connections import account_pool, is_cap_error, pool_enabled, set_reclaimer
+from qiwei_site.platform.connections import account_pool, is_cap_error, orphan_connection, pool_enabled, set_reclaimer
 
 logger = logging.getLogger(__name__)
 
@@ -143,6 +144,10 @@ def account_database_config(account_id: str) -> dict[str, Any]:
     )
 
 
+_SQLITE_ENGINE = "django.db.backends.sqlite3"
+_KEPT_SQLITE_ENGINE = "qiwei_site.platform.connections.sqlite3"
+
+
 def _with_connection_policy(config: dict[str, Any]) -> dict[str, Any]:
     if pool_enabled() and config["ENGINE"] in _POOLED_ENGINES:
         # Django never closes these for age (None): `account_connection_release` hands them back
@@ -151,6 +156,12 @@ def _with_connection_policy(config: dict[str, Any]) -> dict[str, Any]:
         config["ENGINE"] = _POOLED_ENGINES[config["ENGINE"]]
         config["CONN_MAX_AGE"] = None
         config["CONN_HEALTH_CHECKS"] = False
+    elif pool_enabled() and config["ENGINE"] == _SQLITE_ENGINE:
+        # Kept open by the thread between uses (`account_connection_release`), at most the cap
+        # per thread; checked at each first use that the path still names the file it opened.
+        config["ENGINE"] = _KEPT_SQLITE_ENGINE
+        config["CONN_MAX_AGE"] = None
+        config["CONN_HEALTH_CHECKS"] = True
     elif not is_sqlite_config(config):
         # The pool switched off (QIWEI_ACCOUNT_CONN_CAP=0): Django's per-thread connections.
         config.setdefault("CONN_MAX_AGE", settings.QIWEI_DB_CONN_MAX_AGE)
@@ -194,6 +205,7 @@ def unregister_account_database(account_id: str) -> None:
         connections.__dict__["settings"] = new_settings
         with contextlib.suppress(AttributeError):
             delattr(connections._connections, alias)  # type: ignore[attr-defined]
+        _kept_sqlite().pop(alias, None)
     account_pool.discard(alias)
 
 
@@ -430,16 +442,75 @@ def _depth_map() -> dict[str, int]:
     return depths
 
 
+def _kept_sqlite() -> dict[str, None]:
+    """This thread's open SQLite account connections, least recently used first."""
+    kept: dict[str, None] | None = getattr(_depths, "kept_sqlite", None)
+    if kept is None:
+        kept = _depths.kept_sqlite = {}
+    return kept
+
+
+def _in_use_here(alias: str, wrapper: Any) -> bool:
+    return bool(wrapper.in_atomic_block or _depth_map().get(alias) or _current_alias_or_none() == alias)
+
+
+def _keep_sqlite(alias: str) -> None:
+    """Keep this thread's SQLite connection to `alias` open; close the least recently used ones
+    beyond the cap (those not in use here)."""
+    kept = _kept_sqlite()
+    kept.setdefault(alias, None)
+    surplus = len(kept) - int(settings.QIWEI_ACCOUNT_CONN_CAP)
+    for oldest in list(kept):
+        if surplus <= 0:
+            break
+        wrapper = getattr(connections._connections, oldest, None)  # type: ignore[attr-defined]
+        if wrapper is not None and _in_use_here(oldest, wrapper):
+            continue
+        surplus -= 1
+        account_connection_release(oldest, keep=False)
+        kept.pop(oldest, None)
+
+
+def _sqlite_touched(alias: str) -> None:
+    """An outermost `use_account`: this connection is now the most recently used, and its file
+    is checked again at its next use (Django's health check, `connections.sqlite3`)."""
+    kept = _kept_sqlite()
+    if alias in kept:
+        kept[alias] = kept.pop(alias)
+        wrapper = getattr(connections._connections, alias, None)  # type: ignore[attr-defined]
+        if wrapper is not None:
+            wrapper.health_check_done = False
+
+
+def _forget_kept_sqlite_after_fork() -> None:
+    """A forked child never uses, nor closes, the SQLite connections its parent's thread kept."""
+    kept = getattr(_depths, "kept_sqlite", None)
+    if not kept:
+        return
+    for alias in kept:
+        wrapper = getattr(connections._connections, alias, None)  # type: ignore[attr-defined]
+        if wrapper is not None and wrapper.connection is not None:
+            orphan_connection(wrapper.connection)
+            wrapper.connection = None
+    kept.clear()
+
+
 def account_connection_release(alias: str, *, keep: bool = True) -> bool:
     """Hand this thread's connection to one account database back: idle in the pool (`keep`), or
-    closed. False when it is still in use here, or when the pool is switched off."""
+    closed. A SQLite one is kept open by this thread (`keep`, up to the cap) or closed. False when
+    it is still in use here, kept open, or when the pool is switched off."""
     if not pool_enabled():
         return False
     wrapper = getattr(connections._connections, alias, None)  # type: ignore[attr-defined]
     if wrapper is None:
         return False
-    if wrapper.in_atomic_block or _depth_map().get(alias) or _current_alias_or_none() == alias:
+    if _in_use_here(alias, wrapper):
         return False
+    if wrapper.settings_dict.get("ENGINE") == _KEPT_SQLITE_ENGINE:
+        if keep and wrapper.connection is not None:
+            _keep_sqlite(alias)
+            return False  # nothing handed back: kept open by this thread
+        _kept_sqlite().pop(alias, None)
     wrapper.qiwei_keep_connection = keep  # read by the pooled backends' _close
     try:
         wrapper.close()
@@ -464,6 +535,7 @@ def account_connections_release_idle(*, keep: bool = True, except_alias: str | N
 
 
 set_reclaimer(lambda opening: account_connections_release_idle(except_alias=opening))
+os.register_at_fork(after_in_child=_forget_kept_sqlite_after_fork)
 
 
 def account_connections_close(account_id: str) -> None:
@@ -498,6 +570,8 @@ def use_account(account_id: str) -> Iterator[str]:
     previous = _current_account.get()
     token = _current_account.set(account_id)
     depths = _depth_map()
+    if not depths.get(alias):
+        _sqlite_touched(alias)
     depths[alias] = depths.get(alias, 0) + 1
     try:
         yield alias

@@ -22,7 +22,8 @@ connections (in use and idle together):
   as Django's CONN_MAX_AGE did); one whose server hung up is dropped at checkout, before anyone
   uses it.
 
-SQLite accounts are not pooled (no server to run out of; a released connection is closed).
+SQLite accounts are not pooled (no server to run out of): each thread keeps its most recently
+used ones open, at most the cap (`tenancy.account_connection_release`, `connections.sqlite3`).
 `QIWEI_ACCOUNT_CONN_CAP=0` switches all of this off: Django's per-thread connections, as before.
 """
 
@@ -46,6 +47,11 @@ PoolKey = tuple[str, ...]
 # Raw connections inherited across a fork: never used and never garbage-collected in the child,
 # because closing one would end the parent's server session on the shared socket.
 _orphans: list[Any] = []
+
+
+def orphan_connection(raw: Any) -> None:
+    """Keep a connection inherited across a fork alive and unused in the child."""
+    _orphans.append(raw)
 
 
 class ConnectionCapReached(Exception):

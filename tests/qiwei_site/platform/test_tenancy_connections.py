@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
 import threading
 from pathlib import Path
 
@@ -236,9 +237,11 @@ def thread_holds(account_id: str) -> bool:
 @pytest.fixture
 def capped(settings):
     settings.QIWEI_ACCOUNT_CONN_CAP = CAP
+    tenancy.account_connections_release_idle(keep=False)
     account_pool.close_idle()
     account_pool.reset_peak()
-    return settings
+    yield settings
+    tenancy.account_connections_release_idle(keep=False)
 
 
 @pytest.fixture
@@ -247,18 +250,80 @@ def branches(db, capped) -> list[str]:
     ids = [f"store{n}" for n in range(8)]
     for n, account_id in enumerate(ids):
         make_account(account_id, f"链家{n}号门店")
+    tenancy.account_connections_release_idle(keep=False)  # creating them left the last ones open
     return ids
 
 
-def test_account_connections_released_on_leaving_use_account(branches, capped):
+def test_account_connections_sqlite_kept_up_to_the_cap_least_recently_used_closed(branches, capped):
     # Given one thread serving each of eight accounts in turn
     for n, account_id in enumerate(branches):
         with use_account(account_id):
             CustomerFactory(display_name=f"客户{n}")
             assert thread_holds(account_id)
-        # Then leaving the account closes its SQLite connection (no server to pool them for)
-        assert not thread_holds(account_id)
-        assert open_account_files(capped) == 0
+        # Then leaving an account keeps its connection, but never more than the cap of them
+        assert thread_holds(account_id)
+        assert open_account_files(capped) == min(n + 1, CAP)
+    # And the ones kept are the most recently used
+    assert [thread_holds(account_id) for account_id in branches] == [False] * (8 - CAP) + [True] * CAP
+
+
+def test_account_connections_sqlite_use_refreshes_recency(branches, capped):
+    # Given the cap filled by three accounts, the first of them used again
+    for account_id in (*branches[:CAP], branches[0]):
+        with use_account(account_id):
+            Customer.objects.count()
+    # When a fourth account is used
+    with use_account(branches[CAP]):
+        Customer.objects.count()
+    # Then the least recently used (the second) was closed, not the first
+    assert thread_holds(branches[0]) and not thread_holds(branches[1])
+    assert open_account_files(capped) == CAP
+
+
+def test_account_connections_sqlite_kept_connection_follows_a_recreated_file(branches, capped):
+    # Given a connection kept open to an account's file
+    account_id = branches[0]
+    with use_account(account_id) as alias:
+        CustomerFactory(display_name="王女士")
+        with connections[alias].cursor() as cursor:
+            cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    path = Path(connections[alias_for(account_id)].settings_dict["NAME"])
+    # When the file is replaced behind it (the account erased and created again by another process)
+    fresh = path.with_suffix(".fresh")
+    shutil.copyfile(path, fresh)
+    with use_account(account_id):
+        Customer.objects.all().delete()
+    for suffix in ("-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    os.replace(fresh, path)
+    # Then the next use reads the file the path names now, not the deleted one
+    with use_account(account_id):
+        assert list(Customer.objects.values_list("display_name", flat=True)) == ["王女士"]
+
+
+def test_account_connections_sqlite_not_used_by_a_forked_child(branches, capped):
+    # Given a kept connection in this thread
+    with use_account(branches[0]):
+        Customer.objects.count()
+    wrapper = connections[alias_for(branches[0])]
+    raw = wrapper.connection
+    # When a child process would start from this state
+    tenancy._forget_kept_sqlite_after_fork()
+    # Then the child's wrapper holds no connection and the inherited one is kept aside, not closed
+    assert wrapper.connection is None
+    assert raw in pool_module._orphans
+    pool_module._orphans.remove(raw)
+    raw.close()
+
+
+def test_account_connections_sqlite_erased_account_closes_its_connection(branches, capped):
+    # Given a kept connection, when the account's database is dropped
+    with use_account(branches[0]):
+        Customer.objects.count()
+    tenancy.drop_account_database(branches[0])
+    # Then no descriptor to it is left open
+    assert not thread_holds(branches[0])
+    assert open_account_files(capped) == 0
 
 
 def test_account_connections_released_at_request_end(branches, capped):
@@ -268,10 +333,10 @@ def test_account_connections_released_at_request_end(branches, capped):
     membership_grant(user=user, account=WeComAccount.objects.get(pk=branches[0]))
     # When the request has been answered
     response = client_for(user).get(f"/api/accounts/{branches[0]}/audit/")
-    # Then this thread holds no connection to the account any more
+    # Then this thread keeps its SQLite connection for the next request, and only that one
     assert response.status_code == 200
-    assert not thread_holds(branches[0])
-    assert open_account_files(capped) == 0
+    assert alias_for(branches[0]) in tenancy._kept_sqlite()
+    assert open_account_files(capped) == 1
 
 
 def test_account_connections_kept_inside_nested_use_and_transactions(branches, capped):
@@ -287,8 +352,8 @@ def test_account_connections_kept_inside_nested_use_and_transactions(branches, c
             # And nothing releases it while the transaction is open
             assert tenancy.account_connections_release_idle() == 0
             assert thread_holds(account_id)
-    # While leaving the outermost selection hands it back
-    assert not thread_holds(account_id)
+    # While leaving the outermost selection hands it back (kept open: SQLite)
+    assert alias_for(account_id) in tenancy._kept_sqlite()
 
 
 def test_account_connections_celery_task_end_releases_what_the_task_left_open(branches, capped):
@@ -298,8 +363,8 @@ def test_account_connections_celery_task_end_releases_what_the_task_left_open(br
     assert thread_holds(branches[0])
     # When the task ends
     task_postrun.send(sender=None, task_id="capture-sweep", task=None, args=(), kwargs={})
-    # Then the connection was released
-    assert not thread_holds(branches[0])
+    # Then the connection was released (kept open: SQLite)
+    assert alias_for(branches[0]) in tenancy._kept_sqlite()
 
 
 def test_migrate_accounts_over_many_accounts_closes_each_before_the_next(db, capped, capsys):
