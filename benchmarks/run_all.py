@@ -1,7 +1,7 @@
 """Run every benchmark, each beside its baseline in the same run, print the figures and write
 benchmarks/RESULTS.md (figures, machine, date, and the command that reproduces them).
 
-    .venv/bin/python benchmarks/run_all.py [--quick] [--only context recall api capture language] [--output PATH]
+    .venv/bin/python benchmarks/run_all.py [--quick] [--only context recall api capture language scale] [--output PATH]
 
 Each benchmark runs in its own process (Django is configured once per process) and hands its
 figures back as JSON. PostgreSQL (127.0.0.1:5432) and Redis (127.0.0.1:6379) parts are skipped,
@@ -43,6 +43,9 @@ QUICK = {
 }
 
 
+GROUPS = ["context", "recall", "api", "capture", "language", "scale"]
+
+
 def run(name: str, command: list[str], out: Path) -> Any:
     """Run one benchmark with its output streamed; returns its JSON figures or None on failure."""
     print(f"\n### {name}: {' '.join(Path(c).name if c == PYTHON else c for c in command)}", flush=True)
@@ -74,35 +77,75 @@ def bench_recall(tmp: Path) -> Any:
 
 
 LANGUAGE_BENCHMARKS = (
-    ("gate", "Safety gate: false positives on CrossWOZ / LoCoMo turns, detection by technique", "gate_fp.py"),
-    ("extract_crosswoz", "Extraction on CrossWOZ dev Inform slot values", "extract_crosswoz.py"),
-    ("extract_rental", "Extraction on our own rental dev set", "extract_rental_dev.py"),
+    ("gate", "Safety gate: false positives on CrossWOZ / LoCoMo turns, detection by technique", ["gate_fp.py"]),
+    ("extract_crosswoz", "Extraction on CrossWOZ dev Inform slot values", ["extract_crosswoz.py"]),
+    ("extract_rental", "Extraction on our own rental dev set", ["extract_rental_dev.py"]),
+)
+
+_ACCOUNTS = ["api_load.py", "--accounts", "1", "200", "500", "--backends", "postgres", "pgbouncer", "--clients", "32"]
+# Issue 13's figures, each printed beside the code before it (b40be73) or the behaviour before it
+# (QIWEI_ACCOUNT_CONN_CAP=0) in the same run.
+SCALE_BENCHMARKS = (
+    (
+        "api_compare",
+        "Context API, one account on SQLite, 8 clients: this code beside b40be73, phases alternated",
+        ["api_load.py", "--compare", TODAY_REF, "--backends", "sqlite", "--clients", "8", "--seconds", "10"],
+    ),
+    (
+        "accounts_capped",
+        "Many accounts on one PostgreSQL (max_connections = 100): the account pool (cap 8), 60 s per phase",
+        [*_ACCOUNTS, "--modes", "capped", "--seconds", "60"],
+    ),
+    (
+        "accounts_legacy",
+        "The same before the pool (QIWEI_ACCOUNT_CONN_CAP=0: a connection per thread per account), 15 s per phase",
+        [*_ACCOUNTS, "--modes", "legacy", "--seconds", "15"],
+    ),
+    (
+        "connection_floor",
+        "What a cold connection costs: one context build's SQL replayed, held connection vs 200 databases",
+        ["connection_floor.py"],
+    ),
+    (
+        "capture_compare",
+        "Capture, durable jobs run as the worker runs them, SQLite: this code beside b40be73",
+        ["capture_throughput.py", "--mode", "direct", "--compare", TODAY_REF, "--rounds", "3"],
+    ),
+    (
+        "worker_rss",
+        "RSS of one gunicorn worker over 10,000 context requests across 1,000 customers, beside b40be73",
+        ["worker_rss.py", "--compare", TODAY_REF],
+    ),
 )
 
 
-def bench_language(tmp: Path) -> dict[str, Any]:
-    """Issue 15's quality figures: each script compares the current code with the code before
-    issue 15 (b40be73) in the same run and prints its own tables, kept here as printed."""
+def bench_printed(benchmarks: tuple[tuple[str, str, list[str]], ...]) -> dict[str, Any]:
+    """Scripts that compare with their own baseline in the same run and print their own tables,
+    kept here as printed."""
     results: dict[str, Any] = {}
-    for key, title, script in LANGUAGE_BENCHMARKS:
-        print(f"\n### {title}: {script}", flush=True)
+    for key, title, argv in benchmarks:
+        print(f"\n### {title}: {' '.join(argv)}", flush=True)
         started = time.monotonic()
-        completed = subprocess.run([PYTHON, str(HERE / script)], cwd=ROOT, check=False, capture_output=True, text=True)
+        completed = subprocess.run(
+            [PYTHON, str(HERE / argv[0]), *argv[1:]], cwd=ROOT, check=False, capture_output=True, text=True
+        )
         print(completed.stdout, flush=True)
         results[key] = {
             "title": title,
-            "command": f".venv/bin/python benchmarks/{script}",
+            "command": f".venv/bin/python benchmarks/{' '.join(argv)}",
             "seconds": time.monotonic() - started,
+            "date": f"{dt.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}",
             "output": completed.stdout if completed.returncode == 0 else f"failed: {completed.stderr[-2000:]}",
         }
     return results
 
 
-def render_language(result: Any) -> list[str]:
-    lines = ["## 6. Language quality (issue 15): gate, extraction, each beside the code before it", ""]
+def render_printed(heading: str, result: Any) -> list[str]:
+    lines = [heading, ""]
     for entry in result.values():
-        lines += [f"### {entry['title']}", "", f"`{entry['command']}` ({entry['seconds']:.0f} s)", "", "```text"]
-        lines += [entry["output"].rstrip(), "```", ""]
+        when = f", {entry['date']}" if entry.get("date") else ""
+        lines += [f"### {entry['title']}", "", f"`{entry['command']}` ({entry['seconds']:.0f} s{when})", ""]
+        lines += ["```text", entry["output"].rstrip(), "```", ""]
     return lines
 
 
@@ -466,14 +509,21 @@ def render(results: dict[str, Any], *, quick: bool, command: str, seconds: float
     if "capture" in results:
         lines += render_capture(results["capture"])
     if "language" in results:
-        lines += render_language(results["language"])
+        lines += render_printed(
+            "## 6. Language quality (issue 15): gate, extraction, each beside the code before it", results["language"]
+        )
+    if "scale" in results:
+        lines += render_printed(
+            "## 7. Scale-out (issue 13): many accounts, API, capture and memory, each beside the code before it",
+            results["scale"],
+        )
     return "\n".join(lines).rstrip() + "\n"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a shorter run (smaller account, shorter loads)")
-    parser.add_argument("--only", nargs="+", choices=["context", "recall", "api", "capture", "language"])
+    parser.add_argument("--only", nargs="+", choices=GROUPS)
     parser.add_argument("--output", type=Path, default=HERE / "RESULTS.md")
     parser.add_argument("--render-only", action="store_true", help="rewrite RESULTS.md from RESULTS.json")
     args = parser.parse_args()
@@ -485,7 +535,7 @@ def main() -> int:
         print(f"written: {args.output}")
         return 0
     params = QUICK if args.quick else FULL
-    wanted = args.only or ["context", "recall", "api", "capture", "language"]
+    wanted = args.only or GROUPS
     print(f"machine: {machine_line()}", flush=True)
     started = time.monotonic()
     results: dict[str, Any] = {}
@@ -500,7 +550,9 @@ def main() -> int:
         if "capture" in wanted:
             results["capture"] = bench_capture(params["capture"], tmp)
         if "language" in wanted:
-            results["language"] = bench_language(tmp)
+            results["language"] = bench_printed(LANGUAGE_BENCHMARKS)
+        if "scale" in wanted:
+            results["scale"] = bench_printed(SCALE_BENCHMARKS)
     command = ".venv/bin/python benchmarks/run_all.py" + (" --quick" if args.quick else "")
     if args.only:
         command += " --only " + " ".join(args.only)

@@ -185,16 +185,17 @@ def test_workbench_keeps_working_and_recovers_when_polls_fail(
     _open(page, browser_context, live_server, staff_user, "王先生")
     from playwright.sync_api import expect
 
-    open_polls = {"now": 0, "max": 0}
+    # (by request: a poll already in flight when these handlers are attached finishes unseen opened)
+    open_polls: dict[str, Any] = {"now": set(), "max": 0}
 
     def opened(request: Any) -> None:
         if "/version/" in request.url:
-            open_polls["now"] += 1
-            open_polls["max"] = max(open_polls["max"], open_polls["now"])
+            open_polls["now"].add(request)
+            open_polls["max"] = max(open_polls["max"], len(open_polls["now"]))
 
     def closed(request: Any) -> None:
         if "/version/" in request.url:
-            open_polls["now"] -= 1
+            open_polls["now"].discard(request)
 
     page.on("request", opened)
     page.on("requestfinished", closed)

@@ -439,3 +439,48 @@ def test_socket_is_quiet_reads_descriptors_above_1024():
         os.close(high)
         ours.close()
         server.close()
+
+
+class _FakeCatalogue:
+    """A stand-in server answering `SELECT datname FROM pg_database`, counting connections."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        self.connections = 0
+
+    def connect(self, **kwargs):
+        self.connections += 1
+        catalogue = self
+
+        class _Conn:
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                return False
+
+            def execute(self, sql, params=None):
+                assert sql == "SELECT datname FROM pg_database"
+                return [(name,) for name in catalogue.names]
+
+        return _Conn()
+
+
+def test_account_database_exists_asks_the_server_once_for_every_known_account(monkeypatch):
+    import psycopg
+
+    # Given a server holding three account databases, listed by a stand-in catalogue
+    server = _FakeCatalogue(["postgres", "qiwei_acct_pudong", "qiwei_acct_xuhui"])
+    monkeypatch.setattr(psycopg, "connect", server.connect)
+    monkeypatch.setattr(tenancy, "_known_databases", {})
+    config = {"HOST": "pg.internal", "PORT": "6432", "USER": "qiwei", "PASSWORD": ""}
+    # When a process checks both accounts before their first use behind PgBouncer
+    assert tenancy._postgres_database_exists({**config, "NAME": "qiwei_acct_pudong"})
+    assert tenancy._postgres_database_exists({**config, "NAME": "qiwei_acct_xuhui"})
+    # Then it asked the server once, not once per account
+    assert server.connections == 1
+    # And a database it has not seen yet is looked up again (created since), a missing one is not there
+    server.names.append("qiwei_acct_minhang")
+    assert tenancy._postgres_database_exists({**config, "NAME": "qiwei_acct_minhang"})
+    assert not tenancy._postgres_database_exists({**config, "NAME": "qiwei_acct_gone"})
+    assert server.connections == 3
