@@ -21,6 +21,18 @@ connections disturbs nobody; PgBouncer is Debian's, in front of it.
 
     .venv/bin/python benchmarks/api_load.py --accounts 1 200 [500] [--backends sqlite postgres pgbouncer]
         [--modes legacy capped] [--seconds 15] [--clients 32] [--workers 4] [--cap 8] [--json out.json]
+
+Beside another revision (issue 13: context req/s ≥ 2.5× b40be73's at 8 clients): `--compare REV`
+exports REV with `git archive` into a temporary directory, prepares one data dir with this
+checkout's code and one with REV's (each by its own code in a process of its own: same data,
+same seed), starts one gunicorn on each tree (same venv, same settings, workers never recycled),
+both up at once, and times every phase alternately (ours, REV; REV, ours; … for `--rounds`
+rounds) for each of `--kinds` (healthz as the floor, context; ingest, which adds messages, after
+every read phase). Prints per variant the median req/s, p50 and p95 over the rounds, errors, and
+the ratio ours/REV of req/s, with a verdict for context against the 2.5× target.
+
+    .venv/bin/python benchmarks/api_load.py --compare b40be73 [--backends sqlite] [--clients 8] [--seconds 10]
+        [--rounds 3] [--kinds healthz context [ingest]] [--workers 4] [--json out.json]
 """
 
 from __future__ import annotations
@@ -34,6 +46,7 @@ import random
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import threading
@@ -49,7 +62,10 @@ from benchmarks.common import (
     drop_pg_databases,
     percentile,
     postgres_available,
+    revision_tree,
     setup_django,
+    start_gunicorn,
+    stop_process,
 )
 
 ACCOUNT = "bench"
@@ -73,9 +89,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def prepare(env: dict[str, str]) -> str:
-    """Migrate, create the account with customers and history, and return a staff token."""
-    setup_django(env)
+def prepare(env: dict[str, str], root: Path | None = None) -> str:
+    """Migrate, create the account with customers and history, and return a staff token; `root` is
+    the source tree whose models, migrations and services do it (this checkout by default)."""
+    setup_django(env, root=root)
     from django.contrib.auth import get_user_model
     from django.utils import timezone
     from rest_framework.authtoken.models import Token
@@ -104,7 +121,18 @@ def prepare(env: dict[str, str]) -> str:
                 )
                 for i in range(MESSAGES_PER_CUSTOMER)
             )
+        recall_features_store_all()
     return Token.objects.create(user=user).key
+
+
+def recall_features_store_all() -> None:
+    """Store every message's recall features, as ingest does for the messages it stores, on code
+    that keeps them (MessageRecallFeatures); before it (b40be73) recall tokenised when it ranked."""
+    try:
+        from memory.context.recall import recall_features_backfill  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:
+        return
+    recall_features_backfill()
 
 
 def client_process(args: tuple[str, str, int, float, str, int]) -> list[tuple[float, int]]:
@@ -227,6 +255,150 @@ def bench_backend(backend: str, clients: list[int], seconds: float, workers: int
         server.wait(timeout=30)
         log.close()
         drop_pg_databases(env)
+
+
+# --- beside another revision (--compare REV) -------------------------------------------------
+
+KINDS = ["healthz", "context", "ingest"]
+CONTEXT_TARGET = 2.5  # issue 13: context req/s ≥ 2.5× b40be73's at 8 clients
+
+
+def prepare_in_tree(env: dict[str, str], root: Path) -> str:
+    """`prepare` run by the code at `root` in a process of its own (a revision's models and
+    migrations may differ from ours); returns the token. The data dir is the caller's to remove."""
+    command = [sys.executable, str(Path(__file__).resolve()), "--prepare-only", json.dumps(env)]
+    command += ["--code-root", str(root)]
+    out = subprocess.run(command, cwd=root, env={**os.environ, "QIWEI_BENCH_KEEP": "1"}, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"prepare on {root} failed:\n{out.stderr[-4000:]}")
+    return out.stdout.strip().splitlines()[-1].removeprefix("TOKEN ")
+
+
+def compare_backend(backend: str, args: argparse.Namespace, revision: str, revision_root: Path) -> list[dict]:
+    """Both servers up at once; every phase timed alternately, ours and `revision`, order flipped
+    every round, so drift on a shared machine falls on both alike."""
+    persistent = backend == "postgres-persistent"
+    variants = {"ours": ROOT, revision: revision_root}
+    envs: dict[str, dict[str, str]] = {}
+    tokens: dict[str, str] = {}
+    servers: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
+    rows: list[dict] = []
+    try:
+        for name, root in variants.items():
+            tag = f"api-compare-{backend}-{'ours' if name == 'ours' else 'rev'}"
+            envs[name] = bench_environment(
+                postgres=backend.startswith("postgres"), tag=tag, conn_max_age=60 if persistent else 0
+            )
+            started = time.perf_counter()
+            tokens[name] = prepare_in_tree(envs[name], root)
+            print(f"  {backend}: {name} prepared by its own code in {time.perf_counter() - started:.1f} s", flush=True)
+        for name, root in variants.items():
+            log = Path(envs[name]["QIWEI_DATA_DIR"]) / "gunicorn.log"
+            servers[name] = start_gunicorn(envs[name], root=root, workers=args.workers, log_path=log)
+        read_kinds = [kind for kind in args.kinds if kind != "ingest"]
+        # Ingest adds messages, so it runs after every read phase: the reads see the prepared data.
+        schedule = [(round_, kind) for round_ in range(args.rounds) for kind in read_kinds]
+        if "ingest" in args.kinds:
+            schedule += [(round_, "ingest") for round_ in range(args.rounds)]
+        for kind in args.kinds:
+            for name in variants:
+                run_load(servers[name][1], tokens[name], 2, 2, kind)  # warm up every worker
+        for round_, kind in schedule:
+            order = list(variants) if round_ % 2 == 0 else list(reversed(variants))
+            for n in args.clients:
+                for name in order:
+                    row = run_load(servers[name][1], tokens[name], n, args.seconds, kind)
+                    row.update(backend=backend, workers=args.workers, variant=name, round=round_ + 1)
+                    row["revision"] = "working tree" if name == "ours" else revision
+                    rows.append(row)
+                    print(
+                        f"  round {round_ + 1}/{args.rounds} {backend:8s} {kind:7s} {n:3d} clients {name:8s}: "
+                        f"{row['rps']:7.1f} req/s  p50 {row['p50_ms']:6.1f} ms  p95 {row['p95_ms']:7.1f} ms  "
+                        f"errors {row['errors']}",
+                        flush=True,
+                    )
+        return rows + compare_summary(rows, backend, args, revision)
+    finally:
+        for server, _base in servers.values():
+            stop_process(server)
+        for env in envs.values():
+            drop_pg_databases(env)
+            if os.environ.get("QIWEI_BENCH_KEEP") != "1":
+                shutil.rmtree(env["QIWEI_DATA_DIR"], ignore_errors=True)
+
+
+def compare_summary(rows: list[dict], backend: str, args: argparse.Namespace, revision: str) -> list[dict]:
+    """Per kind and client count: each variant's medians over the rounds, and ours/REV of req/s."""
+    summary: list[dict] = []
+    print(
+        f"\n  {backend}: ours (working tree) beside {revision}, gunicorn {args.workers} workers × 4 threads each, "
+        f"{args.seconds:g} s per phase, {args.rounds} rounds alternating (median of the rounds; errors summed)"
+    )
+    header = f"{'req/s':>9s}{'p50 ms':>9s}{'p95 ms':>9s}{'errors':>8s}"
+    print(f"  {'kind':8s}{'clients':>8s}  {'variant':9s}{header}  rounds req/s")
+    for kind in args.kinds:
+        for n in args.clients:
+            medians: dict[str, dict] = {}
+            for name in (revision, "ours"):
+                mine = [r for r in rows if r["kind"] == kind and r["clients"] == n and r["variant"] == name]
+                medians[name] = {
+                    "kind": kind,
+                    "clients": n,
+                    "backend": backend,
+                    "workers": args.workers,
+                    "variant": name,
+                    "summary": "median",
+                    "rounds": len(mine),
+                    "rps": statistics.median(r["rps"] for r in mine),
+                    "p50_ms": statistics.median(r["p50_ms"] for r in mine),
+                    "p95_ms": statistics.median(r["p95_ms"] for r in mine),
+                    "errors": sum(r["errors"] for r in mine),
+                    "requests": sum(r["requests"] for r in mine),
+                    "rounds_rps": [r["rps"] for r in mine],
+                }
+                m = medians[name]
+                print(
+                    f"  {kind:8s}{n:8d}  {name:9s}{m['rps']:9.1f}{m['p50_ms']:9.1f}{m['p95_ms']:9.1f}{m['errors']:8d}  "
+                    + ", ".join(f"{v:.1f}" for v in m["rounds_rps"])
+                )
+            ratio = medians["ours"]["rps"] / medians[revision]["rps"] if medians[revision]["rps"] else float("nan")
+            verdict = ""
+            if kind == "context":
+                verdict = f"  ({'meets' if ratio >= CONTEXT_TARGET else 'below'} the ≥ {CONTEXT_TARGET}× target)"
+            print(f"  {kind:8s}{n:8d}  ratio ours/{revision} of req/s: {ratio:.2f}×{verdict}")
+            summary += [*medians.values()]
+            summary.append(
+                {
+                    "kind": kind,
+                    "clients": n,
+                    "backend": backend,
+                    "workers": args.workers,
+                    "variant": "ratio",
+                    "summary": f"ours/{revision}",
+                    "ratio": ratio,
+                    "target": CONTEXT_TARGET if kind == "context" else None,
+                    "meets": ratio >= CONTEXT_TARGET if kind == "context" else None,
+                }
+            )
+    return summary
+
+
+def compare_main(args: argparse.Namespace) -> None:
+    import tempfile
+
+    tmp = Path(tempfile.mkdtemp(prefix="qiwei-api-compare-"))
+    rows: list[dict] = []
+    try:
+        revision_root = revision_tree(args.compare, tmp / args.compare.replace("/", "_"))
+        for backend in args.backends:
+            if backend.startswith("postgres") and not postgres_available():
+                print(f"  {backend}: not reachable at 127.0.0.1:5432, skipped")
+                continue
+            rows.extend(compare_backend(backend, args, args.compare, revision_root))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, ensure_ascii=False, indent=1))
 
 
 # --- many accounts (issue 13) --------------------------------------------------------------
@@ -678,6 +850,13 @@ def main() -> None:
     )
     parser.add_argument("--modes", nargs="+", choices=MULTI_MODES, default=MULTI_MODES)
     parser.add_argument("--cap", type=int, default=8, help="QIWEI_ACCOUNT_CONN_CAP of the capped mode")
+    parser.add_argument(
+        "--compare", metavar="REV", help="single-account mode beside REV's code (git archive), both servers up at once"
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="--compare: alternating rounds per kind")
+    parser.add_argument(
+        "--kinds", nargs="+", choices=KINDS, default=["healthz", "context"], help="--compare: the phases timed"
+    )
     args, _ = parser.parse_known_args()
     if args.accounts:
         if args.backends == ["sqlite", "postgres"]:
@@ -687,6 +866,9 @@ def main() -> None:
         multi_main(args)
         return
     args = parser.parse_args()
+    if args.compare:
+        compare_main(args)
+        return
     rows: list[dict] = []
     for backend in args.backends:
         if backend.startswith("postgres") and not postgres_available():
@@ -716,7 +898,13 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if "--multi-one" in sys.argv:
+    if "--prepare-only" in sys.argv:
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--prepare-only", required=True, help="the environment, as JSON")
+        parser.add_argument("--code-root", type=Path, default=ROOT)
+        one = parser.parse_args()
+        print("TOKEN " + prepare(json.loads(one.prepare_only), root=one.code_root))
+    elif "--multi-one" in sys.argv:
         idx = sys.argv.index("--multi-one")
         backend = sys.argv[idx + 1]
         del sys.argv[idx : idx + 2]

@@ -511,19 +511,12 @@ def print_result(result: dict[str, Any]) -> None:
 # --- comparison with another revision --------------------------------------------------------
 
 
-def _revision_tree(revision: str, into: Path) -> None:
-    """A read-only export of `revision` (git archive | tar -x), never a checkout."""
-    archive = subprocess.run(
-        ["git", "archive", revision], cwd=HERE.parent.parent, check=True, capture_output=True
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-
-
 def compare(args: argparse.Namespace) -> int:
+    # Imported here, in the parent only: a child on REV's tree imports REV's benchmarks.common.
+    from benchmarks.common import revision_tree
+
     tmp = Path(tempfile.mkdtemp(prefix="qiwei-capture-compare-"))
-    old_root = tmp / args.compare
-    old_root.mkdir()
-    _revision_tree(args.compare, old_root)
+    old_root = revision_tree(args.compare, tmp / args.compare)
     implementations = {
         "working tree": {},
         args.compare: {"QIWEI_BENCH_CODE_ROOT": str(old_root), "QIWEI_BENCH_IMPLEMENTATION": args.compare},

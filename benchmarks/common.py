@@ -1,5 +1,6 @@
 """Shared set-up for benchmarks: a throw-away data dir, Django configured from the environment,
-optional PostgreSQL account databases, percentile helpers and the JSON hand-off to run_all."""
+optional PostgreSQL account databases, percentile helpers, the JSON hand-off to run_all, another
+revision's tree to compare with (`revision_tree`) and gunicorn on loopback (`start_gunicorn`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import json
 import os
 import platform
 import shutil
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import uuid
@@ -155,3 +158,98 @@ def redis_available(url: str) -> bool:
         return bool(redis.Redis.from_url(url, socket_connect_timeout=1).ping())
     except Exception:
         return False
+
+
+# --- another revision, gunicorn, processes -------------------------------------------------
+
+
+def revision_tree(revision: str, into: Path) -> Path:
+    """A read-only export of `revision` into `into` (git archive | tar -x), never a checkout;
+    returns `into`. Run with this checkout's venv, its code comes first on sys.path when it is the
+    working directory (or `setup_django(root=...)`), ahead of the venv's editable install."""
+    into.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(["git", "archive", revision], cwd=ROOT, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_gunicorn(
+    env: dict[str, str], *, root: Path = ROOT, workers: int, threads: int = 4, log_path: Path
+) -> tuple[subprocess.Popen[bytes], str]:
+    """gunicorn (the tree's own qiwei_site/gunicorn.conf.py, this venv's gunicorn) serving the code
+    at `root` on a free loopback port, workers never recycled (GUNICORN_MAX_REQUESTS=0); returns
+    the process and the base URL once /healthz answers."""
+    import time
+
+    import requests
+
+    port = free_port()
+    server_env = {
+        **os.environ,
+        **env,
+        "PYTHONPATH": str(root),
+        "QIWEI_BIND": f"127.0.0.1:{port}",
+        "GUNICORN_WORKERS": str(workers),
+        "GUNICORN_THREADS": str(threads),
+        "GUNICORN_ACCESS_LOG": "/dev/null",
+        "GUNICORN_LOG_LEVEL": "warning",
+        "GUNICORN_MAX_REQUESTS": "0",
+    }
+    with open(log_path, "ab") as log:
+        server = subprocess.Popen(
+            [str(ROOT / ".venv/bin/gunicorn"), "qiwei_site.wsgi:application", "-c", "qiwei_site/gunicorn.conf.py"],
+            cwd=root,
+            env=server_env,
+            stdout=log,
+            stderr=log,
+        )
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(300):
+        if server.poll() is not None:
+            break
+        try:
+            if requests.get(base + "/healthz", timeout=1).status_code == 200:
+                return server, base
+        except requests.RequestException:
+            time.sleep(0.2)
+    stop_process(server)
+    raise RuntimeError(f"gunicorn did not answer on {base}; see {log_path}")
+
+
+def stop_process(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL after 30 s: only the process this benchmark started."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+def child_pids(pid: int) -> list[int]:
+    """The direct children of `pid` (a gunicorn master's workers), from /proc."""
+    children: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            # The command name may hold spaces and parentheses: the fields after the last ")".
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid:
+                children.append(int(entry.name))
+    return sorted(children)
+
+
+def vm_rss_kib(pid: int) -> int:
+    """Resident set size of `pid` in KiB (VmRSS in /proc/<pid>/status)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no VmRSS for process {pid}")
