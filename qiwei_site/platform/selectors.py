@@ -20,13 +20,12 @@ def accounts_for_user(user: Any) -> QuerySet[WeComAccount]:
 
 
 def user_can_access_account(user: Any, account_id: str) -> bool:
+    """An active account the user is a member of (any active one for a superuser): one query."""
     if not getattr(user, "is_authenticated", False):
         return False
-    if not WeComAccount.objects.filter(pk=account_id, is_active=True).exists():
-        return False
     if user.is_superuser:
-        return True
-    return AccountMembership.objects.filter(user=user, account_id=account_id).exists()
+        return WeComAccount.objects.filter(pk=account_id, is_active=True).exists()
+    return AccountMembership.objects.filter(user=user, account_id=account_id, account__is_active=True).exists()
 
 
 def account_ids_for_command(account_id: str | None) -> list[str]:
