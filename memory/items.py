@@ -19,15 +19,14 @@ each sees the ones before it; then `flush` writes the items, their history rows 
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import connections
-from django.db.models import Exists, FilteredRelation, OuterRef, Q, QuerySet
+from django.db.models import Exists, FilteredRelation, OuterRef, Q
 from django.utils import timezone
 from simple_history.utils import get_history_manager_for_model
 
@@ -47,6 +46,7 @@ from memory.models import (
 )
 from memory.snapshots import SnapshotHead, snapshot_head_annotations, snapshot_write
 from memory.text import normalize_content
+from qiwei_site.platform.compiled import CompiledRead
 from qiwei_site.platform.errors import ValidationFailed
 from qiwei_site.platform.history import Actor, stamp_history
 from qiwei_site.platform.tenancy import account_atomic, current_alias
@@ -227,116 +227,9 @@ class _Changed:
     fields: set[str] = field(default_factory=set)
 
 
-def _adapted(value: Any, connection: Any) -> Any:
-    """A parameter as the ORM binds it: datetimes adapted for the database, the rest as they are."""
-    return connection.ops.adapt_datetimefield_value(value) if isinstance(value, datetime) else value
-
-
-def _marker_positions(markers: Sequence[Any], params: list[Any], connection: Any) -> list[list[int]]:
-    """Where each stand-in value sits among the compiled parameters (it may sit in several places)."""
-    positions = []
-    for marker in markers:
-        adapted = _adapted(marker, connection)
-        found = [i for i, value in enumerate(params) if value == adapted]
-        if not found:
-            raise RuntimeError(f"marker {marker!r} is not among the compiled query's parameters")
-        positions.append(found)
-    return positions
-
-
-def _bound(template: list[Any], positions: list[list[int]], values: Sequence[Any], connection: Any) -> list[Any]:
-    params = list(template)
-    for places, value in zip(positions, values, strict=True):
-        for place in places:
-            params[place] = _adapted(value, connection)
-    return params
-
-
-class CompiledRead:
-    """A fixed-shape `values_list` read compiled to SQL once per database, then run with new
-    values: capture's hot reads (the job with its message, the customer's memory state) cost more
-    to compile, every time, than to run (ORM compilation was a third of a capture).
-
-    `build(*markers)` returns the queryset for stand-in values (values no constant of the query
-    equals); wherever a marker occurs among the compiled parameters it is replaced by the real value
-    at run time (a datetime adapted as the ORM adapts it). Rows come back as `values_list` gives
-    them, through the same converters.
-    """
-
-    def __init__(self, build: Callable[..., QuerySet[Any]], *markers: Any) -> None:
-        self._build = build
-        self._markers = markers
-        self._compiled: dict[tuple[str, str], tuple[str, list[Any], list[list[int]], list[tuple[int, Any]]]] = {}
-        self._lock = threading.Lock()
-
-    def _compile(self, connection: Any) -> tuple[str, list[Any], list[list[int]], list[tuple[int, Any]]]:
-        compiler = self._build(*self._markers).query.get_compiler(connection=connection)
-        sql, params = compiler.as_sql()
-        params = list(params)
-        positions = _marker_positions(self._markers, params, connection)
-        converters = compiler.get_converters([column[0] for column in compiler.select[: compiler.col_count]])
-        return sql, params, positions, list(converters.items())
-
-    def rows(self, *values: Any, using: str | None = None) -> list[list[Any]]:
-        """Run it (on the selected account's database, or on `using`)."""
-        connection = connections[using or current_alias()]
-        compiled = self._compiled.get((connection.alias, connection.vendor))
-        if compiled is None:
-            compiled = self._compile(connection)
-            with self._lock:
-                self._compiled[(connection.alias, connection.vendor)] = compiled
-        sql, template, positions, converters = compiled
-        params = _bound(template, positions, values, connection)
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            rows = [list(row) for row in cursor.fetchall()]
-        for row in rows:
-            for position, (functions, expression) in converters:
-                value = row[position]
-                for function in functions:
-                    value = function(value, expression, connection)
-                row[position] = value
-        return rows
-
-
-class CompiledUpdate:
-    """`queryset.update(**values)` of a fixed shape, compiled to SQL once per database, then
-    run with new values (capture's job claim and finish, twice per message). `build(*markers)`
-    returns (queryset, values) for stand-in values, replaced as `CompiledRead` replaces them. `run` returns the
-    number of rows updated."""
-
-    def __init__(self, build: Callable[..., tuple[QuerySet[Any], dict[str, Any]]], *markers: Any) -> None:
-        self._build = build
-        self._markers = markers
-        self._compiled: dict[tuple[str, str], tuple[str, list[Any], list[list[int]]]] = {}
-        self._lock = threading.Lock()
-
-    def _compile(self, connection: Any) -> tuple[str, list[Any], list[list[int]]]:
-        from django.db.models.sql import UpdateQuery
-
-        queryset, values = self._build(*self._markers)
-        query: Any = queryset.query.chain(UpdateQuery)
-        query.add_update_values(values)
-        sql, params = query.get_compiler(connection=connection).as_sql()
-        params = list(params)
-        return sql, params, _marker_positions(self._markers, params, connection)
-
-    def run(self, *values: Any) -> int:
-        connection = connections[current_alias()]
-        compiled = self._compiled.get((connection.alias, connection.vendor))
-        if compiled is None:
-            compiled = self._compile(connection)
-            with self._lock:
-                self._compiled[(connection.alias, connection.vendor)] = compiled
-        sql, template, positions = compiled
-        params = _bound(template, positions, values, connection)
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            return int(cursor.rowcount)
-
-
-# Stand-in for the customer id a compiled read is run with: any value that no constant of the
-# query equals (in range for the column: an out-of-range integer compiles to "no rows").
+# The reads below are compiled once per backend (`qiwei_site.platform.compiled`). The stand-in
+# for the customer id: any value that no constant of the query equals (in range for the column:
+# an out-of-range integer compiles to "no rows").
 _CUSTOMER = 2_117_263_541
 _ITEM_FIELDS = [f for f in MemoryItem._meta.concrete_fields]
 _PROFILE_FIELDS = [f for f in CustomerProfile._meta.concrete_fields]

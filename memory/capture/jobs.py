@@ -25,9 +25,10 @@ from django.utils import timezone
 from conversations.models import AlertKind, AlertLevel, AuditAction, Customer, Message, MessageDirection
 from conversations.services import alert_raise, audit_record
 from memory.capture import services as capture_services
-from memory.items import CompiledRead, CompiledUpdate, ItemPut, MemoryWrites
+from memory.items import ItemPut, MemoryWrites
 from memory.models import CaptureJob, CaptureJobStatus, MemoryCreatedBy, MemoryDirection, MemoryType
 from memory.profile import customer_profile_update
+from qiwei_site.platform.compiled import CompiledRead, CompiledUpdate
 from qiwei_site.platform.tenancy import account_atomic, current_account, current_alias, on_account_commit, use_account
 
 logger = logging.getLogger(__name__)
@@ -138,7 +139,7 @@ def _finish_query(job_id: Any, attempt: Any, finished_at: Any, updated_at: Any) 
     }
 
 
-# Compiled once per database (they run for every message; see `memory.items.CompiledRead`).
+# Compiled once per backend (they run for every message; see `qiwei_site.platform.compiled`).
 _CLAIM = CompiledUpdate(_claim_query, _MARK_JOB, *_MARK_TIMES[:3])
 _FINISH = CompiledUpdate(_finish_query, _MARK_JOB, _MARK_ATTEMPT, _MARK_TIMES[3], _MARK_TIMES[0])
 _JOB_FIELDS = list(CaptureJob._meta.concrete_fields)

@@ -46,10 +46,11 @@ from memory.capture.extract import (
     release_targets,
 )
 from memory.capture.safety import PERSONAL_NUMBER_CATEGORIES, ScanResult, scan, without_personal_numbers
-from memory.items import CREATED, EVIDENCE_ADDED, REFUSED, SUPERSEDED, UNCHANGED, CompiledRead, ItemPut, MemoryWrites
+from memory.items import CREATED, EVIDENCE_ADDED, REFUSED, SUPERSEDED, UNCHANGED, ItemPut, MemoryWrites
 from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem
 from memory.values import PlaceNames, parse_place_list
 from memory.values.places import PLACE_HEADING_RE
+from qiwei_site.platform.compiled import CompiledRead
 from qiwei_site.platform.errors import ValidationFailed
 from qiwei_site.platform.history import Actor
 from qiwei_site.platform.tenancy import account_atomic

@@ -40,7 +40,8 @@ database and 1 on default: the knowledge-index version (the instructions are cac
 the recent window and the recall candidates (they are contiguous: the newest RECENT_MESSAGES up to
 the message answered, then the next HISTORY_SCAN_LIMIT; with no message given, the latest inbound
 one is found among a few extra rows of the same query), and one per business-state table. All but
-the snapshot read are compiled to SQL once per backend (`_PreparedRead`) and return tuples. The
+the snapshot read are compiled to SQL once per backend (`qiwei_site.platform.compiled.CompiledRead`)
+and return tuples. The
 computation (recall ranking, quoting, fitting) is skipped when the answer cache holds a context
 built from reads equal to these (`_AnswerCache`): the reads are the fingerprint, so a change of
 anything the prompt depends on, in-place scrubs included, is never served stale.
@@ -57,7 +58,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
@@ -88,6 +89,7 @@ from memory.capture.masking import mask_sensitive
 from memory.context import recall as recall_module
 from memory.models import MemoryCreatedBy, MemoryItem, MemoryStatus, MemoryType
 from memory.snapshots import SECTION_TITLES, effective_in, render_snapshot, snapshot_current
+from qiwei_site.platform.compiled import CompiledRead
 from qiwei_site.platform.tenancy import current_alias
 
 logger = logging.getLogger(__name__)
@@ -601,116 +603,6 @@ class _Layout:
             self.truncated.append(name)
 
 
-# --- reads compiled once ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Plan:
-    sql: str
-    params: tuple[Any, ...]  # the compiled parameters; a slot's own is replaced at each run
-    slots: tuple[int | None, ...]  # for each parameter, the argument it takes (None: a constant)
-    columns: tuple[Any, ...]  # the selected expressions, for the ORM's converters
-
-
-class _PreparedRead:
-    """One of the reads every build makes, compiled to SQL once per database backend and then run
-    with fresh arguments. Building and compiling a queryset costs the ORM 0.1–1 ms; running its
-    SQL costs ~20 µs on SQLite, and a build makes several.
-
-    `make(*args)` builds the queryset (a values_list) from arguments that each stand for one
-    field's value (`fields`). It is compiled twice with different sentinel arguments; every
-    parameter is traced to the argument it came from (or is a constant of the query), and the two
-    compilations must agree, or the read keeps going through the ORM. A run prepares each argument
-    as the ORM would (`get_db_prep_value`), executes the SQL on the account's connection (so it is
-    counted, logged and wrapped like any query) and applies the ORM's column converters.
-
-    The plan is keyed by the backend (vendor and wrapper class) and by `static`, the arguments
-    that are part of the SQL text (a LIMIT).
-    """
-
-    def __init__(self, make: Callable[..., Any], fields: Sequence[Any]) -> None:
-        self.make = make
-        self.fields = tuple(fields)
-        self._plans: dict[tuple[Any, ...], _Plan | None] = {}
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def _sentinel(field: Any, index: int, round_: int) -> Any:
-        """An argument no real row has (a negative id, a datetime in 1901), unique per position and round."""
-        number = 7_300_001 + 100_000 * round_ + index
-        if field.get_internal_type() == "DateTimeField":
-            return datetime(1901, 1, 1, tzinfo=UTC) + timedelta(seconds=number)
-        return -number
-
-    def _compile(self, alias: str, static: tuple[Any, ...], round_: int) -> tuple[Any, tuple[Any, ...], list[Any]]:
-        connection = connections[alias]
-        args = [self._sentinel(f, index, round_) for index, f in enumerate(self.fields)]
-        compiler = self.make(*args, *static).query.get_compiler(using=alias)
-        sql, params = compiler.as_sql()
-        prepared = [f.get_db_prep_value(a, connection, prepared=False) for f, a in zip(self.fields, args, strict=True)]
-        return compiler, (sql, tuple(params)), prepared
-
-    def _plan(self, alias: str, static: tuple[Any, ...]) -> _Plan | None:
-        connection = connections[alias]
-        key = (connection.vendor, type(connection), static)
-        if key in self._plans:
-            return self._plans[key]
-        plan: _Plan | None = None
-        try:
-            compiler, (sql, params), prepared = self._compile(alias, static, 0)
-            _compiler, (sql_again, params_again), prepared_again = self._compile(alias, static, 1)
-            slots = tuple(_slot(value, prepared) for value in params)
-            agree = sql == sql_again and all(
-                (value == prepared_again[slot]) if slot is not None else (value == params[index])
-                for index, (value, slot) in enumerate(zip(params_again, slots, strict=True))
-            )
-            if agree and all(index in slots for index in range(len(self.fields))):
-                plan = _Plan(sql, params, slots, tuple(column for column, _sql, _alias in compiler.select))
-        except Exception:  # pragma: no cover - an unexpected compiler; the ORM path still works
-            logger.exception("context: could not prepare a read; it runs through the ORM")
-        with self._lock:
-            self._plans[key] = plan
-        return plan
-
-    def rows(self, alias: str, args: Sequence[Any], static: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        plan = self._plan(alias, static)
-        if plan is None:
-            return list(self.make(*args, *static).using(alias))
-        connection = connections[alias]
-        prepared = [f.get_db_prep_value(a, connection, prepared=False) for f, a in zip(self.fields, args, strict=True)]
-        params = [
-            prepared[slot] if slot is not None else value for value, slot in zip(plan.params, plan.slots, strict=True)
-        ]
-        with connection.cursor() as cursor:
-            cursor.execute(plan.sql, params)
-            fetched = cursor.fetchall()
-        converters = []
-        for position, column in enumerate(plan.columns):
-            functions = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
-            if functions:
-                converters.append((position, functions, column))
-        if not converters:
-            return [tuple(row) for row in fetched]
-        converted = []
-        for row in fetched:
-            values = list(row)
-            for position, functions, column in converters:
-                value = values[position]
-                for function in functions:
-                    value = function(value, column, connection)
-                values[position] = value
-            converted.append(tuple(values))
-        return converted
-
-
-def _slot(value: Any, prepared: Sequence[Any]) -> int | None:
-    """Which argument a compiled parameter came from (by type and value), None for a constant."""
-    matches = [
-        index for index, candidate in enumerate(prepared) if type(candidate) is type(value) and candidate == value
-    ]
-    return matches[0] if len(matches) == 1 else None
-
-
 def _window_up_to(customer_id: int, sent_at: datetime, message_id: int, size: int) -> Any:
     latest = Message(id=message_id, sent_at=sent_at)
     return messages_up_to(Customer(pk=customer_id), latest).values_list(*recall_module.RECALL_COLUMNS)[:size]
@@ -771,17 +663,18 @@ def _human_items(customer_id: int) -> Any:
     return MemoryItem.objects.filter(customer_id=customer_id, created_by=MemoryCreatedBy.HUMAN).values_list("pk")
 
 
-_MESSAGE = Message._meta
-_WINDOW_UP_TO = _PreparedRead(
-    _window_up_to, [_MESSAGE.get_field("customer"), _MESSAGE.get_field("sent_at"), _MESSAGE.get_field("id")]
-)
-_WINDOW_NEWEST = _PreparedRead(_window_newest, [_MESSAGE.get_field("customer")])
-_PROFILE = _PreparedRead(_profile_row, [CustomerProfile._meta.get_field("customer")])
-_TASKS = _PreparedRead(_open_tasks, [Task._meta.get_field("customer")])
-_ALERTS = _PreparedRead(_open_alerts, [Alert._meta.get_field("customer")])
-_RECOMMENDATIONS = _PreparedRead(_open_recommendations, [Recommendation._meta.get_field("customer")])
-_HUMAN_ITEMS = _PreparedRead(_human_items, [MemoryItem._meta.get_field("customer")])
-_ACTIVE_ITEMS = _PreparedRead(_active_items, [MemoryItem._meta.get_field("customer")])
+# Stand-ins the reads are compiled with (`qiwei_site.platform.compiled`): values no constant of
+# these queries equals, in range for their columns.
+_CUSTOMER, _MESSAGE_ID = 2_117_263_551, 2_117_263_552
+_SENT_AT = datetime(1971, 1, 5, tzinfo=UTC)
+_WINDOW_UP_TO = CompiledRead(_window_up_to, _CUSTOMER, _SENT_AT, _MESSAGE_ID)
+_WINDOW_NEWEST = CompiledRead(_window_newest, _CUSTOMER)
+_PROFILE = CompiledRead(_profile_row, _CUSTOMER)
+_TASKS = CompiledRead(_open_tasks, _CUSTOMER)
+_ALERTS = CompiledRead(_open_alerts, _CUSTOMER)
+_RECOMMENDATIONS = CompiledRead(_open_recommendations, _CUSTOMER)
+_HUMAN_ITEMS = CompiledRead(_human_items, _CUSTOMER)
+_ACTIVE_ITEMS = CompiledRead(_active_items, _CUSTOMER)
 
 
 # --- what a build reads ------------------------------------------------------------------------
@@ -1155,10 +1048,10 @@ class AgentContextBuilder:
             content, item_ids = snapshot.content, list(snapshot.item_ids)
             trace["snapshot_version"] = snapshot.version
             # The snapshot's items are the customer's own: its human-written ones among them.
-            human = {pk for (pk,) in _HUMAN_ITEMS.rows(current_alias(), (customer.pk,))}.intersection(item_ids)
+            human = {pk for (pk,) in _HUMAN_ITEMS.rows(customer.pk, using=current_alias())}.intersection(item_ids)
         else:
             # None yet (a new customer): the items a snapshot would hold, rendered without writing.
-            rows = _ACTIVE_ITEMS.rows(current_alias(), (customer.pk,))
+            rows = _ACTIVE_ITEMS.rows(customer.pk, using=current_alias())
             items = effective_in([MemoryItem(**dict(zip(_ITEM_COLUMNS, row, strict=True))) for row in rows])
             rendered = render_snapshot(items)
             version, content, item_ids = None, rendered.content, rendered.item_ids
@@ -1179,9 +1072,9 @@ class AgentContextBuilder:
         size = recent + (scan if settings.QIWEI_AGENT_MEMORY_RECALL_LIMIT > 0 else 0)
         alias = current_alias()
         if latest is not None:
-            return latest, _WINDOW_UP_TO.rows(alias, (customer.pk, latest.sent_at, latest.pk), (size,))
+            return latest, _WINDOW_UP_TO.rows(customer.pk, latest.sent_at, latest.pk, static=(size,), using=alias)
         limit = size + LATEST_SLACK
-        rows = _WINDOW_NEWEST.rows(alias, (customer.pk,), (limit,))
+        rows = _WINDOW_NEWEST.rows(customer.pk, static=(limit,), using=alias)
         complete = len(rows) < limit  # every effective message was read
         first = next((index for index, row in enumerate(rows) if row[1] == MessageDirection.INBOUND), None)
         if first is None and complete:
@@ -1191,18 +1084,18 @@ class AgentContextBuilder:
         found = message_latest_inbound(customer)
         if found is None:
             return None, rows[:size]
-        return found, _WINDOW_UP_TO.rows(alias, (customer.pk, found.sent_at, found.pk), (size,))
+        return found, _WINDOW_UP_TO.rows(customer.pk, found.sent_at, found.pk, static=(size,), using=alias)
 
     def _business_read(self, customer: Customer) -> _Business:
         """Profile, open tasks, open alerts and the open recommendations with their latest
         feedback: one query per table, the quoted columns only, as tuples."""
-        alias, args = current_alias(), (customer.pk,)
-        profile = _PROFILE.rows(alias, args)
+        alias = current_alias()
+        profile = _PROFILE.rows(customer.pk, using=alias)
         return _Business(
             profile=profile[0] if profile else None,
-            tasks=tuple(_TASKS.rows(alias, args)),
-            alerts=tuple(_ALERTS.rows(alias, args)),
-            recommendations=tuple(_RECOMMENDATIONS.rows(alias, args)),
+            tasks=tuple(_TASKS.rows(customer.pk, using=alias)),
+            alerts=tuple(_ALERTS.rows(customer.pk, using=alias)),
+            recommendations=tuple(_RECOMMENDATIONS.rows(customer.pk, using=alias)),
         )
 
 

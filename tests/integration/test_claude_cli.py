@@ -69,9 +69,7 @@ def test_real_cli_turn_produces_a_draft_that_needs_a_human(claude_cli, tmp_path,
     settings.CLAUDE_CODE_BIN = claude_cli
     messages_ingest(
         conversation_id="wm_cli",
-        messages=[
-            {"external_id": "cli-1", "direction": "inbound", "text": "想租静安区的一居室", "sender": "周女士"}
-        ],
+        messages=[{"external_id": "cli-1", "direction": "inbound", "text": "想租静安区的一居室", "sender": "周女士"}],
         actor="wecom",
     )
     from conversations.selectors import customer_get

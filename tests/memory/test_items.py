@@ -16,12 +16,12 @@ from memory.items import (
     REFUSED,
     SUPERSEDED,
     UNCHANGED,
-    CompiledRead,
     ItemPut,
     memory_item_put,
     memory_items_put,
 )
 from memory.models import MemoryItem, MemorySnapshot, MemoryStatus, MemoryType
+from qiwei_site.platform.compiled import CompiledRead
 from qiwei_site.platform.errors import ValidationFailed
 from tests.factories import CustomerFactory, MessageFactory
 

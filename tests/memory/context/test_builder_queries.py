@@ -456,12 +456,12 @@ def test_prepared_reads_return_what_the_orm_returns(sun):
     ]
     for read, args, static in reads:
         # When each runs (twice: the second run uses the compiled plan)
-        read.rows(alias, args, static)
-        rows = read.rows(alias, args, static)
+        read.rows(*args, static=static, using=alias)
+        rows = read.rows(*args, static=static, using=alias)
         # Then it returns the ORM's rows, converted the same way (aware datetimes included)
-        assert rows == [tuple(row) for row in read.make(*args, *static)], read.make.__name__
-        assert read._plans, read.make.__name__
-    window = builder_module._WINDOW_UP_TO.rows(alias, (customer.pk, latest.sent_at, latest.pk), (40,))
+        assert rows == [tuple(row) for row in read.build(*args, *static)], read.build.__name__
+        assert any(read._plans.values()), read.build.__name__
+    window = builder_module._WINDOW_UP_TO.rows(customer.pk, latest.sent_at, latest.pk, static=(40,), using=alias)
     assert window[0][0] == latest.pk and window[0][4].tzinfo is not None
 
 
@@ -490,7 +490,7 @@ def test_build_on_postgres_reads_the_same_as_the_orm(postgres_account_url, staff
         second = build(customer)
         # Then the prepared reads agree with the ORM there too
         latest = Message.objects.filter(customer=customer).order_by("-sent_at").first()
-        rows = builder_module._WINDOW_UP_TO.rows(alias, (customer.pk, latest.sent_at, latest.pk), (30,))
+        rows = builder_module._WINDOW_UP_TO.rows(customer.pk, latest.sent_at, latest.pk, static=(30,), using=alias)
         assert rows == [tuple(r) for r in builder_module._window_up_to(customer.pk, latest.sent_at, latest.pk, 30)]
         assert same(first, second)
         assert "周六带看张江两居室" in first.prompt
