@@ -87,8 +87,8 @@ from conversations.selectors import message_latest_inbound, messages_up_to
 from conversations.services import audit_record
 from memory.capture.masking import mask_sensitive
 from memory.context import recall as recall_module
-from memory.models import MemoryCreatedBy, MemoryItem, MemoryStatus, MemoryType
-from memory.snapshots import SECTION_TITLES, effective_in, render_snapshot, snapshot_current
+from memory.models import MemoryCreatedBy, MemoryItem, MemorySnapshot, MemoryStatus, MemoryType
+from memory.snapshots import SECTION_TITLES, effective_in, render_snapshot
 from qiwei_site.platform.compiled import CompiledRead
 from qiwei_site.platform.tenancy import current_alias
 
@@ -659,6 +659,15 @@ def _active_items(customer_id: int) -> Any:
     return MemoryItem.objects.filter(customer_id=customer_id, status=MemoryStatus.ACTIVE).values_list(*_ITEM_COLUMNS)
 
 
+def _current_snapshot(customer_id: int) -> Any:
+    """The newest snapshot's version, content and item ids (`snapshot_current`, as a row)."""
+    return (
+        MemorySnapshot.objects.filter(customer_id=customer_id)
+        .order_by("-version")
+        .values_list("version", "content", "item_ids")[:1]
+    )
+
+
 def _human_items(customer_id: int) -> Any:
     return MemoryItem.objects.filter(customer_id=customer_id, created_by=MemoryCreatedBy.HUMAN).values_list("pk")
 
@@ -674,6 +683,7 @@ _TASKS = CompiledRead(_open_tasks, _CUSTOMER)
 _ALERTS = CompiledRead(_open_alerts, _CUSTOMER)
 _RECOMMENDATIONS = CompiledRead(_open_recommendations, _CUSTOMER)
 _HUMAN_ITEMS = CompiledRead(_human_items, _CUSTOMER)
+_SNAPSHOT = CompiledRead(_current_snapshot, _CUSTOMER)
 _ACTIVE_ITEMS = CompiledRead(_active_items, _CUSTOMER)
 
 
@@ -705,8 +715,14 @@ class _Read:
     knowledge_version: Any  # (text, report) of the instructions as read; None when they failed
     core: tuple[Any, ...] | None  # (snapshot version, content, item ids, human item ids); None: failed
     latest: Message | None
-    window: list[tuple[Any, ...]]  # the newest effective messages up to `latest` (RECALL_COLUMNS), newest first
+    # The newest effective messages up to `latest` (RECALL_COLUMNS), newest first, as the database
+    # returned them: compared as they are by the answer cache, converted only for a build.
+    window_unconverted: list[tuple[Any, ...]]
+    convert_window: Callable[[list[tuple[Any, ...]]], list[tuple[Any, ...]]]
     business: _Business
+
+    def window(self) -> list[tuple[Any, ...]]:
+        return self.convert_window(self.window_unconverted)
 
     def inputs(self, customer: Customer) -> tuple[Any, ...]:
         latest = self.latest
@@ -719,7 +735,7 @@ class _Read:
             self.knowledge_version,
             self.core,
             latest_row,
-            self.window,
+            self.window_unconverted,
             self.business,
         )
 
@@ -912,14 +928,15 @@ class AgentContextBuilder:
         """Every read of a build; a failing memory read is audited and left empty."""
         instructions, knowledge_report, version = self._instructions(trace)
         core = self._guarded(customer, trace, "snapshot", lambda: self._core_read(customer, trace), None)
-        latest, window = self._window(customer, latest_message)
+        latest, window, convert = self._window(customer, latest_message)
         return _Read(
             instructions=instructions,
             knowledge_report=knowledge_report,
             knowledge_version=version,
             core=core,
             latest=latest,
-            window=window,
+            window_unconverted=window,
+            convert_window=convert,
             business=self._business_read(customer),
         )
 
@@ -927,7 +944,8 @@ class AgentContextBuilder:
         """Every section's text from what was read; a failing recall is audited and left empty."""
         latest = read.latest
         recent_size = settings.QIWEI_AGENT_MEMORY_RECENT_MESSAGES
-        candidates = read.window[recent_size:]
+        window = read.window()
+        candidates = window[recent_size:]
         no_recall: list[recall_module.RecalledMessage] = []
         recalled = self._guarded(
             customer,
@@ -937,7 +955,7 @@ class AgentContextBuilder:
             no_recall,
         )
         state, state_refs = _business_state(read.business)
-        recent = [_recent_message(row) for row in reversed(read.window[:recent_size])]
+        recent = [_recent_message(row) for row in reversed(window[:recent_size])]
         return _Gathered(
             instructions=read.instructions,
             knowledge_report=read.knowledge_report,
@@ -1042,11 +1060,11 @@ class AgentContextBuilder:
     def _core_read(self, customer: Customer, trace: dict[str, Any]) -> tuple[Any, ...]:
         """The current snapshot (or the items a snapshot would hold, rendered without writing):
         (version, content, item ids, human-written item ids)."""
-        snapshot = snapshot_current(customer)
-        if snapshot is not None:
-            version: int | None = snapshot.version
-            content, item_ids = snapshot.content, list(snapshot.item_ids)
-            trace["snapshot_version"] = snapshot.version
+        snapshot = _SNAPSHOT.rows(customer.pk, using=current_alias())
+        if snapshot:
+            version: int | None = snapshot[0][0]
+            content, item_ids = snapshot[0][1], list(snapshot[0][2])
+            trace["snapshot_version"] = version
             # The snapshot's items are the customer's own: its human-written ones among them.
             human = {pk for (pk,) in _HUMAN_ITEMS.rows(customer.pk, using=current_alias())}.intersection(item_ids)
         else:
@@ -1060,10 +1078,13 @@ class AgentContextBuilder:
         trace["memory_item_ids"] = sorted(item_ids)
         return (version, content, tuple(item_ids), tuple(sorted(human)))
 
-    def _window(self, customer: Customer, latest: Message | None) -> tuple[Message | None, list[tuple[Any, ...]]]:
+    def _window(
+        self, customer: Customer, latest: Message | None
+    ) -> tuple[Message | None, list[tuple[Any, ...]], Callable[[list[tuple[Any, ...]]], list[tuple[Any, ...]]]]:
         """The message being answered and, in one query, the newest effective messages up to it,
         newest first: the first RECENT_MESSAGES are the recent window (the latest one included),
         the next HISTORY_SCAN_LIMIT the recall candidates, the same rows `recall_for` would read.
+        The rows come as the database returned them, with the function that converts them.
 
         With no message given, the latest inbound one is found among the newest LATEST_SLACK
         extra rows of the same query; only when it lies further back is it read on its own."""
@@ -1072,19 +1093,22 @@ class AgentContextBuilder:
         size = recent + (scan if settings.QIWEI_AGENT_MEMORY_RECALL_LIMIT > 0 else 0)
         alias = current_alias()
         if latest is not None:
-            return latest, _WINDOW_UP_TO.rows(customer.pk, latest.sent_at, latest.pk, static=(size,), using=alias)
+            return latest, *_WINDOW_UP_TO.rows_unconverted(
+                customer.pk, latest.sent_at, latest.pk, static=(size,), using=alias
+            )
         limit = size + LATEST_SLACK
-        rows = _WINDOW_NEWEST.rows(customer.pk, static=(limit,), using=alias)
+        rows, convert = _WINDOW_NEWEST.rows_unconverted(customer.pk, static=(limit,), using=alias)
         complete = len(rows) < limit  # every effective message was read
         first = next((index for index, row in enumerate(rows) if row[1] == MessageDirection.INBOUND), None)
         if first is None and complete:
-            return None, rows[:size]
+            return None, rows[:size], convert
         if first is not None and (complete or first + size <= len(rows)):
-            return _message_from_row(customer, rows[first], alias), rows[first : first + size]
+            found_row = convert([rows[first]])[0]
+            return _message_from_row(customer, found_row, alias), rows[first : first + size], convert
         found = message_latest_inbound(customer)
         if found is None:
-            return None, rows[:size]
-        return found, _WINDOW_UP_TO.rows(customer.pk, found.sent_at, found.pk, static=(size,), using=alias)
+            return None, rows[:size], convert
+        return found, *_WINDOW_UP_TO.rows_unconverted(customer.pk, found.sent_at, found.pk, static=(size,), using=alias)
 
     def _business_read(self, customer: Customer) -> _Business:
         """Profile, open tasks, open alerts and the open recommendations with their latest

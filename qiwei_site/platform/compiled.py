@@ -221,16 +221,31 @@ class CompiledRead(_Compiled):
 
     def rows(self, *values: Any, static: tuple[Any, ...] = (), using: str | None = None) -> list[tuple[Any, ...]]:
         """The rows `build(*values, *static)` gives, on `using` or where the router sends its model."""
+        fetched, convert = self.rows_unconverted(*values, static=static, using=using)
+        return convert(fetched)
+
+    def rows_unconverted(
+        self, *values: Any, static: tuple[Any, ...] = (), using: str | None = None
+    ) -> tuple[list[tuple[Any, ...]], Callable[[list[tuple[Any, ...]]], list[tuple[Any, ...]]]]:
+        """The rows as the database returned them, and the function that turns some of them into
+        what `rows` gives: for a caller that compares rows before it needs their values (equal as
+        returned means equal once converted). Rows the ORM had to read come back converted, with
+        a function that leaves them as they are."""
         connection, plan, params = self._params(values, static, using)
         if plan is None:
-            return list(self.build(*values, *static).using(connection.alias))
+            return list(self.build(*values, *static).using(connection.alias)), _as_they_are
         with connection.cursor() as cursor:
             cursor.execute(plan.sql, params)
             fetched = cursor.fetchall()
         if plan.width is not None:
             fetched = [row[: plan.width] for row in fetched]
+        raw = [tuple(row) for row in fetched]
         if not plan.converters:
-            return [tuple(row) for row in fetched]
+            return raw, _as_they_are
+        return raw, lambda rows: self._converted(rows, plan, connection)
+
+    @staticmethod
+    def _converted(fetched: list[tuple[Any, ...]], plan: _Plan, connection: Any) -> list[tuple[Any, ...]]:
         ops = connection.ops
         converters = [
             (position, expression, [MethodType(f, ops) if on_ops else f for f, on_ops in functions])
@@ -246,6 +261,10 @@ class CompiledRead(_Compiled):
                 values_[position] = value
             converted.append(tuple(values_))
         return converted
+
+
+def _as_they_are(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    return rows
 
 
 class CompiledUpdate(_Compiled):

@@ -247,10 +247,10 @@ def test_build_snapshot_failure_still_gives_a_context_and_an_audit(rich_customer
     customer, _old, _latest = rich_customer
     from memory.context import builder as context_module
 
-    def broken(customer):
+    def broken(*args, **kwargs):
         raise LookupError("snapshot table missing")
 
-    monkeypatch.setattr(context_module, "snapshot_current", broken)
+    monkeypatch.setattr(context_module._SNAPSHOT, "rows", broken)
     built = build(customer)
     assert CORE_MEMORY not in [s.name for s in built.sections]
     assert RECALLED_HISTORY in [s.name for s in built.sections]

@@ -206,3 +206,29 @@ def test_compiled_update_returns_its_rowcount(account, django_assert_num_queries
     assert sorted(done.values_list("status", flat=True)) == [TaskStatus.DONE, TaskStatus.DONE]
     theirs.refresh_from_db()
     assert theirs.status == TaskStatus.OPEN and theirs.resolved_at is None
+
+
+def test_compiled_read_unconverted_rows_convert_to_the_rows(account):
+    # given a customer with messages, read with their send times (a column with a converter)
+    customer = CustomerFactory()
+    for _ in range(3):
+        MessageFactory(customer=customer)
+    read = CompiledRead(_newest_messages, CUSTOMER)
+    # when the rows are read as the database returns them
+    raw, convert = read.rows_unconverted(customer.pk, static=(5,))
+    # then converting them gives exactly what `rows` gives, and a part of them converts alike
+    assert convert(raw) == read.rows(customer.pk, static=(5,)) == list(_newest_messages(customer.pk, 5))
+    assert convert(raw[1:2]) == read.rows(customer.pk, static=(5,))[1:2]
+    # and the same rows read again compare equal as they are (what the answer cache relies on)
+    assert read.rows_unconverted(customer.pk, static=(5,))[0] == raw
+
+
+def test_compiled_read_unconverted_through_the_orm_come_converted(account):
+    # given a read that cannot be compiled (its LIMIT passed as an argument)
+    customer = CustomerFactory()
+    MessageFactory(customer=customer)
+    read = CompiledRead(_newest_messages, CUSTOMER, ROW)
+    # when its rows are read unconverted
+    raw, convert = read.rows_unconverted(customer.pk, 5)
+    # then the ORM's rows come back, already converted, and converting leaves them as they are
+    assert raw == list(_newest_messages(customer.pk, 5)) == convert(raw)
