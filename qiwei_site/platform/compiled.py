@@ -8,15 +8,18 @@ job's claim, reads and finish) is compiled once here:
   returns its rows as tuples, through the ORM's column converters (aware datetimes, JSON, booleans).
 - `CompiledUpdate(build, *stand_ins)`: `build(*args)` returns `(queryset, values)`; `run(*values)`
   runs `queryset.update(**values)` and returns the number of rows it updated.
+- `CompiledGet(model, filter, *stand_ins)`: `first(*values)` is the first instance `filter(*values)`
+  gives, made as the ORM makes it, or None.
 
 A stand-in is a value no constant of the query equals, in range for its column (an out-of-range
-integer compiles to "no rows"): an `int` or an aware `datetime`, one per argument. The query is
-compiled twice, with the stand-ins and with each moved on by one (an integer by 1, a datetime by a
-second); every compiled parameter is traced to the stand-in it equals once prepared as the ORM
-prepares it (or is a constant of the query). Only when both compilations give the same SQL text,
-trace the same parameters to the same arguments and the same constants, and every argument reaches
-a parameter, is the plan used; otherwise the query keeps running through the ORM, and so does a run
-whose value the plan cannot bind as the ORM would (None, a naive datetime, another type).
+integer compiles to "no rows"): an `int`, a `str` or an aware `datetime`, one per argument. The
+query is compiled twice, with the stand-ins and with each moved on by one (an integer by 1, a
+datetime by a second, a string by a character); every compiled parameter is traced to the stand-in
+it equals once prepared as the ORM prepares it (or is a constant of the query). Only when both
+compilations give the same SQL text, trace the same parameters to the same arguments and the same
+constants, and every argument reaches a parameter, is the plan used; otherwise the query keeps
+running through the ORM, and so does a run whose value the plan cannot bind as the ORM would (None,
+a naive datetime, another type).
 
 `static` arguments are part of the SQL text (a LIMIT): they follow the others in `build`'s
 arguments and each value has a plan of its own. Plans are keyed by the backend's vendor and
@@ -63,7 +66,13 @@ class _Plan:
 
 def _next(stand_in: Any) -> Any:
     """The stand-in of the second compilation: moved on by one, so the arguments stay distinct."""
+    if isinstance(stand_in, str):
+        return stand_in + "~"
     return stand_in + (timedelta(seconds=1) if isinstance(stand_in, datetime) else 1)
+
+
+def _is_stand_in(value: Any) -> bool:
+    return type(value) in (int, str) or (isinstance(value, datetime) and value.utcoffset() is not None)
 
 
 _UNBOUND = object()
@@ -80,7 +89,7 @@ def _prepared(value: Any, stand_in: Any, connection: Any) -> Any:
         if not isinstance(value, datetime) or (settings.USE_TZ and value.utcoffset() is None):
             return _UNBOUND
         return connection.ops.adapt_datetimefield_value(value)
-    return value if type(value) is int else _UNBOUND
+    return value if type(value) is type(stand_in) else _UNBOUND
 
 
 def _unbound(function: Callable[..., Any], ops: Any) -> tuple[Callable[..., Any], bool]:
@@ -103,8 +112,8 @@ class _Compiled:
 
     def __init__(self, build: Callable[..., Any], *stand_ins: Any) -> None:
         for stand_in in stand_ins:
-            if type(stand_in) is not int and not (isinstance(stand_in, datetime) and stand_in.utcoffset() is not None):
-                raise TypeError(f"a stand-in is an int or an aware datetime, not {stand_in!r}")
+            if not _is_stand_in(stand_in):
+                raise TypeError(f"a stand-in is an int, a str or an aware datetime, not {stand_in!r}")
         if len(set(stand_ins)) != len(stand_ins):
             raise ValueError("stand-ins must differ from each other")
         self.build = build
@@ -261,6 +270,22 @@ class CompiledRead(_Compiled):
                 values_[position] = value
             converted.append(tuple(values_))
         return converted
+
+
+class CompiledGet:
+    """The first instance of `model` a fixed-shape filter gives (or None), read through a compiled
+    `values_list` of the model's concrete fields and made as the ORM makes it (`Model.from_db`).
+    `filter(*args)` returns the filtered, ordered queryset of `model`."""
+
+    def __init__(self, model: Any, filter: Callable[..., QuerySet[Any]], *stand_ins: Any) -> None:
+        self.model = model
+        self.fields = [field.attname for field in model._meta.concrete_fields]
+        self.read = CompiledRead(lambda *args: filter(*args).values_list(*self.fields)[:1], *stand_ins)
+
+    def first(self, *values: Any, using: str | None = None) -> Any:
+        alias = self.read._alias(using, ())
+        rows = self.read.rows(*values, using=alias)
+        return self.model.from_db(alias, self.fields, rows[0]) if rows else None
 
 
 def _as_they_are(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:

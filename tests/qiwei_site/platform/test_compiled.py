@@ -12,8 +12,8 @@ import pytest
 from django.db import connections
 from django.db.migrations.recorder import MigrationRecorder
 
-from conversations.models import Message, Task, TaskStatus
-from qiwei_site.platform.compiled import CompiledRead, CompiledUpdate
+from conversations.models import Customer, Message, Task, TaskStatus
+from qiwei_site.platform.compiled import CompiledGet, CompiledRead, CompiledUpdate
 from qiwei_site.platform.models import WeComAccount
 from qiwei_site.platform.tenancy import current_alias, use_account
 from tests.factories import BASE_TIME, CustomerFactory, MessageFactory, TaskFactory
@@ -174,7 +174,7 @@ def test_compiled_read_refuses_stand_ins_it_cannot_trace():
     # given stand-ins of a type it cannot trace, or two equal ones
     # when a read is made with them / then it is refused
     with pytest.raises(TypeError):
-        CompiledRead(_tasks_created_by, "wm_conv", MOMENT)
+        CompiledRead(_tasks_created_by, 7.5, MOMENT)
     with pytest.raises(TypeError):
         CompiledRead(_tasks_created_by, CUSTOMER, MOMENT.replace(tzinfo=None))
     with pytest.raises(ValueError):
@@ -232,3 +232,36 @@ def test_compiled_read_unconverted_through_the_orm_come_converted(account):
     raw, convert = read.rows_unconverted(customer.pk, 5)
     # then the ORM's rows come back, already converted, and converting leaves them as they are
     assert raw == list(_newest_messages(customer.pk, 5)) == convert(raw)
+
+
+def test_compiled_read_string_argument_traced_or_left_to_the_orm(account):
+    # given customers found by their conversation id, exactly and by a part of it
+    CustomerFactory(conversation_id="wm_zhang_001", display_name="张先生")
+    CustomerFactory(conversation_id="wm_li_002", display_name="李女士")
+    exact = CompiledRead(lambda cid: Customer.objects.filter(conversation_id=cid).values_list("display_name"), "\x1e")
+    part = CompiledRead(
+        lambda cid: Customer.objects.filter(conversation_id__contains=cid).values_list("display_name"), "\x1e"
+    )
+    # when each runs
+    # then the exact one runs its compiled SQL, the other (its value wrapped in %…%) the ORM, both right
+    assert exact.rows("wm_li_002") == [("李女士",)] and exact.rows("wm_nobody") == []
+    assert part.rows("zhang") == [("张先生",)]
+    assert _plans(exact) and not _plans(part)
+    # and a value of another type runs through the ORM too
+    assert exact.rows(None) == []
+
+
+def test_compiled_get_makes_the_instance_the_orm_makes(account):
+    # given a customer
+    made = CustomerFactory(conversation_id="wm_wang_003", display_name="王先生")
+    get = CompiledGet(Customer, lambda cid: Customer.objects.filter(conversation_id=cid).order_by("pk"), "\x1e")
+    # when it is read by its conversation id
+    found = get.first("wm_wang_003")
+    # then it is the same row, a saved instance of this account's database, every field alike
+    orm = Customer.objects.get(pk=made.pk)
+    assert found == orm and found._state.db == current_alias() and not found._state.adding
+    assert {f.attname: getattr(found, f.attname) for f in Customer._meta.concrete_fields} == {
+        f.attname: getattr(orm, f.attname) for f in Customer._meta.concrete_fields
+    }
+    # and an unknown id gives None
+    assert get.first("wm_nobody") is None

@@ -1,0 +1,53 @@
+"""Token authentication (qiwei_site/platform/authentication.py): the compiled token read answers as
+DRF's own `TokenAuthentication` does, for a good, an unknown and an inactive user's token."""
+
+from __future__ import annotations
+
+import pytest
+from rest_framework import exceptions
+from rest_framework.authentication import TokenAuthentication
+from rest_framework.authtoken.models import Token
+
+from qiwei_site.platform.authentication import ThrottledTokenAuthentication
+from tests.factories import StaffUserFactory
+
+
+def _both(key: str):
+    """(ours, DRF's) answer for a key: the (user, token) pair or the error message."""
+    answers = []
+    for auth in (ThrottledTokenAuthentication(), TokenAuthentication()):
+        try:
+            answers.append(auth.authenticate_credentials(key))
+        except exceptions.AuthenticationFailed as exc:
+            answers.append(str(exc.detail))
+    return answers
+
+
+@pytest.mark.django_db
+def test_token_authentication_finds_the_user_as_drf_does():
+    # Given a supervisor with a token
+    user = StaffUserFactory(username="zhang_supervisor", first_name="张")
+    token = Token.objects.create(user=user)
+    # When the token is checked by ours and by DRF's
+    (our_user, our_token), (drf_user, drf_token) = _both(token.key)
+    # Then both give the same user, every field alike, and the same token
+    assert our_user == drf_user == user and our_token == drf_token
+    fields = [field.attname for field in type(user)._meta.concrete_fields]
+    assert {f: getattr(our_user, f) for f in fields} == {f: getattr(drf_user, f) for f in fields}
+    assert our_user.is_staff and not our_user._state.adding and our_user._state.db == "default"
+    assert our_token.created == drf_token.created and our_token.user is our_user
+
+
+@pytest.mark.django_db
+def test_token_authentication_refuses_unknown_and_inactive_as_drf_does():
+    # Given a token of a user who has left, and a key nobody has
+    user = StaffUserFactory(username="li_left")
+    token = Token.objects.create(user=user)
+    user.is_active = False
+    user.save(update_fields=["is_active"])
+    # Then both refuse both, with the same message
+    ours, drf = _both(token.key)
+    assert ours == drf and isinstance(ours, str)
+    ours, drf = _both("0" * 40)
+    assert ours == drf and isinstance(ours, str)
+    assert _both(token.key)[0] != _both("0" * 40)[0]  # two different reasons
