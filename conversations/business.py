@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import unicodedata
+from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -116,6 +117,27 @@ def _write(instance: models.Model, *, actor: Actor, reason: str, fields: list[st
     instance.save(update_fields=[*fields, "updated_at"] if fields is not None else None)
 
 
+def _write_audited(
+    instance: Task | Alert | Recommendation,
+    *,
+    action: str,
+    payload: Callable[[], dict[str, Any]],
+    actor: Actor,
+    reason: str,
+    fields: list[str] | None = None,
+) -> None:
+    """Validate and save (all fields, or `fields`), with its history row and its audit record
+    (`payload` is read once saved: a new row has its id only then)."""
+    _write(instance, actor=actor, reason=reason, fields=fields)
+    audit_record(
+        action=action,
+        conversation_id=instance.customer.conversation_id,
+        actor=actor,
+        reason=reason,
+        payload=payload(),
+    )
+
+
 def _apply(current: models.Model, changes: dict[str, Any]) -> list[str]:
     changed = [name for name, value in changes.items() if getattr(current, name) != value]
     for name in changed:
@@ -151,13 +173,12 @@ def task_create(
     )
     reason = (reason or "").strip() or "新建待办"
     with account_atomic():
-        _write(task, actor=actor, reason=reason)
-        audit_record(
+        _write_audited(
+            task,
             action=AuditAction.TASK_CREATED,
-            conversation_id=customer.conversation_id,
+            payload=lambda: {"task_id": task.pk, "due_at": task.due_at.isoformat() if task.due_at else None},
             actor=actor,
             reason=reason,
-            payload={"task_id": task.pk, "due_at": task.due_at.isoformat() if task.due_at else None},
         )
     return task
 
@@ -189,13 +210,13 @@ def task_update(*, task: Task, changes: dict[str, Any], actor: Actor, reason: st
         changed = _apply(current, cleaned)
         if not changed:
             return current
-        _write(current, actor=actor, reason=reason, fields=changed)
-        audit_record(
+        _write_audited(
+            current,
             action=AuditAction.TASK_UPDATED,
-            conversation_id=current.customer.conversation_id,
+            payload=lambda: {"task_id": current.pk, "fields": changed},
             actor=actor,
             reason=reason,
-            payload={"task_id": current.pk, "fields": changed},
+            fields=changed,
         )
     return current
 
@@ -208,13 +229,13 @@ def task_resolve(*, task: Task, actor: Actor, reason: str) -> Task:
         if current.status == TaskStatus.DONE:
             return current
         current.status = TaskStatus.DONE
-        _write(current, actor=actor, reason=reason, fields=["status", *_close(current, actor=actor, reason=reason)])
-        audit_record(
+        _write_audited(
+            current,
             action=AuditAction.TASK_RESOLVED,
-            conversation_id=current.customer.conversation_id,
+            payload=lambda: {"task_id": current.pk},
             actor=actor,
             reason=reason,
-            payload={"task_id": current.pk},
+            fields=["status", *_close(current, actor=actor, reason=reason)],
         )
     return current
 
@@ -234,13 +255,12 @@ def alert_create(
     )
     reason = (reason or "").strip() or "人工新建预警"
     with account_atomic():
-        _write(alert, actor=actor, reason=reason)
-        audit_record(
+        _write_audited(
+            alert,
             action=AuditAction.ALERT_CREATED,
-            conversation_id=customer.conversation_id,
+            payload=lambda: {"alert_id": alert.pk, "kind": alert.kind, "level": alert.level},
             actor=actor,
             reason=reason,
-            payload={"alert_id": alert.pk, "kind": alert.kind, "level": alert.level},
         )
     return alert
 
@@ -269,13 +289,13 @@ def alert_update(*, alert: Alert, changes: dict[str, Any], actor: Actor, reason:
             )
         if not changed:
             return current
-        _write(current, actor=actor, reason=reason, fields=changed)
-        audit_record(
+        _write_audited(
+            current,
             action=AuditAction.ALERT_UPDATED,
-            conversation_id=current.customer.conversation_id,
+            payload=lambda: {"alert_id": current.pk, "fields": changed, "level": current.level},
             actor=actor,
             reason=reason,
-            payload={"alert_id": current.pk, "fields": changed, "level": current.level},
+            fields=changed,
         )
     return current
 
@@ -291,13 +311,12 @@ def recommendation_create(*, customer: Customer, text: object, actor: Actor, rea
     )
     reason = (reason or "").strip() or "新建推荐"
     with account_atomic():
-        _write(recommendation, actor=actor, reason=reason)
-        audit_record(
+        _write_audited(
+            recommendation,
             action=AuditAction.RECOMMENDATION_CREATED,
-            conversation_id=customer.conversation_id,
+            payload=lambda: {"recommendation_id": recommendation.pk},
             actor=actor,
             reason=reason,
-            payload={"recommendation_id": recommendation.pk},
         )
     return recommendation
 
@@ -324,13 +343,13 @@ def recommendation_update(
         changed = _apply(current, cleaned)
         if not changed:
             return current
-        _write(current, actor=actor, reason=reason, fields=changed)
-        audit_record(
+        _write_audited(
+            current,
             action=AuditAction.RECOMMENDATION_UPDATED,
-            conversation_id=current.customer.conversation_id,
+            payload=lambda: {"recommendation_id": current.pk, "fields": changed},
             actor=actor,
             reason=reason,
-            payload={"recommendation_id": current.pk, "fields": changed},
+            fields=changed,
         )
     return current
 
@@ -344,13 +363,13 @@ def recommendation_resolve(*, recommendation: Recommendation, actor: Actor, reas
             return current
         current.status = RecommendationStatus.RESOLVED
         fields = ["status", *_close(current, actor=actor, reason=reason)]
-        _write(current, actor=actor, reason=reason, fields=fields)
-        audit_record(
+        _write_audited(
+            current,
             action=AuditAction.RECOMMENDATION_RESOLVED,
-            conversation_id=current.customer.conversation_id,
+            payload=lambda: {"recommendation_id": current.pk},
             actor=actor,
             reason=reason,
-            payload={"recommendation_id": current.pk},
+            fields=fields,
         )
     return current
 
