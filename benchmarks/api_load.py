@@ -60,6 +60,7 @@ from benchmarks.common import (
     ROOT,
     bench_environment,
     drop_pg_databases,
+    free_port,
     percentile,
     postgres_available,
     revision_tree,
@@ -81,12 +82,6 @@ TEXTS = [
     "离{n}号线地铁站步行多久",
     "I prefer somewhere near Line {n}, budget around 8000",
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def prepare(env: dict[str, str], root: Path | None = None) -> str:
@@ -208,36 +203,8 @@ def bench_backend(backend: str, clients: list[int], seconds: float, workers: int
     from django.db import connections
 
     connections.close_all()
-    port = free_port()
-    server_env = {
-        **os.environ,
-        **env,
-        "QIWEI_BIND": f"127.0.0.1:{port}",
-        "GUNICORN_WORKERS": str(workers),
-        "GUNICORN_THREADS": "4",
-        "GUNICORN_ACCESS_LOG": "/dev/null",
-        "GUNICORN_LOG_LEVEL": "warning",
-    }
-    log = open(Path(env["QIWEI_DATA_DIR"]) / "gunicorn.log", "wb")  # noqa: SIM115
-    server = subprocess.Popen(
-        [str(ROOT / ".venv/bin/gunicorn"), "qiwei_site.wsgi:application", "-c", "qiwei_site/gunicorn.conf.py"],
-        cwd=ROOT,
-        env=server_env,
-        stdout=log,
-        stderr=log,
-    )
-    base = f"http://127.0.0.1:{port}"
+    server, base = start_gunicorn(env, workers=workers, log_path=Path(env["QIWEI_DATA_DIR"]) / "gunicorn.log")
     try:
-        import requests
-
-        for _ in range(150):
-            try:
-                if requests.get(base + "/healthz", timeout=1).status_code == 200:
-                    break
-            except requests.RequestException:
-                time.sleep(0.2)
-        else:
-            raise RuntimeError(f"gunicorn did not answer on {base}; see {log.name}")
         rows = []
         for kind in ("healthz", "context", "ingest"):
             run_load(base, token, 2, 2, kind)  # warm up every worker
@@ -251,9 +218,7 @@ def bench_backend(backend: str, clients: list[int], seconds: float, workers: int
                 )
         return rows
     finally:
-        server.terminate()
-        server.wait(timeout=30)
-        log.close()
+        stop_process(server)
         drop_pg_databases(env)
 
 
@@ -667,39 +632,6 @@ def multi_load(base: str, token: str, clients: int, seconds: float, accounts: li
     }
 
 
-def _start_gunicorn(env: dict[str, str], workers: int) -> tuple[subprocess.Popen[bytes], str, Any]:
-    import requests
-
-    port = free_port()
-    server_env = {
-        **os.environ,
-        **env,
-        "QIWEI_BIND": f"127.0.0.1:{port}",
-        "GUNICORN_WORKERS": str(workers),
-        "GUNICORN_THREADS": "4",
-        "GUNICORN_ACCESS_LOG": "/dev/null",
-        "GUNICORN_LOG_LEVEL": "warning",
-        "GUNICORN_MAX_REQUESTS": "0",
-    }
-    log = open(Path(env["QIWEI_DATA_DIR"]) / "gunicorn.log", "ab")  # noqa: SIM115
-    server = subprocess.Popen(
-        [str(ROOT / ".venv/bin/gunicorn"), "qiwei_site.wsgi:application", "-c", "qiwei_site/gunicorn.conf.py"],
-        cwd=ROOT,
-        env=server_env,
-        stdout=log,
-        stderr=log,
-    )
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(150):
-        try:
-            if requests.get(base + "/healthz", timeout=1).status_code == 200:
-                return server, base, log
-        except requests.RequestException:
-            time.sleep(0.2)
-    server.terminate()
-    raise RuntimeError(f"gunicorn did not answer on {base}; see {log.name}")
-
-
 def multi_backend(
     backend: str, account_counts: list[int], modes: list[str], seconds: float, clients: int, workers: int, cap: int
 ) -> list[dict[str, Any]]:
@@ -734,7 +666,8 @@ def multi_backend(
             for count in account_counts:
                 if sampler is not None:
                     sampler.wait_quiet()
-                gunicorn, base, log = _start_gunicorn(mode_env, workers)
+                log_path = Path(env["QIWEI_DATA_DIR"]) / "gunicorn.log"
+                gunicorn, base = start_gunicorn(mode_env, workers=workers, log_path=log_path)
                 try:
                     multi_load(base, token, 4, 2, accounts[:1])  # warm up every worker on one account
                     if sampler is not None:
@@ -742,9 +675,7 @@ def multi_backend(
                     row = multi_load(base, token, clients, seconds, accounts[:count])
                     peak = sampler.stop() if sampler is not None else None
                 finally:
-                    gunicorn.terminate()
-                    gunicorn.wait(timeout=30)
-                    log.close()
+                    stop_process(gunicorn)
                 row.update(
                     backend=backend, mode=mode, accounts=count, clients=clients, workers=workers, peak_connections=peak
                 )

@@ -56,15 +56,6 @@ ACCOUNT = "bench000"
 CUSTOMER = "wm_floor_0"
 OTHER_CUSTOMERS = 4  # the account's other customers: table sizes like a served account's
 MESSAGES = 300
-TEXTS = [
-    "我预算{n}元，想要地铁附近的两居室",
-    "周末可以看房吗？最好是上午",
-    "不考虑顶楼，夏天太热了",
-    "小区安静一点比较好，我家有小孩",
-    "押一付三可以吗？能不能月付",
-    "离{n}号线地铁站步行多久",
-    "I prefer somewhere near Line {n}, budget around 8000",
-]
 VARIANTS = {
     "a": "1 db, held connection",
     "b": "N dbs round-robin, new connection",
@@ -81,6 +72,7 @@ Connect = Callable[[str], Any]
 def seed_account() -> None:
     from django.utils import timezone
 
+    from benchmarks.api_load import TEXTS  # the same conversation texts as the API load
     from conversations.models import Customer, CustomerProfile, Message, Task
     from conversations.services import account_create
     from memory.context.recall import recall_features_store
