@@ -31,7 +31,7 @@ from django.core.signals import request_finished
 from django.db import DatabaseError, connections, transaction
 from django.db.models import Model
 
-from qiwei_site.platform.connections import account_pool, is_cap_error, orphan_connection, pool_enabled, set_reclaimer
+from qiwei_site.platform.connections import account_pool, is_cap_error, pool_enabled, set_reclaimer
 
 logger = logging.getLogger(__name__)
 
@@ -503,16 +503,31 @@ def _sqlite_touched(alias: str) -> None:
 
 
 def _forget_kept_sqlite_after_fork() -> None:
-    """A forked child never uses, nor closes, the SQLite connections its parent's thread kept."""
+    """A forked child never uses the SQLite connections its parent's thread kept: it closes them.
+    (Not kept aside unused, as PostgreSQL's are: SQLite would take the child's later connections
+    to the same file for that one, so they would hold no lock of their own, and the parent,
+    closing its last connection, would delete the write-ahead log the child writes to. Closing in
+    the child releases nothing of the parent's and cannot checkpoint while the parent holds it.)"""
     kept = getattr(_depths, "kept_sqlite", None)
     if not kept:
         return
     for alias in kept:
         wrapper = getattr(connections._connections, alias, None)  # type: ignore[attr-defined]
         if wrapper is not None and wrapper.connection is not None:
-            orphan_connection(wrapper.connection)
+            with contextlib.suppress(Exception):
+                wrapper.connection.close()
             wrapper.connection = None
     kept.clear()
+
+
+def _close_unregistered(alias: str) -> None:
+    _kept_sqlite().pop(alias, None)
+    wrapper = getattr(connections._connections, alias, None)  # type: ignore[attr-defined]
+    if wrapper is not None:
+        with contextlib.suppress(Exception):
+            wrapper.close()
+        with contextlib.suppress(AttributeError):
+            delattr(connections._connections, alias)  # type: ignore[attr-defined]
 
 
 def account_connection_release(alias: str, *, keep: bool = True) -> bool:
@@ -548,6 +563,11 @@ def account_connections_release_idle(*, keep: bool = True, except_alias: str | N
     if not pool_enabled():
         return 0
     released = 0
+    # An account erased meanwhile (by another thread) is no longer in the settings: close what
+    # this thread still keeps of it, so its deleted files are not held open.
+    for alias in [alias for alias in _kept_sqlite() if alias not in connections.settings]:
+        _close_unregistered(alias)
+        released += 1
     for alias in list(connections.settings):
         if alias.startswith("acct_") and alias != except_alias and account_connection_release(alias, keep=keep):
             released += 1

@@ -49,11 +49,6 @@ PoolKey = tuple[str, ...]
 _orphans: list[Any] = []
 
 
-def orphan_connection(raw: Any) -> None:
-    """Keep a connection inherited across a fork alive and unused in the child."""
-    _orphans.append(raw)
-
-
 class ConnectionCapReached(Exception):
     """Raised inside a backend's connect when no slot frees up in time (wrapped as a driver error)."""
 

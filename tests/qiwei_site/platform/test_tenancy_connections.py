@@ -309,11 +309,63 @@ def test_account_connections_sqlite_not_used_by_a_forked_child(branches, capped)
     raw = wrapper.connection
     # When a child process would start from this state
     tenancy._forget_kept_sqlite_after_fork()
-    # Then the child's wrapper holds no connection and the inherited one is kept aside, not closed
-    assert wrapper.connection is None
-    assert raw in pool_module._orphans
-    pool_module._orphans.remove(raw)
-    raw.close()
+    # Then the child's wrapper holds no connection and the inherited one is closed, not kept aside
+    # (kept aside, SQLite would give the child's next connection to the file no lock of its own)
+    assert wrapper.connection is None and not tenancy._kept_sqlite()
+    assert raw not in pool_module._orphans
+    with pytest.raises(Exception, match="closed"):
+        raw.execute("SELECT 1")
+
+
+def test_account_connections_sqlite_forked_child_writes_survive_the_parent(branches, capped, tmp_path):
+    # Given a kept connection in this process, and a child forked from it that writes to the account
+    with use_account(branches[0]):
+        CustomerFactory(conversation_id="wm_parent_001", display_name="父进程客户")
+    pid = os.fork()
+    if pid == 0:  # the child
+        code = 1
+        try:
+            with use_account(branches[0]):
+                CustomerFactory(conversation_id="wm_child_001", display_name="子进程客户")
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    # When the parent closes its kept connection (evicted, or at exit)
+    tenancy.account_connections_release_idle(keep=False)
+    # Then the child's committed row is still there
+    with use_account(branches[0]):
+        assert Customer.objects.filter(conversation_id="wm_child_001").exists()
+
+
+def test_account_connections_sqlite_other_threads_let_go_of_an_erased_account(branches, capped):
+    # Given another thread (a gunicorn thread) that served an account and keeps its connection
+    account_id = branches[0]
+    step_one, step_two, done = threading.Event(), threading.Event(), threading.Event()
+    seen: dict[str, bool] = {}
+
+    def serve() -> None:
+        with use_account(account_id):
+            Customer.objects.count()
+        seen["kept"] = thread_holds(account_id)
+        step_one.set()
+        step_two.wait(10)
+        # its next request ends
+        tenancy.account_connections_release_idle()
+        seen["after"] = thread_holds(account_id) or alias_for(account_id) in tenancy._kept_sqlite()
+        done.set()
+
+    worker = threading.Thread(target=serve)
+    worker.start()
+    step_one.wait(10)
+    # When this thread erases the account's database
+    tenancy.drop_account_database(account_id)
+    step_two.set()
+    done.wait(10)
+    worker.join(10)
+    # Then the other thread closed what it kept of it at its next request end
+    assert seen == {"kept": True, "after": False}
 
 
 def test_account_connections_sqlite_erased_account_closes_its_connection(branches, capped):
