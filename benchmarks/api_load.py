@@ -89,35 +89,43 @@ def prepare(env: dict[str, str], root: Path | None = None) -> str:
     the source tree whose models, migrations and services do it (this checkout by default)."""
     setup_django(env, root=root)
     from django.contrib.auth import get_user_model
-    from django.utils import timezone
     from rest_framework.authtoken.models import Token
 
-    from conversations.models import Customer, CustomerProfile, Message
     from conversations.services import account_create, membership_grant
     from qiwei_site.platform.tenancy import use_account
 
     account = account_create(account_id=ACCOUNT, name="压测账号")
     user = get_user_model().objects.create_user("bench", password="bench-pass", is_staff=True)
     membership_grant(user=user, account=account)
-    rng = random.Random(7)
-    start = timezone.now() - dt.timedelta(days=60)
     with use_account(ACCOUNT):
-        for c in range(CUSTOMERS):
-            customer = Customer.objects.create(conversation_id=f"wm_bench_{c}", display_name=f"客户{c}")
-            CustomerProfile.objects.create(customer=customer)
-            Message.objects.bulk_create(
-                Message(
-                    customer=customer,
-                    external_id=f"seed-{c}-{i}",
-                    direction="inbound" if i % 2 == 0 else "outbound",
-                    sender="客户",
-                    text=rng.choice(TEXTS).format(n=rng.randint(1, 12) * 1000 if i % 3 else rng.randint(1, 18)),
-                    sent_at=start + dt.timedelta(minutes=i),
-                )
-                for i in range(MESSAGES_PER_CUSTOMER)
-            )
+        seed_history(CUSTOMERS, MESSAGES_PER_CUSTOMER)
         recall_features_store_all()
     return Token.objects.create(user=user).key
+
+
+def seed_history(customers: int, messages: int) -> None:
+    """`customers` customers of the selected account, each with `messages` alternating messages
+    over the last 60 days (the same texts and seed every time)."""
+    from django.utils import timezone
+
+    from conversations.models import Customer, CustomerProfile, Message
+
+    rng = random.Random(7)
+    start = timezone.now() - dt.timedelta(days=60)
+    for c in range(customers):
+        customer = Customer.objects.create(conversation_id=f"wm_bench_{c}", display_name=f"客户{c}")
+        CustomerProfile.objects.create(customer=customer)
+        Message.objects.bulk_create(
+            Message(
+                customer=customer,
+                external_id=f"seed-{c}-{i}",
+                direction="inbound" if i % 2 == 0 else "outbound",
+                sender="客户",
+                text=rng.choice(TEXTS).format(n=rng.randint(1, 12) * 1000 if i % 3 else rng.randint(1, 18)),
+                sent_at=start + dt.timedelta(minutes=i),
+            )
+            for i in range(messages)
+        )
 
 
 def recall_features_store_all() -> None:
@@ -522,33 +530,16 @@ def multi_prepare(env: dict[str, str], backend: str, count: int, server: Private
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
     from django.db import connections
-    from django.utils import timezone
     from rest_framework.authtoken.models import Token
 
-    from conversations.models import Customer, CustomerProfile, Message
     from conversations.services import account_create
     from qiwei_site.platform.tenancy import account_connections_close, account_database_config, use_account
 
     call_command("migrate", verbosity=0, interactive=False)
     first = "bench000"
     account_create(account_id=first, name="压测账号0")
-    rng = random.Random(7)
-    start = timezone.now() - dt.timedelta(days=60)
     with use_account(first):
-        for c in range(MULTI_CUSTOMERS):
-            customer = Customer.objects.create(conversation_id=f"wm_bench_{c}", display_name=f"客户{c}")
-            CustomerProfile.objects.create(customer=customer)
-            Message.objects.bulk_create(
-                Message(
-                    customer=customer,
-                    external_id=f"seed-{c}-{i}",
-                    direction="inbound" if i % 2 == 0 else "outbound",
-                    sender="客户",
-                    text=rng.choice(TEXTS).format(n=rng.randint(1, 12) * 1000 if i % 3 else rng.randint(1, 18)),
-                    sent_at=start + dt.timedelta(minutes=i),
-                )
-                for i in range(MULTI_MESSAGES)
-            )
+        seed_history(MULTI_CUSTOMERS, MULTI_MESSAGES)
     account_connections_close(first)
     connections.close_all()
     ids = [f"bench{n:03d}" for n in range(1, count)]
