@@ -44,11 +44,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import machine_line, write_json  # noqa: E402
-from memory.capture.extract import ExtractContext, extract_candidates  # noqa: E402
-from memory.values import amounts_in  # noqa: E402
+from qiwei_site.reading.extract import ExtractContext, extract_candidates  # noqa: E402
+from qiwei_site.reading.values import amounts_in  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "datasets" / "crosswoz-dev" / "user_turns.jsonl"
-PACKAGE = "memory.capture.extract"
+PACKAGE = "qiwei_site.reading.extract"
 PRICE_SLOTS = {("餐馆", "人均消费"), ("酒店", "价格"), ("景点", "门票")}
 AREA_SLOTS = {"区域", "地址", "area"}
 FEATURE_PREFIX = "酒店设施-"

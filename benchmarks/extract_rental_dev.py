@@ -8,7 +8,7 @@ keep, as `标签：值` (预算：4000以内, 意向区域：滨江, 户型：�
 (`previous_outbound`), which a bare answer ("宝山吧") answers.
 
 A candidate matches a label when its content has the same label before `：` and holds the value: for
-预算 the same amount (both ends of the range, read by `memory.values.amounts_in`), otherwise the
+预算 the same amount (both ends of the range, read by `qiwei_site.reading.values.amounts_in`), otherwise the
 value's words. Printed per extractor: recall (labels found), per family; precision (candidates that
 match a label of their message); the false-extraction rate (messages labelled with nothing that still
 yield a candidate). Acceptances are releases, not candidates, and are not counted.
@@ -40,8 +40,8 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import machine_line, write_json  # noqa: E402
 from benchmarks.extract_crosswoz import load_previous  # noqa: E402
-from memory.capture.extract import ExtractContext, extract_candidates  # noqa: E402
-from memory.values import amounts_in  # noqa: E402
+from qiwei_site.reading.extract import ExtractContext, extract_candidates  # noqa: E402
+from qiwei_site.reading.values import amounts_in  # noqa: E402
 
 DEFAULT_DATA = ROOT / "benchmarks" / "data" / "rental_dev.jsonl"
 # Messages carry no time: relative dates resolve against a fixed Wednesday.

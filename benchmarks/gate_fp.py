@@ -9,7 +9,7 @@
   first-sight figures are in `benchmarks/RESULTS.md`), and credentials by shape with look-alikes.
 - Time per message, best of three passes.
 
-The current gate is `memory.capture.safety`; the committed one is read with `git show
+The current gate is `qiwei_site.reading.safety`; the committed one is read with `git show
 <ref>:memory/capture/safety.py` into a throw-away module (read-only: nothing in the checkout changes).
 
     .venv/bin/python benchmarks/gate_fp.py [--ref b40be73] [--json out.json]
@@ -34,7 +34,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from memory.capture import safety as current  # noqa: E402
+from qiwei_site.reading import safety as current  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data"
 SHARED = ROOT.parent / "shared" / "datasets"

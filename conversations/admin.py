@@ -6,7 +6,6 @@ by memory.admin: its profile inline saves through memory's profile service."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 from django import forms
@@ -71,6 +70,7 @@ from qiwei_site.platform.admin_site import (
 )
 from qiwei_site.platform.errors import ApplicationError
 from qiwei_site.platform.models import AccountMembership, WeComAccount
+from qiwei_site.reading.masking import mask_sensitive
 
 
 @admin.register(WeComAccount)
@@ -130,25 +130,9 @@ class RegistryAuditEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     readonly_fields = fields
 
 
-# Message text is shown masked: the rules that find credentials and personal numbers live in
-# memory (a layer above), whose admin installs them here. Until then no text is shown at all.
-MESSAGE_HIDDEN = "••••••"
-
-
-def _hide_all(text: str) -> str:
-    return MESSAGE_HIDDEN if text else ""
-
-
-_message_masker: Callable[[str], str] = _hide_all
-
-
-def message_masker_install(masker: Callable[[str], str]) -> None:
-    global _message_masker
-    _message_masker = masker
-
-
+# Message text is shown masked by the reader's rules; the original only through the audited reveal.
 def masked_message_text(message: Message) -> str:
-    return _message_masker(message.text)
+    return mask_sensitive(message.text)
 
 
 class MessageInline(ReadOnlyAdminMixin, admin.TabularInline):

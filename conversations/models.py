@@ -12,8 +12,8 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
-from conversations.profile_fields import PROFILE_FIELD_NAMES, PROFILE_FIELD_SPECS
 from qiwei_site.platform.models import TimeStampedModel
+from qiwei_site.reading.fields import PROFILE_FIELD_NAMES, PROFILE_FIELD_SPECS
 
 
 def account_history() -> HistoricalRecords:

@@ -38,7 +38,7 @@ from django.utils import timezone
 
 from conversations.models import Customer, Message
 from memory.models import DecisionKind, MemoryCreatedBy, MemoryDecision, MemoryItem, MemoryStatus
-from memory.text import normalize_content
+from qiwei_site.reading.normalise import normalize_content
 
 HUMAN_KINDS = (DecisionKind.ADDED, DecisionKind.EDITED, DecisionKind.CONFIRMED)
 FINAL_KINDS = (DecisionKind.REJECTED, DecisionKind.FORGOTTEN)

@@ -31,9 +31,7 @@ from django.utils import timezone
 from simple_history.utils import get_history_manager_for_model
 
 from conversations.models import AuditAction, Customer, CustomerProfile, Message
-from conversations.profile_fields import PROFILE_FIELD_LABELS, PROFILE_FIELD_SPECS
 from conversations.services import AuditEntry, audit_records_bulk
-from memory.capture.guard import item_refusal
 from memory.decisions import CustomerDecisions, automatic_write_refusal
 from memory.models import (
     MemoryCreatedBy,
@@ -45,11 +43,18 @@ from memory.models import (
     MemoryType,
 )
 from memory.snapshots import SnapshotHead, snapshot_head_annotations, snapshot_write
-from memory.text import normalize_content
 from qiwei_site.platform.compiled import CompiledRead
 from qiwei_site.platform.errors import ValidationFailed
 from qiwei_site.platform.history import Actor, stamp_history
 from qiwei_site.platform.tenancy import account_atomic, current_alias
+from qiwei_site.reading.fields import (
+    PROFILE_FIELD_SPECS,
+    profile_field_of,
+    profile_item_content,
+    profile_item_value,
+)
+from qiwei_site.reading.guard import item_refusal
+from qiwei_site.reading.normalise import normalize_content
 
 CREATED = "created"
 EVIDENCE_ADDED = "evidence_added"
@@ -57,7 +62,6 @@ SUPERSEDED = "superseded"
 UNCHANGED = "unchanged"
 REFUSED = "refused"  # an automatic write that would have undone a supervisor's decision, or an instruction
 
-PROFILE_KEY_PREFIX = "profile:"
 PROFILE_FIELD_MAX_LENGTH = {spec.name: spec.max_length for spec in PROFILE_FIELD_SPECS}
 
 
@@ -97,31 +101,7 @@ class ItemPut:
     sync_profile: bool = True
 
 
-# --- profile items: `profile:<field>` renders as 「标签：值」 -----------------------------------
-
-
-def profile_item_key(field: str) -> str:
-    return f"{PROFILE_KEY_PREFIX}{field}"
-
-
-def profile_field_of(key: str) -> str | None:
-    """The declared profile field a key stands for (None for any other key)."""
-    field = key.removeprefix(PROFILE_KEY_PREFIX)
-    return field if key.startswith(PROFILE_KEY_PREFIX) and field in PROFILE_FIELD_LABELS else None
-
-
-def profile_item_content(field: str, value: str) -> str:
-    return f"{PROFILE_FIELD_LABELS[field]}：{value}"
-
-
-def profile_item_value(field: str, content: str) -> str:
-    """The bare value of a profile item's content (a supervisor may type it with or without the label)."""
-    content = normalize_content(content)
-    for separator in ("：", ":"):
-        prefix = f"{PROFILE_FIELD_LABELS[field]}{separator}"
-        if content.startswith(prefix):
-            return content[len(prefix) :].strip()
-    return content
+# --- profile items: the field and its `profile:<field>` item, written together ---------------
 
 
 def profile_follow(item: MemoryItem, *, actor: Actor, reason: str) -> None:
@@ -790,7 +770,7 @@ def memory_item_put(
       preference contradicts) are superseded by the new item too;
     - `automatic` (default: `created_by == auto`): refused, writing nothing, when it would undo
       a supervisor's decision (`memory.decisions.automatic_write_refusal`) or when the value is an
-      instruction rather than a fact about the customer's world (`memory.capture.guard.item_refusal`);
+      instruction rather than a fact about the customer's world (`qiwei_site.reading.guard.item_refusal`);
     - a `profile:<field>` key writes the profile field too (`sync_profile=False` only for
       `customer_profile_update`, which writes the profile itself).
     """

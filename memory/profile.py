@@ -13,21 +13,19 @@ from datetime import datetime
 from typing import Any
 
 from conversations.models import AuditAction, Customer, CustomerProfile
-from conversations.profile_fields import PROFILE_FIELDS
 from memory.decisions import decision_record
 from memory.items import (
     REFUSED,
     ItemPut,
     MemoryWrites,
     memory_item_supersede,
-    profile_item_content,
-    profile_item_key,
 )
 from memory.models import DecisionKind, MemoryCreatedBy, MemoryDirection, MemoryType
-from memory.text import normalize_content
 from qiwei_site.platform.errors import ValidationFailed
 from qiwei_site.platform.history import Actor
 from qiwei_site.platform.tenancy import account_atomic
+from qiwei_site.reading.fields import PROFILE_FIELDS, profile_item_content, profile_item_key
+from qiwei_site.reading.normalise import normalize_content
 
 PROFILE_LABELS: dict[str, str] = dict(PROFILE_FIELDS)
 PROFILE_ITEM_IMPORTANCE = 4

@@ -1,15 +1,7 @@
 """The stable public entry point `memory.recall.rank(query, documents, limit)` for benchmarks and
-tools; the implementation lives in `memory.context.recall`. Importable without a configured Django."""
+tools; the implementation lives in the reader (`qiwei_site.reading.recall`), importable without a
+configured Django. The product path over a customer's history is `memory.context.recall.recall_for`."""
 
-from memory.context.recall import (
-    RecalledMessage,
-    document,
-    features,
-    rank,
-    rank_documents,
-    rank_features,
-    recall_for,
-    tokens,
-)
+from qiwei_site.reading.recall import document, features, rank, rank_documents, rank_features, tokens
 
-__all__ = ["RecalledMessage", "document", "features", "rank", "rank_documents", "rank_features", "recall_for", "tokens"]
+__all__ = ["document", "features", "rank", "rank_documents", "rank_features", "tokens"]

@@ -10,24 +10,22 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from conversations.drafts import draft_answering, draft_auto_send_blockers, draft_create, draft_send
 from conversations.models import AuditAction, Customer, Draft, Message, MessageDirection
-from conversations.profile_fields import PROFILE_FIELD_NAMES
 from conversations.selectors import message_latest_inbound
 from conversations.services import audit_record
-from memory.capture.extract.clauses import affirmed_text, split_sentences
-from memory.capture.guard import object_refusal, value_refusal
-from memory.capture.safety import scan
 from memory.context.builder import AgentContextBuilder, MemoryFailure
 from memory.providers import CaptureTurn, MemoryProvider, PrefetchRequest, TurnHypothesis, get_provider
-from memory.text import fold_compatibility
 from qiwei_site.platform.errors import Conflict, UpstreamUnavailable
 from qiwei_site.platform.history import Actor
+from qiwei_site.reading.fields import PROFILE_FIELD_NAMES
+from qiwei_site.reading.grounding import affirmed_statements, states
+from qiwei_site.reading.guard import object_refusal, value_refusal
+from qiwei_site.reading.safety import scan
 from sessions_epoch.clients import ModelClient, ModelResult, SessionRef, get_client
 from sessions_epoch.models import CloseReason, SessionEpoch
 from sessions_epoch.services import epoch_count_turn, epoch_for_turn, epoch_rotate
@@ -36,9 +34,6 @@ logger = logging.getLogger(__name__)
 
 PIPELINE_ACTOR = "pipeline"
 
-_UNIT_CHARS = set("元块圆万千百kKwW/每月年左右以内上下约大概套室厅卫个间号日周天")
-_NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
-_THOUSANDS_RE = re.compile(r"(?<=\d)[,，](?=\d{3})")
 
 # The model's `hypotheses` (output contract): bounded so a chatty model cannot flood the review queue.
 HYPOTHESES_MAX = 5
@@ -178,41 +173,6 @@ def parse_hypotheses(value: Any) -> tuple[list[TurnHypothesis], list[dict[str, A
 # --- grounding --------------------------------------------------------------------------------
 
 
-def normalise(text: str) -> str:
-    """NFKC, case-folded, without whitespace or thousands separators: 「４，５００ 元」 → 「4500元」."""
-    text = unicodedata.normalize("NFKC", text).casefold()
-    text = re.sub(r"(?<=\d)[,，](?=\d{3})", "", text)
-    return re.sub(r"\s+", "", text)
-
-
-def _supports(value: str, message_text: str) -> bool:
-    norm_value, norm_message = normalise(value), normalise(message_text)
-    if not norm_value:
-        return False
-    # Digits must not run on: "4500" is not supported by "14500" or "45000".
-    pattern = ("(?<!\\d)" if norm_value[0].isdigit() else "") + re.escape(norm_value)
-    pattern += "(?!\\d)" if norm_value[-1].isdigit() else ""
-    if re.search(pattern, norm_message):
-        return True
-    # "4500元/月" is supported by "预算4500左右": every number of the value appears as a whole
-    # number in the message, and the rest of the value is only units.
-    numbers = _NUMBER_RE.findall(norm_value)
-    if not numbers:
-        return False
-    remainder = _NUMBER_RE.sub("", norm_value)
-    if any(char not in _UNIT_CHARS for char in remainder):
-        return False
-    message_numbers = set(_NUMBER_RE.findall(norm_message))
-    return all(number in message_numbers for number in numbers)
-
-
-def _affirmed_statements(text: str) -> list[str]:
-    """The customer's message as the clauses it affirms: what a clause negates ("我不要两居室") is cut
-    out by the extractor's clause guard, so it grounds nothing."""
-    text = _THOUSANDS_RE.sub("", fold_compatibility(text))  # "４，５００" stays one number
-    return [affirmed_text(clause) for clauses, _question in split_sentences(text) for clause in clauses]
-
-
 def ground_profile_updates(
     *, customer: Customer, updates: dict[str, str]
 ) -> tuple[dict[str, str], dict[str, list[int]], list[dict[str, Any]]]:
@@ -222,7 +182,7 @@ def ground_profile_updates(
     if not updates:
         return {}, {}, []
     messages = [
-        (message_id, _affirmed_statements(text))
+        (message_id, affirmed_statements(text))
         for message_id, text in Message.objects.filter(
             customer=customer, direction=MessageDirection.INBOUND, is_effective=True
         )
@@ -240,7 +200,7 @@ def ground_profile_updates(
         ids = sorted(
             message_id
             for message_id, statements in messages
-            if any(_supports(value, statement) for statement in statements)
+            if states(value, statements)
         )
         if ids:
             grounded[key] = value

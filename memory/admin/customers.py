@@ -13,7 +13,6 @@ from simple_history.admin import SimpleHistoryAdmin
 
 from conversations.admin import MessageInline
 from conversations.models import Customer, CustomerProfile
-from conversations.profile_fields import PROFILE_FIELD_NAMES
 from conversations.services import customer_update
 from memory.governance.erasure import customer_erase
 from memory.models import MemoryItem
@@ -25,6 +24,7 @@ from qiwei_site.platform.admin_site import (
     ServiceFormAdminMixin,
 )
 from qiwei_site.platform.errors import ApplicationError
+from qiwei_site.reading.fields import PROFILE_FIELD_NAMES
 
 REASON_MISSING = "请填写原因：它会写入历史记录和审计。"
 

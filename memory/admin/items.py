@@ -23,7 +23,6 @@ from conversations.models import Message
 from memory.admin.actions import GovernanceActionsMixin
 from memory.admin.review import ReviewQueueMixin
 from memory.attention import evidence_for
-from memory.capture.masking import mask_sensitive
 from memory.governance.services import (
     memory_item_add,
     memory_item_edit,
@@ -31,6 +30,7 @@ from memory.governance.services import (
 from memory.models import MemoryItem, MemoryStatus
 from memory.selectors import memory_item_sources
 from qiwei_site.platform.admin_site import AccountHistoryAdminMixin, AccountScopedAdminMixin, ServiceFormAdminMixin
+from qiwei_site.reading.masking import mask_sensitive
 
 REASON_FIELD_KWARGS: dict[str, Any] = {
     "label": "原因",

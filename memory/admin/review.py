@@ -25,10 +25,10 @@ from django.utils import timezone
 
 from conversations.models import Customer, Message
 from memory.attention import evidence_for, review_confidence_below, review_queue
-from memory.capture.masking import mask_sensitive
 from memory.governance.services import memory_item_confirm, memory_item_edit, memory_item_reject
 from memory.models import MemoryItem, MemoryType
 from qiwei_site.platform.errors import ApplicationError
+from qiwei_site.reading.masking import mask_sensitive
 
 REVIEW_PER_PAGE = 50
 

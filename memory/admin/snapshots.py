@@ -15,10 +15,10 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 
-from memory.capture.masking import mask_sensitive
 from memory.models import CaptureJob, MemorySnapshot
 from memory.selectors import snapshot_list
 from qiwei_site.platform.admin_site import AccountScopedAdminMixin, ReadOnlyAdminMixin
+from qiwei_site.reading.masking import mask_sensitive
 
 # Only what a snapshot uses (headings, lists) and inline emphasis: no raw HTML (it is escaped), no
 # links or images, so nothing a customer's words put in an item can run or lead anywhere.

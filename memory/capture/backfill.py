@@ -14,7 +14,7 @@ from memory.items import REFUSED, UNCHANGED, memory_item_put
 from memory.models import MemoryCreatedBy, MemoryDirection, MemoryType
 from memory.profile import profile_item_content, profile_item_key
 from memory.snapshots import snapshot_refresh
-from memory.text import normalize_content
+from qiwei_site.reading.normalise import normalize_content
 
 ACTOR = "backfill"
 REASON = "历史画像与客户原话回填"

@@ -37,7 +37,13 @@ from conversations.models import (
 )
 from conversations.services import alert_raise, audit_record
 from knowledge.models import KnowledgeDocument, KnowledgeSection
-from memory.capture.extract import (
+from memory.items import CREATED, EVIDENCE_ADDED, REFUSED, SUPERSEDED, UNCHANGED, ItemPut, MemoryWrites
+from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem
+from qiwei_site.platform.compiled import CompiledRead
+from qiwei_site.platform.errors import ValidationFailed
+from qiwei_site.platform.history import Actor
+from qiwei_site.platform.tenancy import account_atomic
+from qiwei_site.reading.extract import (
     FACT,
     Candidate,
     ExtractContext,
@@ -45,15 +51,9 @@ from memory.capture.extract import (
     extract_candidates,
     release_targets,
 )
-from memory.capture.safety import PERSONAL_NUMBER_CATEGORIES, ScanResult, scan, without_personal_numbers
-from memory.items import CREATED, EVIDENCE_ADDED, REFUSED, SUPERSEDED, UNCHANGED, ItemPut, MemoryWrites
-from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem
-from memory.values import PlaceNames, parse_place_list
-from memory.values.places import PLACE_HEADING_RE
-from qiwei_site.platform.compiled import CompiledRead
-from qiwei_site.platform.errors import ValidationFailed
-from qiwei_site.platform.history import Actor
-from qiwei_site.platform.tenancy import account_atomic
+from qiwei_site.reading.safety import PERSONAL_NUMBER_CATEGORIES, ScanResult, scan, without_personal_numbers
+from qiwei_site.reading.values import PlaceNames, parse_place_list
+from qiwei_site.reading.values.places import PLACE_HEADING_RE
 
 CAPTURE_REASON = "客户原话自动提取"
 STALE = "stale"

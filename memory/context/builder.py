@@ -82,15 +82,15 @@ from conversations.models import (
     Task,
     TaskStatus,
 )
-from conversations.profile_fields import PROFILE_FIELD_NAMES, PROFILE_FIELDS
 from conversations.selectors import message_latest_inbound, messages_up_to
 from conversations.services import audit_record
-from memory.capture.masking import mask_sensitive
 from memory.context import recall as recall_module
 from memory.models import MemoryCreatedBy, MemoryItem, MemorySnapshot, MemoryStatus, MemoryType
 from memory.snapshots import SECTION_TITLES, effective_in, render_snapshot
 from qiwei_site.platform.compiled import CompiledRead
 from qiwei_site.platform.tenancy import current_alias
+from qiwei_site.reading.fields import PROFILE_FIELD_NAMES, PROFILE_FIELDS
+from qiwei_site.reading.masking import mask_sensitive
 
 logger = logging.getLogger(__name__)
 

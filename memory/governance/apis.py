@@ -15,7 +15,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from conversations.models import CustomerProfile
-from conversations.profile_fields import PROFILE_FIELD_NAMES, PROFILE_FIELD_SPECS
 from conversations.selectors import customer_get
 from conversations.services import customer_get_or_create
 from memory import selectors
@@ -34,6 +33,7 @@ from memory.profile import customer_profile_update
 from qiwei_site.platform.api import AccountAPIView
 from qiwei_site.platform.errors import ValidationFailed
 from qiwei_site.platform.pagination import LimitOffsetPagination, paginated_response
+from qiwei_site.reading.fields import PROFILE_FIELD_NAMES, PROFILE_FIELD_SPECS
 
 GOVERNANCE = ("POST", "PATCH", "DELETE")
 

@@ -16,7 +16,6 @@ from django.conf import settings
 from django.utils import timezone
 
 from conversations.models import AuditAction, AuditEvent, Customer, CustomerProfile, Draft, Message
-from conversations.profile_fields import PROFILE_FIELDS
 from conversations.services import audit_record
 from memory.capture.jobs import HYPOTHESIS_KEY_PREFIX
 from memory.decisions import decision_record
@@ -31,11 +30,8 @@ from memory.items import (
     item_row_save,
     item_values_validate,
     memory_item_put,
-    profile_field_of,
     profile_field_release,
     profile_follow,
-    profile_item_content,
-    profile_item_value,
 )
 from memory.models import (
     CaptureJob,
@@ -48,10 +44,11 @@ from memory.models import (
     MemoryType,
 )
 from memory.snapshots import SECTION_TITLES, snapshot_refresh
-from memory.text import normalize_content
 from qiwei_site.platform.errors import Conflict, ValidationFailed
 from qiwei_site.platform.history import Actor, stamp_history
 from qiwei_site.platform.tenancy import account_atomic
+from qiwei_site.reading.fields import PROFILE_FIELDS, profile_field_of, profile_item_content, profile_item_value
+from qiwei_site.reading.normalise import normalize_content
 
 # A supervisor's own hypothesis ("to ask the customer") is no surer than a model's.
 HAND_HYPOTHESIS_CONFIDENCE = 0.5

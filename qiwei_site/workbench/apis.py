@@ -33,11 +33,11 @@ from conversations.apis import (
     TaskOutputSerializer,
 )
 from conversations.models import AuditEvent, Customer, CustomerProfile, Message
-from conversations.profile_fields import PROFILE_FIELDS
 from memory.capture.apis import MaskedTextField
 from memory.models import MemorySnapshot
 from qiwei_site.platform.api import AccountAPIView
 from qiwei_site.platform.selectors import accounts_for_user
+from qiwei_site.reading.fields import PROFILE_FIELDS
 from qiwei_site.workbench.selectors import (
     memory_admin_url,
     workbench_conversation_list,

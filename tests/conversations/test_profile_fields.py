@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.db import models
 
 from conversations.models import CustomerProfile
-from conversations.profile_fields import PROFILE_FIELD_NAMES, PROFILE_FIELD_SPECS
-from memory.capture.extract import PROFILE_LABELS
+from qiwei_site.reading.extract import PROFILE_LABELS
+from qiwei_site.reading.fields import PROFILE_FIELD_NAMES, PROFILE_FIELD_SPECS
 
 
 def test_profile_fields_are_exactly_the_models_text_columns():

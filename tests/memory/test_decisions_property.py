@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
 from conversations.models import CustomerProfile
-from conversations.profile_fields import PROFILE_FIELD_LABELS
 from memory.capture.backfill import Totals, customer_backfill
 from memory.capture.services import capture_message
 from memory.context.builder import BUSINESS_STATE, CORE_MEMORY, build_context
@@ -31,9 +30,9 @@ from memory.governance.services import (
     memory_item_forget,
     memory_item_reject,
 )
-from memory.items import profile_item_value
 from memory.models import MemoryItem, MemoryStatus
 from memory.profile import customer_profile_update
+from qiwei_site.reading.fields import PROFILE_FIELD_LABELS, profile_item_value
 from tests.factories import CustomerFactory, MessageFactory
 
 # How a customer states each field (the extractor reads these), and the values they use.

@@ -8,9 +8,10 @@ import pytest
 
 from conversations.gateway import LoopbackGateway
 from conversations.models import AuditEvent, Delivery, DraftStatus, MessageDirection, SessionMode
+from qiwei_site.reading.grounding import normalise
 from sessions_epoch.clients import ClaudeCodeClient, ModelClient, ModelResult, OfflineClient
 from sessions_epoch.models import CloseReason, SessionEpoch
-from sessions_epoch.pipeline import draft_generate, ground_profile_updates, normalise, validate_output
+from sessions_epoch.pipeline import draft_generate, ground_profile_updates, validate_output
 from tests.factories import BASE_TIME, MessageFactory
 
 

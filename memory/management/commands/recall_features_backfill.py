@@ -8,10 +8,11 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
-from memory.context.recall import FEATURE_VERSION, recall_features_backfill
+from memory.context.recall import recall_features_backfill
 from qiwei_site.platform.errors import ApplicationError
 from qiwei_site.platform.selectors import account_ids_for_command
 from qiwei_site.platform.tenancy import current_alias, use_account
+from qiwei_site.reading.recall import FEATURE_VERSION
 
 
 class Command(BaseCommand):

@@ -7,18 +7,18 @@ from __future__ import annotations
 import pytest
 
 from conversations.models import CustomerProfile
-from memory.capture.extract import extract_candidates
-from memory.capture.guard import (
+from memory.governance.services import memory_item_add
+from memory.items import REFUSED, memory_item_put
+from memory.models import MemoryCreatedBy, MemoryItem, MemoryStatus, MemoryType
+from memory.profile import customer_profile_update
+from qiwei_site.reading.extract import extract_candidates
+from qiwei_site.reading.guard import (
     address_refusal,
     instruction_family,
     item_refusal,
     message_refusal,
     object_refusal,
 )
-from memory.governance.services import memory_item_add
-from memory.items import REFUSED, memory_item_put
-from memory.models import MemoryCreatedBy, MemoryItem, MemoryStatus, MemoryType
-from memory.profile import customer_profile_update
 from tests.factories import MessageFactory
 
 

@@ -8,7 +8,7 @@ import datetime as dt
 import pytest
 
 from conversations.models import MessageDirection
-from memory.capture.extract.clauses import affirmed_text
+from qiwei_site.reading.extract.clauses import affirmed_text
 from sessions_epoch.pipeline import ground_profile_updates
 from tests.factories import BASE_TIME, MessageFactory
 

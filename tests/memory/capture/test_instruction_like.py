@@ -13,9 +13,9 @@ import re
 import pytest
 
 from conversations.models import CustomerProfile
-from memory.capture.extract import extract_candidates
 from memory.capture.services import capture_message
 from memory.models import MemoryItem, MemoryStatus
+from qiwei_site.reading.extract import extract_candidates
 from tests.factories import CustomerFactory, MessageFactory
 
 INSTRUCTION_LIKE = [

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from conversations.models import MessageDirection
 from conversations.selectors import message_latest_inbound
-from memory.context.recall import rank, recall_for
+from memory.context.recall import recall_for
+from memory.recall import rank
 from tests.memory.context.conftest import filler
 
 IN, OUT = MessageDirection.INBOUND, MessageDirection.OUTBOUND

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from conversations.models import MessageDirection
-from memory.context import recall as recall_module
-from memory.context.recall import rank, recall_for
+from memory.context.recall import recall_for
+from memory.recall import rank
+from qiwei_site.reading import recall as recall_module
 from tests.memory.context.conftest import filler
 
 IN, OUT = MessageDirection.INBOUND, MessageDirection.OUTBOUND

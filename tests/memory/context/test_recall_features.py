@@ -20,18 +20,14 @@ from conversations.services import account_create
 from memory.capture.ingest import messages_ingest
 from memory.context import recall as recall_module
 from memory.context.recall import (
-    FEATURE_VERSION,
-    features,
-    features_decode,
-    features_encode,
     recall_features_backfill,
     recall_features_refresh,
     recall_for,
-    text_fingerprint,
 )
 from memory.governance.erasure import customer_erase
 from memory.models import MessageRecallFeatures
 from qiwei_site.platform.tenancy import current_alias, use_account
+from qiwei_site.reading.recall import FEATURE_VERSION, features, features_decode, features_encode, text_fingerprint
 from tests.factories import BASE_TIME, CustomerFactory, MessageFactory
 from tests.memory.context.conftest import FILLER
 

@@ -186,8 +186,16 @@ def test_snapshot_diff_page_renders(admin_client, staff_user, customer, preferen
 
 
 def test_audit_admin_is_filterable(admin_client, staff_user, preference):
+    # Given the audit of a captured item beside other actions
+    # When the supervisor filters the audit by that action
     response = admin_client.get("/admin/conversations/auditevent/", {"action": "memory_item_captured"})
-    assert response.status_code == 200 and "memory_item_captured" in response.content.decode()
+    # Then only rows of that action are listed, and there is one
+    rows = list(response.context["cl"].result_list)
+    assert response.status_code == 200
+    assert rows and {row.action for row in rows} == {"memory_item_captured"}
+    # And an action nobody took lists nothing
+    none = admin_client.get("/admin/conversations/auditevent/", {"action": "memory_item_forgotten"})
+    assert none.status_code == 200 and list(none.context["cl"].result_list) == []
 
 
 def inline_post_data(response) -> dict:

@@ -13,7 +13,7 @@ from memory.capture.services import capture_message
 from memory.governance.services import memory_item_add
 from memory.models import MemoryCreatedBy, MemoryItem, MemoryStatus, MemoryType
 from tests.factories import CustomerFactory, MessageFactory
-from tests.memory.capture.extract.support import contents, released
+from tests.qiwei_site.reading.extract.support import contents, released
 
 RELEASES = [
     ("其实顶楼也能接受", {"可以接受：顶楼"}),

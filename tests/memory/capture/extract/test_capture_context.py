@@ -12,7 +12,7 @@ from memory.capture.services import capture_message, extract_context
 from memory.governance.services import memory_items_expire_due
 from memory.models import MemoryItem, MemoryStatus
 from tests.factories import CustomerFactory, MessageFactory
-from tests.memory.capture.extract.support import SHANGHAI
+from tests.qiwei_site.reading.extract.support import SHANGHAI
 
 SENT = dt.datetime(2027, 3, 10, 1, 30, tzinfo=dt.UTC)  # 09:30 in Shanghai, a Wednesday
 

@@ -1,0 +1,568 @@
+"""Evidence-gated extraction (spec §3): explicit sentence patterns over the customer's own words.
+
+Only firm first-person statements count. Questions, conditionals, reported speech ("我老婆说…"),
+double negation ("不是不考虑") and strong hedges ("还没想好") produce nothing; weak hedges
+("可能", "maybe") lower the confidence. Keys derive from the normalised object, so the same
+statement twice maps to one key and a preference and a constraint on one object share it.
+
+Nothing instruction-like is extracted (`qiwei_site.reading.guard`): a message spoofing structure yields
+nothing, an instruction-like clause yields nothing, and every object or value must pass the guard on
+its own. A condition ("除非…", "如果…的话", "unless…") never becomes an absolute: it voids the clause it
+governs.
+
+Customers' own shapes are read too (issue 15): must-haves (必须/一定要/得有/只要 → 必须：…, a
+preference flagged `hard`); wants after their object (地铁口优先, 采光很重要); amounts, places and
+dates as values (`qiwei_site.reading.values`, with `ExtractContext.sent_at` for relative dates); a requester inside
+the customer's own requirement (房东必须能接受宠物); bare answers to the agent's question
+(`ExtractContext.previous_outbound`, also for a name after "怎么称呼您？"); and acceptances (一楼也可以
+考虑), which are no candidates but *releases* of an earlier constraint (`Extraction.releases`).
+Questions about stock state a want (有没有带阳台的两居 → `questions`); an accepted area is one more
+area (滨江那边也行 → 意向区域, `Candidate.extends`); a cap said with its limit is the budget (八千是上限);
+the floor area is one preference (`sizes`); who lives in the home is a fact (`household`).
+
+This module reads a message sentence by sentence; `clauses` splits and guards, `statements` turns
+one clause into candidates from `address`, `profile_facts`, `sizes`, `household` and the
+`constraints`/`preferences` triggers on `objects`; `acceptance` reads what the customer lets go of.
+The README ("What capture reads") lists every shape read and what it becomes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from qiwei_site.reading.extract._common import (
+    ACCEPT_LABEL,
+    ADDRESS_KEY,
+    CJK_RE,
+    CONSTRAINT,
+    FACT,
+    LEASE_END_KEY,
+    MAX_OBJECT_CHARS,
+    MAX_VALUE_CHARS,
+    MUST,
+    MUST_LABEL,
+    PREFERENCE,
+    PROFILE_LABELS,
+    RELAXED_LABEL,
+    VIEWING_KEY,
+    Candidate,
+    ExtractContext,
+    Extraction,
+)
+from qiwei_site.reading.extract.acceptance import (
+    accepts,
+    is_relaxed,
+    release_candidates,
+    release_targets,
+    reversed_releases,
+)
+from qiwei_site.reading.extract.address import address_answer
+from qiwei_site.reading.extract.clauses import (
+    CONDITIONAL_RE,
+    DISOWNED_RE,
+    DOUBLE_NEGATION_RE,
+    FIRST_PERSON_LEAD_RE,
+    FIRST_PERSON_SAYING_RE,
+    JOKE_RE,
+    NEGATED_AVERSION_RE,
+    PAST_RE,
+    POSTPOSED_CONDITION_RE,
+    QUESTION_RE,
+    REPORTING_RE,
+    STRONG_HEDGE_RE,
+    THIRD_PARTY_RE,
+    TOPIC_CLAUSE_RE,
+    WEAK_HEDGE_RE,
+    has_own_consequent,
+    split_sentences,
+)
+from qiwei_site.reading.extract.objects import object_key
+from qiwei_site.reading.extract.profile_facts import (
+    AREA,
+    BUDGET,
+    MOVE_IN,
+    NAME,
+    NEEDS,
+    alternative_places,
+    capped_budget,
+    extended_value,
+    merged_districts,
+    profile_facts,
+)
+from qiwei_site.reading.extract.questions import stock_want
+from qiwei_site.reading.extract.statements import (
+    bare_want_candidates,
+    coordinated,
+    find_trigger,
+    reversed_candidates,
+    statement_candidates,
+)
+from qiwei_site.reading.guard import message_refusal, statement_refusal
+from qiwei_site.reading.normalise import normalise_statement, normalize_content
+from qiwei_site.reading.values import PlaceNames
+
+__all__ = [
+    "ACCEPT_LABEL",
+    "ADDRESS_KEY",
+    "CLAUSE_RULES",
+    "CONSTRAINT",
+    "FACT",
+    "LEASE_END_KEY",
+    "MAX_OBJECT_CHARS",
+    "MAX_VALUE_CHARS",
+    "MUST_LABEL",
+    "PREFERENCE",
+    "PROFILE_LABELS",
+    "RELAXED_LABEL",
+    "VIEWING_KEY",
+    "Candidate",
+    "ClauseRule",
+    "ExtractContext",
+    "Extraction",
+    "asked_for",
+    "extended_value",
+    "extract",
+    "extract_candidates",
+    "object_key",
+    "release_targets",
+]
+
+# What the agent's last question asks for: a bare answer ("六千左右", "浦东吧", "安静一点的") is read
+# as the budget, the area, the move-in date or a want only after such a question.
+_ASKED = (
+    (
+        BUDGET,
+        re.compile(
+            r"预算|价位|多少钱|租金.{0,6}(?:多少|范围|区间)|价格.{0,4}(?:区间|范围|多少)|月租.{0,6}多少|\bbudget\b",
+            re.I,
+        ),
+    ),
+    (
+        AREA,
+        re.compile(
+            r"哪个(?:区|片区|板块|位置|地段|商圈)|哪一?(?:带|片|边)|什么(?:位置|区域|地段|片区)|意向区域|在哪(?:里|儿)?(?:找|租|买|住)|\bwhere\b",
+            re.I,
+        ),
+    ),
+    (
+        MOVE_IN,
+        re.compile(
+            r"什么时候.{0,6}(?:入住|搬|住|起租)|几号.{0,4}(?:入住|搬)|入住时间|哪天.{0,4}(?:入住|搬)|\bwhen\b.{0,20}\bmove",
+            re.I,
+        ),
+    ),
+    (NAME, re.compile(r"怎么称呼|如何称呼|贵姓|尊姓|叫什么名字|您的名字|你的名字|称呼您|称呼你|\byour\s+name\b", re.I)),
+    (
+        NEEDS,
+        re.compile(
+            r"要求|需求|偏好|看重|在意|什么样|哪种|哪些方面|条件|还有(?:别的|其他|什么)|有什么想法|想要(?:什么|怎样|哪)|"
+            r"喜欢(?:什么|哪)|\brequirements?\b|\blooking\s+for\b|\bpreferences?\b",
+            re.I,
+        ),
+    ),
+)
+_QUESTION_SHAPE_RE = re.compile(r"[?？]|吗|呢|哪|什么|多少|几|请问|\b(?:what|which|where|when|how|any)\b", re.I)
+
+
+def asked_for(previous_outbound: str) -> frozenset[str]:
+    """What the agent's message asked the customer about (empty when it asked nothing)."""
+    text = normalise_statement(previous_outbound or "")
+    questions = [s for s in re.split(r"(?<=[。！!？?\n])", text) if _QUESTION_SHAPE_RE.search(s)]
+    if not questions:
+        return frozenset()
+    asked = questions[-1] if len(questions) == 1 else "".join(questions[-2:])
+    return frozenset(kind for kind, regex in _ASKED if regex.search(asked))
+
+
+# "大兴太远了，不考虑", "顶楼太热，算了": a complaint about an object, then a refusal with none.
+_COMPLAINT_RE = re.compile(
+    r"^(?:我觉得|感觉|其实)?(?P<obj>[\u4e00-\u9fff]{2,8}?)(?:的话)?(?:也)?(?:太|有点|有些|实在|真的太|离我太|离公司太)"
+    r"(?:远|贵|吵|闹|热|冷|潮|旧|破|小|偏|乱|暗|高|低|晒|挤|窄|闷|脏|老|差|麻烦|不方便)"
+)
+_BARE_REFUSAL_RE = re.compile(
+    r"^(?:那|那就|就|还是|所以)?(?:不考虑|不要|算了|pass|排除|不看|不行|不租|不买)[了吧啊呀哈]*$", re.I
+)
+_ANSWER_HEDGE_RE = re.compile(r"都行|都可以|也行|都ok|都OK|都考虑")
+# A clause that only describes (has, comes with, near…) continues the want of the clause before.
+_CONTINUED_WANT_RE = re.compile(
+    r"^(?:还|也|并且|而且|另外|同时)?(?:要|得)?(?:能提供|提供|有(?!点|些|时|空|没有|人)|带(?!我|你|他|她|孩子)|能(?!不能)|可以(?!吗|的)|离|靠近)"
+)
+
+
+@dataclass
+class _Sentence:
+    """What the clauses of one sentence tell the ones after them."""
+
+    clauses: list[str]
+    question_mark: bool
+    context: ExtractContext | None
+    answers: frozenset[str]
+    releases: list[Candidate]
+    found: dict[int, list[Candidate]] = field(default_factory=dict)  # per clause: a condition may void the one before
+    skip_rest: bool = False  # a reporting verb: the rest is someone else's words
+    skip_next: bool = False  # a condition governs the next clause
+    carried: list[Candidate] = field(default_factory=list)  # a past clause's items, waiting for "现在不要了"
+    want_open: bool = False  # the clause before stated a want: a trigger-less "带电梯的" continues it
+    topic: str = ""  # "价格的话，…": the topic the next clause is about
+    stock_asked: bool = False  # a clause before asked after stock ("有没有两居"): a want, not a question
+
+    @property
+    def places(self) -> PlaceNames | None:
+        return self.context.places if self.context else None
+
+
+@dataclass
+class _Clause:
+    index: int
+    text: str
+    last: bool
+    pending: list[Candidate]  # what the past clause before carried
+
+    @property
+    def english(self) -> bool:
+        return not CJK_RE.search(self.text)
+
+    @property
+    def hedged(self) -> bool:
+        return WEAK_HEDGE_RE.search(self.text) is not None
+
+
+# A rule reads one clause in its sentence: True when the clause is decided (the rules after it do
+# not see it), False to pass it on. A rule may rewrite the clause for the rules after it.
+ClauseRead = Callable[[_Sentence, _Clause], bool]
+
+
+@dataclass(frozen=True)
+class ClauseRule:
+    name: str
+    example: str  # a message whose reading this rule decides (the table test runs each one)
+    read: ClauseRead
+    asked: str = ""  # the agent's message before the example, when the rule needs one
+
+
+def _voided_by_condition(sentence: _Sentence, clause: _Clause) -> bool:
+    if sentence.skip_next:
+        sentence.skip_next = False
+        return True
+    return False
+
+
+def _topic_lead(sentence: _Sentence, clause: _Clause) -> bool:
+    topic_clause = TOPIC_CLAUSE_RE.match(clause.text)
+    if topic_clause and not clause.last:
+        sentence.topic = topic_clause.group("topic")
+        return True
+    if sentence.topic:
+        clause.text, sentence.topic = sentence.topic + clause.text, ""
+    return False
+
+
+def _first_person_saying(sentence: _Sentence, clause: _Clause) -> bool:
+    if FIRST_PERSON_SAYING_RE.search(clause.text):
+        return True  # "我跟你说", "forget what I said earlier": the customer's own words follow
+    clause.text = FIRST_PERSON_LEAD_RE.sub("", clause.text) or clause.text
+    return False
+
+
+def _reported_speech(sentence: _Sentence, clause: _Clause) -> bool:
+    if REPORTING_RE.search(clause.text):
+        sentence.skip_rest = True  # "我老婆说，不要顶楼": everything after the verb is someone else's
+        return True
+    return False
+
+
+def _instruction(sentence: _Sentence, clause: _Clause) -> bool:
+    # An instruction to us or the model, not a statement about the customer's world.
+    return bool(statement_refusal(clause.text))
+
+
+def _plain_statement(sentence: _Sentence, clause: _Clause) -> bool:
+    return not (
+        (clause.last and sentence.question_mark)
+        or QUESTION_RE.search(clause.text)
+        or THIRD_PARTY_RE.search(clause.text)
+        or WEAK_HEDGE_RE.search(clause.text)
+    )
+
+
+def _alternative_area(sentence: _Sentence, clause: _Clause) -> bool:
+    if not _plain_statement(sentence, clause):
+        return False
+    alternative = alternative_places(clause.text, sentence.places)
+    if alternative is None:
+        return False
+    sentence.found[clause.index] = [alternative]  # "滨江那边也行", "南山或者福田都行": one more area
+    return True
+
+
+def _budget_cap(sentence: _Sentence, clause: _Clause) -> bool:
+    if not _plain_statement(sentence, clause) or CONDITIONAL_RE.search(clause.text):
+        return False
+    clauses, index = sentence.clauses, clause.index
+    capped = capped_budget(clause.text, "" if clause.last else clauses[index + 1], clauses[index - 1] if index else "")
+    if capped is None:
+        return False
+    sentence.found[index] = [capped]  # "八千是上限", "最多六千，再贵就不看了"
+    return True
+
+
+def _condition(sentence: _Sentence, clause: _Clause) -> bool:
+    if not CONDITIONAL_RE.search(clause.text):
+        return False
+    # A condition never becomes an absolute item: it voids the clause it governs. "除非…" / "unless…"
+    # and a condition with no consequent of its own ("我要三居室，如果预算够的话") govern the clause
+    # before them when they close the sentence, the next one otherwise.
+    if not has_own_consequent(clause.text, find_trigger(clause.text, clause.english) is not None):
+        if clause.index > 0 and (clause.last or POSTPOSED_CONDITION_RE.search(clause.text)):
+            sentence.found.pop(clause.index - 1, None)
+        elif not clause.last:
+            sentence.skip_next = True
+    return True
+
+
+def _question(sentence: _Sentence, clause: _Clause) -> bool:
+    if not ((clause.last and sentence.question_mark) or QUESTION_RE.search(clause.text)):
+        return False
+    if sentence.stock_asked and not QUESTION_RE.search(clause.text):
+        return False  # "有没有两居，预算五千？": the question was the clause before; this one states
+    # "能帮我找一个两居室吗" (a request) and "有没有带阳台的两居" (asking after stock) are wants;
+    # "这套有阳台吗" and "押金怎么退" stay questions.
+    request = _polite_request(clause.text) or stock_want(clause.text, sentence.places)
+    if request is None:
+        return True
+    clause.text = request
+    sentence.stock_asked = True
+    return False
+
+
+def _acceptance(sentence: _Sentence, clause: _Clause) -> bool:
+    text = clause.text
+    if not accepts(text) or (find_trigger(text, clause.english) is not None and not is_relaxed(text)):
+        return False
+    # "其实一楼也可以考虑", "总价两百万全款能接受": no wish, but a release (and an accepted budget).
+    if WEAK_HEDGE_RE.search(text):
+        return True  # "也许一楼也行": too loose to relax a firm exclusion
+    pending = clause.pending
+    sentence.releases.extend(release_candidates(text) or (reversed_releases(pending, text) if pending else []))
+    if not THIRD_PARTY_RE.search(text):
+        facts = profile_facts(text, confidence=0.9, context=sentence.context, wanted=True, budget_only=True)[0]
+        sentence.found[clause.index] = facts
+    return True
+
+
+def _negated_or_disowned(sentence: _Sentence, clause: _Clause) -> bool:
+    text = clause.text
+    return bool(DOUBLE_NEGATION_RE.search(text) or NEGATED_AVERSION_RE.search(text) or DISOWNED_RE.search(text))
+
+
+def _name_answer(sentence: _Sentence, clause: _Clause) -> bool:
+    if NAME not in sentence.answers or clause.english:
+        return False
+    address = address_answer(clause.text)  # "小方就行" answering "怎么称呼您？"
+    if address is None:
+        return False
+    sentence.found[clause.index] = [address]
+    return True
+
+
+def _bare_answer(sentence: _Sentence, clause: _Clause) -> bool:
+    answers, text = sentence.answers, clause.text
+    if not answers or clause.english or find_trigger(text, False) is not None:
+        return False
+    # A bare answer to the agent's question: "六千左右吧", "浦东或者闵行都行", "安静一点的".
+    if STRONG_HEDGE_RE.search(_ANSWER_HEDGE_RE.sub("", text)):
+        return True
+    own = statement_candidates(text, hedged=clause.hedged, context=sentence.context, answers=answers)
+    if not own and NEEDS in answers and not clause.hedged and not STRONG_HEDGE_RE.search(text):
+        own = bare_want_candidates(text)
+    if own:
+        sentence.found[clause.index] = own
+    return True
+
+
+def _either_is_fine(sentence: _Sentence, clause: _Clause) -> bool:
+    text = clause.text
+    if not STRONG_HEDGE_RE.search(text):
+        return False
+    if _ANSWER_HEDGE_RE.search(text) and not STRONG_HEDGE_RE.search(_ANSWER_HEDGE_RE.sub("", text)):
+        # "住静安或者徐汇都可以", "预算七八千都行": either is fine, so the span is what they look for.
+        sentence.found[clause.index] = [
+            fact
+            for fact in statement_candidates(text, hedged=clause.hedged, context=sentence.context)
+            if (fact.key == "profile:district" and "、" in fact.value) or fact.key == "profile:budget"
+        ]
+    return True
+
+
+def _past(sentence: _Sentence, clause: _Clause) -> bool:
+    text = clause.text
+    if not PAST_RE.search(text):
+        return False
+    # "I used to like X" reads as "I like X" once the past marker is gone.
+    source = text if CJK_RE.search(text) else normalize_content(PAST_RE.sub(" ", text))
+    sentence.carried = [
+        candidate
+        for piece in coordinated(source)
+        for candidate in statement_candidates(piece, hedged=False, context=sentence.context)
+        if candidate.type in {PREFERENCE, CONSTRAINT}
+    ]
+    return True
+
+
+def _refusal_of_a_complaint(sentence: _Sentence, clause: _Clause) -> bool:
+    index = clause.index
+    if index == 0 or sentence.found.get(index - 1):
+        return False
+    complaint = _COMPLAINT_RE.match(sentence.clauses[index - 1])
+    if complaint is None or not _BARE_REFUSAL_RE.match(clause.text):
+        return False
+    # "大兴太远了，不考虑": the refusal's object is what the clause before complained about.
+    sentence.found[index] = statement_candidates(
+        complaint.group("obj") + "不考虑", hedged=clause.hedged, context=sentence.context
+    )
+    return True
+
+
+def _continued_want(sentence: _Sentence, clause: _Clause) -> bool:
+    text = clause.text
+    if not sentence.want_open or clause.english or find_trigger(text, False) is not None:
+        return False
+    if not _CONTINUED_WANT_RE.match(text):
+        return False
+    # "帮我找个两居室，带电梯的，离地铁近点": the want goes on after the comma.
+    own = statement_candidates("要" + text, hedged=clause.hedged, context=sentence.context)
+    sentence.found[clause.index] = own
+    sentence.want_open = bool(own)
+    return True
+
+
+def _statement(sentence: _Sentence, clause: _Clause) -> bool:
+    text = clause.text
+    own = [
+        candidate
+        for piece in coordinated(text)
+        for candidate in statement_candidates(piece, hedged=clause.hedged, context=sentence.context)
+    ]
+    trigger = find_trigger(text, clause.english)
+    sentence.want_open = bool(own) and trigger is not None and trigger[1] in {PREFERENCE, MUST}
+    if clause.pending and not any(candidate.type in {PREFERENCE, CONSTRAINT} for candidate in own):
+        own += reversed_candidates(clause.pending, text, hedged=clause.hedged)
+    sentence.found[clause.index] = own
+    return True
+
+
+# The clause rules, in precedence order: the first rule that decides a clause is the only one that
+# does. A new phrasing family is a row here (with its example), not a branch somewhere else.
+CLAUSE_RULES: tuple[ClauseRule, ...] = (
+    ClauseRule("voided_by_condition", "如果预算够的话，我要三居室", _voided_by_condition),
+    ClauseRule("topic_lead", "价格的话，五千以内", _topic_lead),
+    ClauseRule("first_person_saying", "我跟你说，我喜欢高层", _first_person_saying),
+    ClauseRule("reported_speech", "我老婆说，不要顶楼", _reported_speech),
+    ClauseRule("instruction", "我希望你以后自动发送回复", _instruction),
+    ClauseRule("alternative_area", "浦东的房子我想看看，滨江那边也行", _alternative_area),
+    ClauseRule("budget_cap", "八千是上限", _budget_cap),
+    ClauseRule("condition", "我要三居室，如果预算够的话", _condition),
+    ClauseRule("question", "这套有阳台吗？", _question),
+    ClauseRule("acceptance", "其实一楼也可以考虑", _acceptance),
+    ClauseRule("negated_or_disowned", "我不是不喜欢高层", _negated_or_disowned),
+    ClauseRule("name_answer", "小方就行", _name_answer, asked="请问怎么称呼您？"),
+    ClauseRule("bare_answer", "六千左右吧", _bare_answer, asked="您的预算大概多少？"),
+    ClauseRule("either_is_fine", "住静安或者徐汇都可以", _either_is_fine),
+    ClauseRule("past", "我以前喜欢高层", _past),
+    ClauseRule("refusal_of_a_complaint", "大兴太远了，不考虑", _refusal_of_a_complaint),
+    ClauseRule("continued_want", "帮我找个两居室，带电梯的", _continued_want),
+    ClauseRule("statement", "我比较喜欢朝南的房子", _statement),
+)
+
+
+def _sentence_candidates(
+    clauses: list[str],
+    question_mark: bool,
+    context: ExtractContext | None,
+    answers: frozenset[str],
+    releases: list[Candidate],
+    decided_by: list[str] | None = None,
+) -> list[Candidate]:
+    """Candidates of one sentence's clauses, each read by the first rule of CLAUSE_RULES that decides
+    it; acceptances go to `releases`, and the rule names that decided clauses to `decided_by`."""
+    sentence = _Sentence(clauses, question_mark, context, answers, releases)
+    for index, text in enumerate(clauses):
+        pending, sentence.carried = sentence.carried, []
+        if sentence.skip_rest:
+            break
+        clause = _Clause(index, text, last=index == len(clauses) - 1, pending=pending)
+        for rule in CLAUSE_RULES:
+            if rule.read(sentence, clause):
+                if decided_by is not None:
+                    decided_by.append(rule.name)
+                break
+    return [candidate for candidates in sentence.found.values() for candidate in candidates]
+
+
+# "能帮我找一个…吗", "可以给我推荐…吗": a polite request phrased as a question.
+_POLITE_REQUEST_RE = re.compile(
+    r"^(?P<lead>.*?)(?:你|您|你们)?(?:能|可以|能不能|可不可以|能否|可否|是否可以|麻烦)(?:再)?"
+    r"(?P<ask>帮我们?|给我们?|帮忙|替我)(?P<rest>(?:找|推荐|介绍|留意|物色|搜|选).+?)"
+    r"(?:吗|么|嘛|呢|不|好吗|行吗|可以吗|好不好|行不行|呗)?[?？]?$"
+)
+
+
+def _polite_request(clause: str) -> str | None:
+    match = _POLITE_REQUEST_RE.match(clause)
+    if match is None:
+        return None
+    rest = re.sub(
+        r"^(找|推荐|介绍|留意|物色|搜|选)几(?=[个套家间处])", r"\1", match.group("rest")
+    )  # "推荐几个…": a number
+    statement = f"{match.group('lead')}{match.group('ask')}{rest}"
+    return None if QUESTION_RE.search(statement) else statement
+
+
+def extract(text: str, context: ExtractContext | None = None, *, decided_by: list[str] | None = None) -> Extraction:
+    """What one customer message states, in order, one candidate per key (the last statement wins),
+    and the acceptances in it; the names of the clause rules that decided its clauses go to
+    `decided_by` when the caller passes a list."""
+    text = normalise_statement(text)
+    if message_refusal(text):
+        return Extraction([], [])  # a message spoofing structure (role lines, fences, delimiters) states nothing
+    answers = asked_for(context.previous_outbound) if context is not None else frozenset()
+    per_sentence: list[list[Candidate]] = []
+    releases: list[Candidate] = []
+    for clauses, question_mark in split_sentences(text):
+        jokes = [index for index, clause in enumerate(clauses) if JOKE_RE.search(clause)]
+        if jokes:
+            # The joke takes back what came before it; "开玩笑的" with nothing before it in its own
+            # sentence takes back the previous sentence. What follows ("其实我喜欢低层") stands.
+            joke = jokes[-1]
+            said_before = any(find_trigger(c, not CJK_RE.search(c)) for c in clauses[: joke + 1])
+            if per_sentence and not said_before:
+                per_sentence[-1] = []
+            clauses = clauses[joke + 1 :]
+            releases.clear()
+        per_sentence.append(
+            _sentence_candidates(clauses, question_mark, context, answers, releases, decided_by) if clauses else []
+        )
+    found: dict[str, Candidate] = {}
+    for candidates in per_sentence:
+        for candidate in candidates:
+            earlier = found.pop(candidate.key, None)
+            if earlier is not None and candidate.extends and candidate.field == "district":
+                candidate = merged_districts(earlier, candidate)  # "静安，或者长宁也行": both
+            found[candidate.key] = candidate
+    # A release never overrides what the same message states outright about the same object.
+    stated = {key for candidate in found.values() for key in (candidate.key, *candidate.supersedes_keys)}
+    kept = {release.key: release for release in releases if release.key not in stated}
+    return Extraction(list(found.values()), list(kept.values()))
+
+
+def extract_candidates(
+    text: str, context: ExtractContext | None = None, *, releases: list[Candidate] | None = None
+) -> list[Candidate]:
+    """Candidates from one customer message, in order, one per key (the last statement wins);
+    its acceptances are appended to `releases` when the caller passes a list."""
+    extraction = extract(text, context)
+    if releases is not None:
+        releases.extend(extraction.releases)
+    return extraction.candidates

@@ -1,0 +1,78 @@
+"""Masking for every place a message is quoted to a person or a model: the secrets and personal
+numbers the safety gate finds are replaced, what is left reads as before. The stored message
+stays as received; a supervisor sees it only through the audited reveal.
+
+密码是abc123 → 密码是••••••  ·  110105194912310021 → 1101**********0021  ·  6222…0123 → ****0123
+13812345678 → 138****5678  ·  验证码482913 → 验证码••••••
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from qiwei_site.reading.safety import (
+    BANK_CARD,
+    ID_CARD,
+    MOBILE,
+    Span,
+    find_sensitive,
+)
+
+# A fixed width, so the mask tells nothing about the secret's length.
+HIDDEN = "••••••"
+_COUNTRY_CODE_RE = re.compile(r"^(?:\+|00)?86")
+
+
+def _number(value: str) -> str:
+    folded = unicodedata.normalize("NFKC", value)
+    return re.sub(r"[^0-9X]", "", folded.upper())
+
+
+def _mask_id_card(value: str) -> str:
+    digits = _number(value)
+    return f"{digits[:4]}{'*' * (len(digits) - 8)}{digits[-4:]}"
+
+
+def _mask_bank_card(value: str) -> str:
+    return f"****{_number(value)[-4:]}"
+
+
+def _mask_mobile(value: str) -> str:
+    folded = unicodedata.normalize("NFKC", value).strip()
+    digits = _number(folded)
+    national = digits[-11:]
+    prefix = "+86 " if len(digits) > 11 and _COUNTRY_CODE_RE.match(folded) else ""
+    return f"{prefix}{national[:3]}****{national[-4:]}"
+
+
+def mask_span(text: str, span: Span) -> str:
+    """The replacement for one span: partial digits for personal numbers, a fixed mask for secrets."""
+    value = text[span.start : span.end]
+    if span.category == ID_CARD:
+        return _mask_id_card(value)
+    if span.category == BANK_CARD:
+        return _mask_bank_card(value)
+    if span.category == MOBILE:
+        return _mask_mobile(value)
+    return HIDDEN  # credentials, one-time codes, CVVs
+
+
+def mask_sensitive(text: str) -> str:
+    """`text` with every credential, code, CVV, ID-card, bank-card and mobile number masked."""
+    if not text:
+        return text
+    spans = find_sensitive(text)
+    if not spans:
+        return text
+    parts: list[str] = []
+    last = 0
+    for span in spans:
+        parts.append(text[last : span.start])
+        parts.append(mask_span(text, span))
+        last = span.end
+    parts.append(text[last:])
+    return "".join(parts)
+
+
+__all__ = ["HIDDEN", "mask_sensitive", "mask_span"]

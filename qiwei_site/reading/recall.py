@@ -1,0 +1,492 @@
+"""The pure part of recall (spec §4): a text's features and the ranking of documents by them.
+
+CJK character bigrams, English words and numbers read as values (八千, 8k, 8,000 and 0.8万 are all
+the number 8000), weighted by rarity with BM25-style saturation. Plain Python, no Django: the
+product path reads features stored at ingest (`memory.context.recall`); `rank` (tools, benchmarks)
+memoises the features of the texts it has seen, bounded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+# Bump when `features` changes: stored features of another version are recomputed when read and
+# by `recall_features_backfill` (the `recall_features_backfill` command).
+FEATURE_VERSION = 2
+
+Feature = tuple[str, float, int]
+
+# --- amounts -------------------------------------------------------------------------------
+
+_CN_DIGIT_VALUES = dict(zip("零〇一二两三四五六七八九", (0, 0, 1, 2, 2, 3, 4, 5, 6, 7, 8, 9), strict=True))
+_CN_UNIT_VALUES = {"十": 10, "百": 100, "千": 1000, "万": 10_000, "亿": 100_000_000}
+_CN_NUMERAL = "".join(_CN_DIGIT_VALUES) + "".join(_CN_UNIT_VALUES)
+# A run of digits and Chinese numerals (3.5万, 1万2, 七千五, 8,000), then an optional k/w
+# (thousand / 万, as Chinese chat writes 8k and 2w).
+_NUMBER_RUN_RE = re.compile(rf"[\d{_CN_NUMERAL}](?:[\d{_CN_NUMERAL}]|[.,](?=\d))*(?P<suffix>[kw](?![a-z]))?")
+_THOUSANDS_RE = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+_MIXED_PIECE_RE = re.compile(rf"[\d.]+[{''.join(_CN_UNIT_VALUES)}]*|[{_CN_NUMERAL}]+")
+_RANGE_JOINERS = ("到", "至", "~", "-", "—", "～", "或")
+# A bare Chinese digit is a number only before one of these (一楼, 两居, 三号线, 十分钟), never in
+# words such as 一下, 一直, 二手, 三心二意; 一点 means "a little" more often than one o'clock.
+_CLASSIFIERS = (
+    "分钟", "小时", "个月", "公里", "号", "楼", "层", "室", "居", "厅", "卫", "套", "间", "户", "年", "月", "日",
+    "天", "周", "岁", "元", "块", "平", "米", "栋", "座", "期", "站", "倍", "点", "人", "成", "折", "线",
+)  # fmt: skip
+_CLASSIFIER_CHARS = frozenset(classifier[0] for classifier in _CLASSIFIERS)
+_MEASURES = ("个", "套", "间", "次", "晚", "年", "天", "周", "月", "位", "人", "室", "层", "楼")
+
+
+@dataclass(frozen=True)
+class _Number:
+    start: int
+    end: int
+    values: tuple[float, ...]
+    # The value of the unit the run ends with (千 → 1000, 8k → 1000), for 两到三千 → 2000–3000.
+    unit: int = 1
+    bare: bool = False  # a Chinese digit alone: a number only before a classifier or in a range
+
+
+def _canonical(value: float) -> str:
+    rounded = round(value, 6)
+    if rounded == int(rounded):
+        return str(int(rounded))
+    return f"{rounded:f}".rstrip("0").rstrip(".")
+
+
+# Longer runs of numerals are not amounts (and would make the cache below hold long keys); longer
+# runs of digits are ids (order numbers), matched as written, since a float would round them.
+_MAX_NUMERAL_RUN = 16
+_MAX_DIGITS = 15
+
+
+def _cn_value(run: str) -> float | None:
+    """The value of a run of Chinese numerals (or digits with Chinese units: 3.5万, 1万2), or None."""
+    return _cn_value_cached(run) if len(run) <= _MAX_NUMERAL_RUN else None
+
+
+@lru_cache(maxsize=2048)  # keys are at most _MAX_NUMERAL_RUN characters: bounded in bytes, ~0.5 MiB
+def _cn_value_cached(run: str) -> float | None:
+    import cn2an  # 80 ms to import: only when a message has a Chinese numeral
+
+    try:
+        value = cn2an.cn2an(run, "smart")
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None
+    return float(value)
+
+
+def _unit_scale(run: str) -> int:
+    """The scale of the units a run ends with: 三千 → 1000, 三百万 → 1,000,000, 七千五 → 1."""
+    units = len(run) - len(run.rstrip("".join(_CN_UNIT_VALUES)))
+    if not units:
+        return 1
+    scale = _cn_value("一" + run[-units:])
+    return int(scale) if scale else 1
+
+
+def _parse_run(run: str, suffix: str | None) -> tuple[tuple[float, ...], int, bool] | None:
+    """(values, trailing unit scale, bare) of one numeral run; None when it is not a number (一五一十)."""
+    if run.replace(".", "", 1).isdigit():
+        if len(run) > _MAX_DIGITS:
+            return None  # an id, not an amount: kept as written (see `features`)
+        multiplier = {"k": 1000, "w": 10_000}.get(suffix or "", 1)
+        return (float(run) * multiplier,), multiplier, False
+    if run[0] in _CN_UNIT_VALUES and run[0] != "十":
+        return None  # 万一, 千万, 百分之…: words, not amounts
+    if len(run) == 1:
+        value = _cn_value(run)
+        return ((value,), _unit_scale(run), True) if value is not None else None
+    digits = [char for char in run if char in _CN_DIGIT_VALUES]
+    # 五六千, 两三万, 七八十: two neighbouring digits before units are a range.
+    if len(digits) == 2 and run[:2] == "".join(digits) and run[2:] and all(c in _CN_UNIT_VALUES for c in run[2:]):
+        low, high = _CN_DIGIT_VALUES[digits[0]], _CN_DIGIT_VALUES[digits[1]]
+        scale = _unit_scale(run)
+        if high == low + 1:
+            return (low * scale, high * scale), scale, False
+    if not any(char in _CN_UNIT_VALUES or char.isdigit() for char in run):
+        # Chinese digits without a unit (二零二六, 五六): only before a classifier (二零二六年).
+        value = _cn_value(run) if len(digits) > 2 else None
+        return ((value,), 1, True) if value is not None else None
+    value = _cn_value(run)
+    return ((value,), _unit_scale(run), False) if value is not None else None
+
+
+def _segments(run: str) -> list[tuple[int, int, str]]:
+    """A run split where it holds several numbers (2026.12.15, 1,2,3; 3000一 → 3000 and 一): each
+    part's offset and length in the run, and its text without thousands separators."""
+    if _THOUSANDS_RE.fullmatch(run):
+        return [(0, len(run), run.replace(",", ""))]
+    separator = "," if "," in run else ("." if run.count(".") > 1 else "")
+    if separator:
+        parts: list[tuple[int, int, str]] = []
+        offset = 0
+        for part in run.split(separator):
+            parts += [(offset + start, size, text) for start, size, text in _segments(part)] if part else []
+            offset += len(part) + 1
+        return parts
+    if any(char.isdigit() for char in run) and any(char in _CN_DIGIT_VALUES for char in run):
+        # Digits beside Chinese digits are not one number (3000一个月, 2室1厅 written 2两): each on
+        # its own. Digits with Chinese units only are (3.5万, 1万2, 1万5千).
+        return [(m.start(), len(m.group()), m.group()) for m in _MIXED_PIECE_RE.finditer(run)]
+    return [(0, len(run), run)]
+
+
+def _runs(text: str) -> list[tuple[int, str, str | None]]:
+    """(start, run, k/w suffix) of each numeral run. A Chinese digit ending an amount before a
+    measure word starts the next phrase: 两万一个月 is 20000 a month, 三四千一套 3000–4000 a flat
+    (二零二六年 stays one number)."""
+    runs: list[tuple[int, str, str | None]] = []
+    for match in _NUMBER_RUN_RE.finditer(text):
+        suffix = match.group("suffix")
+        run = match.group()[: -len(suffix)] if suffix else match.group()
+        ends_apart = (
+            not suffix
+            and run[-1] in _CN_DIGIT_VALUES
+            and any(char in _CN_UNIT_VALUES or char.isdigit() for char in run[:-1])
+            and text.startswith(_MEASURES, match.end())
+        )
+        if ends_apart:
+            runs += [(match.start(), run[:-1], None), (match.end() - 1, run[-1], None)]
+        else:
+            runs.append((match.start(), run, suffix))
+    return runs
+
+
+def numbers(text: str) -> list[_Number]:
+    """The numbers in a normalised (NFKC, lower-case) text, with their spans, as values."""
+    found: list[_Number] = []
+    for run_start, run, suffix in _runs(text):
+        run_end = run_start + len(run) + len(suffix or "")
+        for start, size, part in _segments(run):
+            last = start + size == len(run)
+            parsed = _parse_run(part, suffix if last else None)
+            if parsed is None:
+                continue
+            values, unit, bare = parsed
+            if not all(math.isfinite(value) and abs(value) < 10**_MAX_DIGITS for value in values):
+                continue
+            begin = run_start + start
+            found.append(_Number(begin, run_end if last else begin + size, values, unit, bare))
+    return _join_ranges(text, found)
+
+
+def _join_ranges(text: str, found: list[_Number]) -> list[_Number]:
+    """两到三千 and 3-5k: the left end takes the right end's unit; bare digits stay only before a
+    classifier or as a range end."""
+    result: list[_Number] = []
+    for index, number in enumerate(found):
+        following = found[index + 1] if index + 1 < len(found) else None
+        joined = following is not None and text[number.end : following.start].strip() in _RANGE_JOINERS
+        if joined and following is not None and number.unit == 1 and following.unit > 1:
+            coefficient = max(following.values) / following.unit
+            if all(value <= coefficient for value in number.values):
+                number = _Number(number.start, number.end, tuple(v * following.unit for v in number.values))
+        previous = result[-1] if result else None
+        joined_before = previous is not None and text[previous.end : number.start].strip() in _RANGE_JOINERS
+        if number.bare and not (joined or joined_before or _classifier_follows(text, number)):
+            continue
+        result.append(number)
+    return result
+
+
+def _classifier_follows(text: str, number: _Number) -> bool:
+    rest = text[number.end : number.end + 2]
+    if text[number.start : number.end] == "一" and rest.startswith("点"):
+        return False
+    return rest.startswith(_CLASSIFIERS)
+
+
+# --- tokenisation ------------------------------------------------------------------------
+
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
+_TOKEN_RE = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<num>\d+(?:[.,]\d+)*)|(?P<word>[a-z]+(?:'[a-z]+)*)")
+
+# Feature weights: a shared CJK bigram or English word is a real lexical match; a shared
+# single CJK character is weak evidence (很多字单独出现没有意义); numbers (budgets, dates,
+# floors) are strong when they match.
+_W_BIGRAM = 1.0
+_W_UNIGRAM = 0.3
+_W_WORD = 1.0
+_W_NUMBER = 1.2
+_WEIGHTS = {"b": _W_BIGRAM, "c": _W_UNIGRAM, "w": _W_WORD, "n": _W_NUMBER}
+
+# BM25-style term saturation and (mild) length normalisation: chat messages are short, so a
+# long one is penalised less than a long web page would be.
+_K1 = 0.9
+_B = 0.4
+# Documents are a conversation in time order, and a question and its answer sit side by side:
+# a message gets this share of its best neighbour's score (only if it matches on its own).
+_NEIGHBOUR_SHARE = 0.3
+# A document must match at least this share of the query's rarity-weighted features.
+_MIN_COVERAGE = 0.08
+# When no document clears the coverage bar, the best lexical matches are returned instead of
+# nothing, but only documents sharing a rare term with the query: a bigram, word or number whose
+# IDF over the candidates is at least this (in at most ~13% of 240 messages), or a lone character
+# rarer still (in at most ~5%: 猫, 狗, 车 are words too; 好, 想, 看 are everywhere).
+_FALLBACK_MIN_IDF = 2.0
+_FALLBACK_MIN_IDF_CHAR = 3.0
+# Rarity is judged as if there were at least this many candidates: in a short history a bigram or
+# word in one or two messages still counts as rare, a lone character never does.
+_FALLBACK_PRIOR_DOCUMENTS = 20
+
+_EN_STOPWORDS = frozenset(
+    """
+    a about above after again against all am an and any are aren't as at be because been before being below
+    between both but by can could couldn't did didn't do does doesn't doing don't down during each few for from
+    further had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself him himself
+    his how how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most my myself no nor
+    not of off on once only or other ought our ours ourselves out over own same she she'd she'll she's should so
+    some such than that that's the their theirs them themselves then there there's these they they'd they'll
+    they're they've this those through to too under until up very was wasn't we we'd we'll we're we've were
+    weren't what what's when when's where where's which while who who's whom why why's with won't would wouldn't
+    you you'd you'll you're you've your yours yourself yourselves also just really yeah yes oh hey hi hello ok
+    okay so well got get gets getting will shall may might must u im ive dont thats lot lots thing things
+    """.split()  # noqa: SIM905 (a word list reads better as text)
+)
+# Characters that carry grammar rather than meaning, dropped both as single characters and from
+# bigrams ("的房" in "3000的房子" is noise). Ambiguous ones stay: 地 (地铁), 对 (对面), 过 (过户).
+_ZH_STOP_CHARS = frozenset("的了是我你他她它们在吗呢啊吧呀嘛哦哈和与及就也都很还又这那个有着么嗯呃哎")
+_ZH_STOP_BIGRAMS = frozenset(
+    """
+    我们 你们 他们 她们 它们 什么 怎么 这个 那个 一个 一下 就是 还是 可以 没有 不是 这样 那样 然后 因为 所以
+    但是 如果 我的 你的 他的 她的 是的 好的 谢谢 您好 你好 的话 一些 有点
+    """.split()  # noqa: SIM905
+)
+
+
+def _stem(word: str) -> str:
+    """A light English stemmer: possessives, plurals, -ing/-ed and a final -e."""
+    if word.endswith("'s"):
+        word = word[:-2]
+    word = word.replace("'", "")
+    if len(word) <= 3:
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith(("sses", "ches", "shes", "xes", "zes")):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in ("ing", "ed"):
+        if word.endswith(suffix):
+            stem = word[: -len(suffix)]
+            if len(stem) >= 3 and re.search("[aeiouy]", stem):
+                # Undouble: "running" → "run", but keep "ll"/"ss" ("calling" → "call").
+                if len(stem) > 3 and stem[-1] == stem[-2] and stem[-1] not in "lsz":
+                    stem = stem[:-1]
+                word = stem
+            break
+    if word.endswith("e") and len(word) > 4:
+        word = word[:-1]
+    return word
+
+
+def features(text: str) -> tuple[Feature, ...]:
+    """(feature, weight, count) for a text: CJK bigrams and single characters, stemmed English
+    words without stopwords, and numbers as values (八千 = 8k = 8,000 → n:8000; a range such as
+    五六千 gives both ends). Not cached: stored features are read instead (`recall_for`)."""
+    normalised = unicodedata.normalize("NFKC", text or "").lower()
+    counts: Counter[str] = Counter()
+    # Numbers first, cut out of the text, so 八千 is not also the bigram 八千 (nor 算八 in 预算八千).
+    pieces: list[str] = []
+    cursor = 0
+    for number in numbers(normalised):
+        pieces.append(normalised[cursor : number.start])
+        cursor = number.end
+        # With its classifier a number is a word of its own: 一楼 and 1楼 share "1楼", not only "1".
+        classifier = normalised[number.end : number.end + 1]
+        for value in dict.fromkeys(_canonical(v) for v in number.values):
+            counts["n:" + value] += 1
+            if classifier in _CLASSIFIER_CHARS:
+                counts["b:" + value + classifier] += 1
+    pieces.append(normalised[cursor:])
+    for match in _TOKEN_RE.finditer(" ".join(pieces)):
+        if match.lastgroup == "cjk":
+            run = match.group()
+            for char in run:
+                if char not in _ZH_STOP_CHARS:
+                    counts["c:" + char] += 1
+            for i in range(len(run) - 1):
+                bigram = run[i : i + 2]
+                if (
+                    bigram not in _ZH_STOP_BIGRAMS
+                    and bigram[0] not in _ZH_STOP_CHARS
+                    and bigram[1] not in _ZH_STOP_CHARS
+                ):
+                    counts["b:" + bigram] += 1
+        elif match.lastgroup == "num":  # what numbers() left: ids too long to be amounts
+            digits = match.group().replace(",", "")
+            counts["n:" + (digits.lstrip("0") or "0")] += 1
+        else:
+            word = match.group()
+            if word in _EN_STOPWORDS or len(word) < 2:
+                continue
+            stem = _stem(word)
+            if stem and stem not in _EN_STOPWORDS:
+                counts["w:" + stem] += 1
+    return tuple(sorted((feature, _WEIGHTS[feature[0]], count) for feature, count in counts.items()))
+
+
+def tokens(text: str) -> list[str]:
+    """The features of a text as a flat token list (what a BM25 baseline would index)."""
+    return [feature for feature, _weight, count in features(text) for _ in range(count)]
+
+
+# A document as ranking reads it: feature → count, and its weighted length.
+Document = tuple[dict[str, int], float]
+
+
+def _length(text_features: Iterable[Feature]) -> float:
+    return sum(weight * count for _feature, weight, count in text_features)
+
+
+def document(text_features: Sequence[Feature]) -> Document:
+    return {feature: count for feature, _weight, count in text_features}, _length(text_features)
+
+
+def features_encode(text_features: Sequence[Feature]) -> str:
+    """Features as stored: the weighted length, then the features space-separated, a count above
+    one after `*` ("5.6|b:地铁 c:地 c:铁 n:8000*2"). Features hold no space, `|` or `*`."""
+    body = " ".join(feature if count == 1 else f"{feature}*{count}" for feature, _weight, count in text_features)
+    return f"{_canonical(_length(text_features))}|{body}"
+
+
+def document_decode(encoded: str) -> Document:
+    """A stored document, read as cheaply as Python allows: recall reads up to 240 per turn.
+    Raises ValueError on a malformed row."""
+    head, bar, body = encoded.partition("|")
+    if not bar:
+        raise ValueError("stored recall features without a length")
+    tokens = body.split()
+    if "*" not in body:
+        return dict.fromkeys(tokens, 1), float(head)
+    counts: dict[str, int] = {}
+    for token in tokens:
+        feature, _star, count = token.partition("*")
+        counts[feature] = int(count) if count else 1
+    return counts, float(head)
+
+
+def features_decode(encoded: str) -> tuple[Feature, ...]:
+    """The stored features as `features` returns them."""
+    counts, _ = document_decode(encoded)
+    return tuple(sorted((feature, _WEIGHTS[feature[0]], count) for feature, count in counts.items()))
+
+
+def text_fingerprint(text: str) -> str:
+    """Identifies the text the stored features were computed from: a changed (scrubbed) text is
+    tokenised again rather than recalled by words it no longer holds."""
+    return hashlib.blake2b((text or "").encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+# --- ranking -----------------------------------------------------------------------------
+
+
+# `rank` is called with the same history again and again (a benchmark's questions over one
+# conversation, a tool's corpus): a text's document is kept, bounded, by its text.
+RANK_MEMO_SIZE = 16_384
+
+
+@lru_cache(maxsize=RANK_MEMO_SIZE)
+def _memo_document(text: str) -> Document:
+    return document(features(text))
+
+
+def rank(query: str, documents: Sequence[str], limit: int) -> list[int]:
+    """Indexes of the documents most relevant to `query`, best first, at most `limit`.
+
+    See `rank_documents`; each text's features are memoised (at most RANK_MEMO_SIZE texts), the
+    documents are not copied, so `rank_documents` must not change them.
+    """
+    if limit <= 0 or not documents:
+        return []
+    return rank_documents(features(query), [_memo_document(text) for text in documents], limit)
+
+
+def rank_features(
+    query_features: Sequence[Feature], doc_features: Sequence[Sequence[Feature]], limit: int
+) -> list[int]:
+    """`rank` over features already computed (as `features` returns them)."""
+    return rank_documents(query_features, [document(text_features) for text_features in doc_features], limit)
+
+
+def rank_documents(query_features: Sequence[Feature], documents: Sequence[Document], limit: int) -> list[int]:
+    """`rank` over documents already tokenised (stored ones in `recall_for`).
+
+    Score: for each distinct query feature, its weight × IDF over the candidate documents ×
+    a BM25 saturation of its count in the document, with length normalisation so a long
+    message does not win by size. Documents that match less than `_MIN_COVERAGE` of the
+    query's rarity-weighted features are not returned. Documents are taken to be in time order:
+    a matching message also gets a share of its best neighbour's score, because in a chat the
+    answer sits next to the question. Ties go to the later index (the newer message).
+
+    When no document clears the coverage bar (a short question sharing a few rare words with the
+    right message), the documents sharing a rare term with the query are ranked by the same score
+    instead; a query sharing only common terms, or too few documents to tell, still gets nothing.
+    """
+    if limit <= 0 or not documents:
+        return []
+    query_weights = {feature: weight for feature, weight, _count in query_features}
+    if not query_weights:
+        return []
+    query_keys = query_weights.keys()
+    # Only the shared features matter: a C-level set intersection per document, then a loop over few.
+    shared = [sorted(counts.keys() & query_keys) for counts, _length in documents]
+    document_frequency: Counter[str] = Counter()
+    for features_shared in shared:
+        document_frequency.update(features_shared)
+    total = len(documents)
+    average_length = (sum(length for _counts, length in documents) / total) or 1.0
+    idf = {
+        feature: math.log(1.0 + (total - document_frequency[feature] + 0.5) / (document_frequency[feature] + 0.5))
+        for feature in query_weights
+    }
+    query_mass = sum(query_weights[feature] * idf[feature] for feature in query_weights) or 1.0
+    prior_total = max(total, _FALLBACK_PRIOR_DOCUMENTS)
+    rare = {
+        feature
+        for feature in query_weights
+        if document_frequency[feature]
+        and math.log(1.0 + (prior_total - document_frequency[feature] + 0.5) / (document_frequency[feature] + 0.5))
+        >= (_FALLBACK_MIN_IDF_CHAR if feature[0] == "c" else _FALLBACK_MIN_IDF)
+    }
+
+    raw = [0.0] * total
+    eligible = [False] * total
+    fallback = [False] * total
+    for index, features_shared in enumerate(shared):
+        if not features_shared:
+            continue
+        counts, length = documents[index]
+        norm = _K1 * (1.0 - _B + _B * length / average_length)
+        score = 0.0
+        matched_mass = 0.0
+        for feature in features_shared:
+            term = query_weights[feature] * idf[feature]
+            count = counts[feature]
+            score += term * count * (_K1 + 1.0) / (count + norm)
+            matched_mass += term
+        raw[index] = score
+        eligible[index] = matched_mass / query_mass >= _MIN_COVERAGE
+        fallback[index] = not rare.isdisjoint(features_shared)
+    if not any(eligible):
+        eligible = fallback
+
+    scored: list[tuple[float, int]] = []
+    for index in range(total):
+        if not eligible[index]:
+            continue
+        neighbour = max(raw[index - 1] if index > 0 else 0.0, raw[index + 1] if index + 1 < total else 0.0)
+        scored.append((raw[index] + _NEIGHBOUR_SHARE * neighbour, index))
+    scored.sort(key=lambda pair: (-pair[0], -pair[1]))
+    return [index for _score, index in scored[:limit]]
+
+

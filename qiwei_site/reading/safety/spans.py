@@ -1,0 +1,153 @@
+"""Sensitive spans in the text as received: each detector runs on the folded and the squeezed views of the
+message, mapped back to its characters; overlaps resolved by priority.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+
+from qiwei_site.reading.safety.categories import (
+    BANK_CARD,
+    CARD_SECURITY_CODE,
+    CREDENTIAL,
+    ID_CARD,
+    MOBILE,
+    PERSONAL_NUMBER_CATEGORIES,
+    VERIFICATION_CODE,
+)
+from qiwei_site.reading.safety.credentials import _secret_hits
+from qiwei_site.reading.safety.markers import _HIDDEN_RE, _ZWJ
+from qiwei_site.reading.safety.personal import _personal_hits
+
+# --- views of the message, mapped back to its characters ----------------------------------------
+
+
+@dataclass(frozen=True)
+class _View:
+    """A normalised reading of the message; `origin[i]` is the raw index of its i-th character."""
+
+    text: str
+    origin: tuple[int, ...]
+
+    def raw_span(self, start: int, end: int) -> tuple[int, int]:
+        return self.origin[start], self.origin[end - 1] + 1
+
+
+# One separator between one-character tokens is spacing meant to evade ("密 码 是 a b c 1 2 3").
+_SQUEEZABLE = frozenset(" \t\u00a0·•_*.-")
+
+
+def _is_cjk(char: str) -> bool:
+    return "\u3400" <= char <= "\u9fff" or "\uf900" <= char <= "\ufaff"
+
+
+def _folded_view(raw: str) -> _View:
+    """NFKC one character at a time (full-width forms fold, indexes survive), hidden characters dropped."""
+    chars: list[str] = []
+    origin: list[int] = []
+    for index, char in enumerate(raw):
+        if _HIDDEN_RE.match(char) or char == "\ufeff" or char == _ZWJ:
+            continue
+        for folded in unicodedata.normalize("NFKC", char):
+            chars.append(folded)
+            origin.append(index)
+    return _View("".join(chars), tuple(origin))
+
+
+def _squeezed_view(view: _View) -> _View:
+    text = view.text
+    last = len(text) - 1
+
+    def separator(i: int) -> bool:
+        return text[i] in _SQUEEZABLE or text[i].isspace()
+
+    def word(i: int) -> bool:
+        return text[i].isascii() and text[i].isalnum()
+
+    def single(i: int) -> bool:
+        # A character standing alone: a CJK character, or a letter or digit with no letter or digit
+        # on either side. "am" in "I am" is not single, so words keep their spaces.
+        if separator(i):
+            return False
+        if _is_cjk(text[i]):
+            return True
+        return (i == 0 or not word(i - 1)) and (i == last or not word(i + 1))
+
+    keep = [i for i in range(len(text)) if not (0 < i < last and separator(i) and single(i - 1) and single(i + 1))]
+    return _View("".join(text[i] for i in keep), tuple(view.origin[i] for i in keep))
+
+
+def _views(raw: str) -> list[_View]:
+    folded = _folded_view(raw)
+    squeezed = _squeezed_view(folded)
+    return [folded] if squeezed.text == folded.text else [folded, squeezed]
+
+
+@dataclass(frozen=True, order=True)
+class Span:
+    """Where a secret or a personal number sits in the message as received: `text[start:end]`."""
+
+    start: int
+    end: int
+    category: str
+    rule: str = ""
+
+
+# When spans overlap, the stronger reading wins: a password that looks like a mobile is a password.
+_PRIORITY = {
+    CREDENTIAL: 0,
+    VERIFICATION_CODE: 1,
+    CARD_SECURITY_CODE: 2,
+    BANK_CARD: 3,
+    ID_CARD: 4,
+    MOBILE: 5,
+}
+
+
+def _merge(spans: Iterable[Span]) -> tuple[Span, ...]:
+    merged: list[Span] = []
+    for span in sorted(spans):
+        if merged and span.start < merged[-1].end:
+            previous = merged[-1]
+            stronger = previous if _PRIORITY[previous.category] <= _PRIORITY[span.category] else span
+            merged[-1] = Span(previous.start, max(previous.end, span.end), stronger.category, stronger.rule)
+        else:
+            merged.append(span)
+    return tuple(merged)
+
+
+# The Workbench and the APIs re-quote the same recent messages on every poll.
+@lru_cache(maxsize=1024)
+def _find_sensitive(raw: str) -> tuple[Span, ...]:
+    found: list[Span] = []
+    for view in _views(raw):
+        if not view.text:
+            continue
+        for hits in (_secret_hits(view.text), _personal_hits(view.text)):
+            for rule, category, start, end in hits:
+                if end > start:
+                    found.append(Span(*view.raw_span(start, end), category, rule))
+    return _merge(found)
+
+
+def find_sensitive(text: str) -> list[Span]:
+    """Every credential, one-time code, CVV, ID-card, bank-card and mobile number in `text`, as
+    non-overlapping spans of the text as received (spaced-out and full-width forms included)."""
+    return list(_find_sensitive(text or ""))
+
+
+def without_personal_numbers(text: str, spans: Iterable[Span]) -> str:
+    """What capture reads: the message with its ID-card, bank-card and mobile numbers cut out."""
+    out: list[str] = []
+    last = 0
+    for span in sorted(spans):
+        if span.category not in PERSONAL_NUMBER_CATEGORIES or span.start < last:
+            continue
+        out.append(text[last : span.start])
+        out.append(" ")
+        last = span.end
+    out.append(text[last:])
+    return "".join(out)
