@@ -12,7 +12,7 @@ import hashlib
 import math
 import re
 import unicodedata
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -390,9 +390,12 @@ def text_fingerprint(text: str) -> str:
 # --- ranking -----------------------------------------------------------------------------
 
 
-# `rank` is called with the same history again and again (a benchmark's questions over one
-# conversation, a tool's corpus): a text's document is kept, bounded, by its text.
+# `rank` is called with the same texts again and again (a benchmark's questions over one
+# conversation, a tool's corpus): a text's document is kept by its text, and a list of texts as an
+# inverted index (feature → the documents that have it), so a query touches only the documents
+# sharing one of its features. Both bounded.
 RANK_MEMO_SIZE = 16_384
+RANK_CORPORA = 8
 
 
 @lru_cache(maxsize=RANK_MEMO_SIZE)
@@ -400,15 +403,48 @@ def _memo_document(text: str) -> Document:
     return document(features(text))
 
 
-def rank(query: str, documents: Sequence[str], limit: int) -> list[int]:
-    """Indexes of the documents most relevant to `query`, best first, at most `limit`.
+@dataclass(frozen=True)
+class _Corpus:
+    documents: tuple[Document, ...]
+    postings: dict[str, tuple[int, ...]]
+    average_length: float
 
-    See `rank_documents`; each text's features are memoised (at most RANK_MEMO_SIZE texts), the
-    documents are not copied, so `rank_documents` must not change them.
-    """
+
+_corpora: OrderedDict[tuple[str, ...], _Corpus] = OrderedDict()
+
+
+def _corpus(texts: tuple[str, ...]) -> _Corpus:
+    corpus = _corpora.get(texts)
+    if corpus is not None:
+        _corpora.move_to_end(texts)
+        return corpus
+    documents = tuple(_memo_document(text) for text in texts)
+    postings: dict[str, list[int]] = {}
+    for index, (counts, _length) in enumerate(documents):
+        for feature in counts:
+            postings.setdefault(feature, []).append(index)
+    average_length = (sum(length for _counts, length in documents) / len(documents)) or 1.0
+    corpus = _Corpus(documents, {feature: tuple(ids) for feature, ids in postings.items()}, average_length)
+    _corpora[texts] = corpus
+    while len(_corpora) > RANK_CORPORA:
+        _corpora.popitem(last=False)
+    return corpus
+
+
+def rank(query: str, documents: Sequence[str], limit: int) -> list[int]:
+    """Indexes of the documents most relevant to `query`, best first, at most `limit`: the same
+    answer as `rank_documents` over the documents' features, read through the memoised corpus."""
     if limit <= 0 or not documents:
         return []
-    return rank_documents(features(query), [_memo_document(text) for text in documents], limit)
+    corpus = _corpus(tuple(documents))
+    query_weights = _query_weights(features(query))
+    if not query_weights:
+        return []
+    shared: dict[int, list[str]] = {}
+    for feature in sorted(query_weights):
+        for index in corpus.postings.get(feature, ()):
+            shared.setdefault(index, []).append(feature)
+    return _ranked(query_weights, corpus.documents, shared, corpus.average_length, limit)
 
 
 def rank_features(
@@ -416,6 +452,10 @@ def rank_features(
 ) -> list[int]:
     """`rank` over features already computed (as `features` returns them)."""
     return rank_documents(query_features, [document(text_features) for text_features in doc_features], limit)
+
+
+def _query_weights(query_features: Sequence[Feature]) -> dict[str, float]:
+    return {feature: weight for feature, weight, _count in query_features}
 
 
 def rank_documents(query_features: Sequence[Feature], documents: Sequence[Document], limit: int) -> list[int]:
@@ -434,17 +474,33 @@ def rank_documents(query_features: Sequence[Feature], documents: Sequence[Docume
     """
     if limit <= 0 or not documents:
         return []
-    query_weights = {feature: weight for feature, weight, _count in query_features}
+    query_weights = _query_weights(query_features)
     if not query_weights:
         return []
     query_keys = query_weights.keys()
     # Only the shared features matter: a C-level set intersection per document, then a loop over few.
-    shared = [sorted(counts.keys() & query_keys) for counts, _length in documents]
+    shared: dict[int, list[str]] = {}
+    for index, (counts, _length) in enumerate(documents):
+        common = counts.keys() & query_keys
+        if common:
+            shared[index] = sorted(common)
+    average_length = (sum(length for _counts, length in documents) / len(documents)) or 1.0
+    return _ranked(query_weights, documents, shared, average_length, limit)
+
+
+def _ranked(
+    query_weights: dict[str, float],
+    documents: Sequence[Document],
+    shared: dict[int, list[str]],
+    average_length: float,
+    limit: int,
+) -> list[int]:
+    """The ranking of `rank_documents`, given each document's shared features (sorted; documents
+    sharing none absent)."""
     document_frequency: Counter[str] = Counter()
-    for features_shared in shared:
+    for features_shared in shared.values():
         document_frequency.update(features_shared)
     total = len(documents)
-    average_length = (sum(length for _counts, length in documents) / total) or 1.0
     idf = {
         feature: math.log(1.0 + (total - document_frequency[feature] + 0.5) / (document_frequency[feature] + 0.5))
         for feature in query_weights
@@ -459,12 +515,11 @@ def rank_documents(query_features: Sequence[Feature], documents: Sequence[Docume
         >= (_FALLBACK_MIN_IDF_CHAR if feature[0] == "c" else _FALLBACK_MIN_IDF)
     }
 
-    raw = [0.0] * total
-    eligible = [False] * total
-    fallback = [False] * total
-    for index, features_shared in enumerate(shared):
-        if not features_shared:
-            continue
+    raw: dict[int, float] = {}
+    eligible: list[int] = []
+    fallback: list[int] = []
+    for index in sorted(shared):
+        features_shared = shared[index]
         counts, length = documents[index]
         norm = _K1 * (1.0 - _B + _B * length / average_length)
         score = 0.0
@@ -475,18 +530,16 @@ def rank_documents(query_features: Sequence[Feature], documents: Sequence[Docume
             score += term * count * (_K1 + 1.0) / (count + norm)
             matched_mass += term
         raw[index] = score
-        eligible[index] = matched_mass / query_mass >= _MIN_COVERAGE
-        fallback[index] = not rare.isdisjoint(features_shared)
-    if not any(eligible):
+        if matched_mass / query_mass >= _MIN_COVERAGE:
+            eligible.append(index)
+        if not rare.isdisjoint(features_shared):
+            fallback.append(index)
+    if not eligible:
         eligible = fallback
 
     scored: list[tuple[float, int]] = []
-    for index in range(total):
-        if not eligible[index]:
-            continue
-        neighbour = max(raw[index - 1] if index > 0 else 0.0, raw[index + 1] if index + 1 < total else 0.0)
+    for index in eligible:
+        neighbour = max(raw.get(index - 1, 0.0), raw.get(index + 1, 0.0))
         scored.append((raw[index] + _NEIGHBOUR_SHARE * neighbour, index))
     scored.sort(key=lambda pair: (-pair[0], -pair[1]))
     return [index for _score, index in scored[:limit]]
-
-
