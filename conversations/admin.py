@@ -135,20 +135,6 @@ def masked_message_text(message: Message) -> str:
     return mask_sensitive(message.text)
 
 
-class MessageInline(ReadOnlyAdminMixin, admin.TabularInline):
-    model = Message
-    fields = ["sent_at", "direction", "sender", "masked_text", "is_effective"]
-    readonly_fields = ["sent_at", "direction", "sender", "masked_text", "is_effective"]
-    extra = 0
-    ordering = ["-sent_at"]
-    max_num = 0
-    show_change_link = True
-
-    @admin.display(description="内容（已遮蔽）")
-    def masked_text(self, obj: Message) -> str:
-        return masked_message_text(obj)
-
-
 class MessageRevealForm(forms.Form):
     reason = forms.CharField(label="原因（写入审计）", max_length=300)
 

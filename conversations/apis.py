@@ -6,13 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import models
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
     extend_schema,
-    extend_schema_field,
     extend_schema_serializer,
 )
 from rest_framework import serializers
@@ -32,20 +30,13 @@ from conversations.business import (
 )
 from conversations.drafts import draft_approve, draft_reject, draft_send
 from conversations.models import (
-    Alert,
     AlertKind,
     AlertLevel,
     AuditEvent,
     Customer,
-    Delivery,
-    Draft,
-    DraftStatus,
     FeedbackSource,
     FeedbackVerdict,
-    Recommendation,
-    RecommendationFeedback,
     RecommendationStatus,
-    Task,
     TaskStatus,
 )
 from conversations.selectors import (
@@ -54,13 +45,18 @@ from conversations.selectors import (
     audit_event_list,
     customer_get,
     draft_get,
-    draft_list,
     draft_prompt_view,
     recommendation_get,
-    recommendation_latest_feedback,
     recommendation_list,
     task_get,
     task_list,
+)
+from conversations.serializers import (
+    AlertOutputSerializer,
+    DeliveryOutputSerializer,
+    DraftOutputSerializer,
+    RecommendationOutputSerializer,
+    TaskOutputSerializer,
 )
 from conversations.services import alert_resolve
 from qiwei_site.platform.api import AccountAPIView, ErrorOutputSerializer
@@ -105,96 +101,8 @@ class CustomerDetailApi(AccountAPIView):
 # --- drafts ------------------------------------------------------------------------------
 
 
-class DeliveryOutputSerializer(serializers.ModelSerializer):
-    draft_id = serializers.IntegerField()
-    status_label = serializers.CharField(source="get_status_display")
-
-    class Meta:
-        model = Delivery
-        fields = [
-            "id",
-            "draft_id",
-            "idempotency_key",
-            "status",
-            "status_label",
-            "upstream_id",
-            "text",
-            "auto",
-            "attempts",
-            "last_error",
-            "sent_at",
-            "created_at",
-        ]
-
-
-class DraftOutputSerializer(serializers.ModelSerializer):
-    """A draft as the API, the Workbench and the review queue show it (one serializer for all)."""
-
-    status_label = serializers.CharField(source="get_status_display")
-    conversation_id = serializers.CharField(source="customer.conversation_id")
-    reply_to_message_id = serializers.IntegerField(source="reply_to_id", allow_null=True)
-    reasons = serializers.ListField(child=serializers.CharField())
-    profile_updates = serializers.DictField(child=serializers.CharField())
-    dropped_updates = serializers.ListField(child=serializers.DictField())
-    context_trace = serializers.DictField()
-    delivery = serializers.SerializerMethodField()
-    prompt_available = serializers.SerializerMethodField(help_text="是否保存了模型收到的提示词（见 …/prompt/）")
-
-    class Meta:
-        model = Draft
-        fields = [
-            "id",
-            "conversation_id",
-            "status",
-            "status_label",
-            "reply",
-            "final_text",
-            "confidence",
-            "requires_human",
-            "reasons",
-            "profile_updates",
-            "dropped_updates",
-            "error",
-            "session_id",
-            "client",
-            "reply_to_message_id",
-            "context_trace",
-            "delivery",
-            "prompt_available",
-            "reviewed_at",
-            "created_at",
-            "updated_at",
-        ]
-
-    def get_prompt_available(self, obj: Draft) -> bool:
-        # Lists annotate it (the prompt itself is deferred there); a single draft has its prompt.
-        annotated = getattr(obj, "has_prompt", None)
-        return bool(annotated) if annotated is not None else bool(obj.prompt)
-
-    @extend_schema_field(DeliveryOutputSerializer(allow_null=True))
-    def get_delivery(self, obj: Draft) -> dict[str, Any] | None:
-        delivery = getattr(obj, "delivery", None)
-        return dict(DeliveryOutputSerializer(delivery).data) if delivery is not None else None
-
-
 class ReasonInputSerializer(serializers.Serializer):
     reason = serializers.CharField(required=False, allow_blank=True, max_length=300)
-
-
-class DraftListApi(AccountAPIView):
-    """草稿列表；生成草稿（POST）由 sessions_epoch 的回合流水线在同一路径上提供。"""
-
-    pagination_class = LimitOffsetPagination
-
-    @extend_schema(
-        parameters=[OpenApiParameter("status", str, enum=DraftStatus.values, description="按状态筛选")],
-        responses=DraftOutputSerializer(many=True),
-        summary="草稿列表",
-    )
-    def get(self, request: Request, account_id: str, conversation_id: str) -> Response:
-        customer = customer_get(conversation_id)
-        drafts = draft_list(customer=customer, status=request.query_params.get("status") or None)
-        return paginated_response(request=request, view=self, queryset=drafts, serializer=DraftOutputSerializer)
 
 
 class DraftDetailApi(AccountAPIView):
@@ -312,44 +220,6 @@ def _changes(data: dict[str, Any]) -> tuple[dict[str, Any], str]:
     return data, reason
 
 
-def _inline_enum(choices: type[models.TextChoices]) -> type[serializers.CharField]:
-    """A read-only status documented as an inline enum: several models name their state `status`
-    with different values, and a shared component name would collide."""
-
-    @extend_schema_field({"type": "string", "enum": list(choices.values)})
-    class InlineEnumField(serializers.CharField):
-        pass
-
-    return InlineEnumField
-
-
-TaskStatusField = _inline_enum(TaskStatus)
-RecommendationStatusField = _inline_enum(RecommendationStatus)
-
-
-class TaskOutputSerializer(serializers.ModelSerializer):
-    conversation_id = serializers.CharField(source="customer.conversation_id")
-    status = TaskStatusField()
-    status_label = serializers.CharField(source="get_status_display")
-
-    class Meta:
-        model = Task
-        fields = [
-            "id",
-            "conversation_id",
-            "title",
-            "note",
-            "status",
-            "status_label",
-            "due_at",
-            "resolution_reason",
-            "resolved_at",
-            "resolved_by_name",
-            "created_at",
-            "updated_at",
-        ]
-
-
 class TaskListApi(AccountAPIView):
     """一个客户的待办（默认只列未完成的；`status=done` 已完成，`status=all` 全部），截止时间最早的在前。"""
 
@@ -406,30 +276,6 @@ class TaskResolveApi(AccountAPIView):
         task = task_get(task_id)
         reason = _input(ResolveInputSerializer, request)["reason"]
         return Response(TaskOutputSerializer(task_resolve(task=task, actor=request.user, reason=reason)).data)
-
-
-class AlertOutputSerializer(serializers.ModelSerializer):
-    conversation_id = serializers.CharField(source="customer.conversation_id")
-    level_label = serializers.CharField(source="get_level_display")
-    kind_label = serializers.CharField(source="get_kind_display")
-
-    class Meta:
-        model = Alert
-        fields = [
-            "id",
-            "conversation_id",
-            "kind",
-            "kind_label",
-            "level",
-            "level_label",
-            "text",
-            "resolved",
-            "resolution_reason",
-            "resolved_at",
-            "resolved_by_name",
-            "created_at",
-            "updated_at",
-        ]
 
 
 class AlertListApi(AccountAPIView):
@@ -498,62 +344,6 @@ class AlertResolveApi(AccountAPIView):
         alert = alert_get(alert_id)
         reason = _input(ResolveInputSerializer, request)["reason"]
         return Response(AlertOutputSerializer(alert_resolve(alert=alert, actor=request.user, reason=reason)).data)
-
-
-class RecommendationFeedbackOutputSerializer(serializers.ModelSerializer):
-    recommendation_id = serializers.IntegerField()
-    source_label = serializers.CharField(source="get_source_display")
-    verdict_label = serializers.CharField(source="get_verdict_display")
-
-    class Meta:
-        model = RecommendationFeedback
-        fields = [
-            "id",
-            "recommendation_id",
-            "source",
-            "source_label",
-            "verdict",
-            "verdict_label",
-            "comment",
-            "actor_name",
-            "created_at",
-        ]
-
-
-class RecommendationOutputSerializer(serializers.ModelSerializer):
-    conversation_id = serializers.CharField(source="customer.conversation_id")
-    status = RecommendationStatusField()
-    status_label = serializers.CharField(source="get_status_display")
-    latest_feedback = serializers.SerializerMethodField()
-    feedback = serializers.SerializerMethodField()
-
-    class Meta:
-        model = Recommendation
-        fields = [
-            "id",
-            "conversation_id",
-            "text",
-            "status",
-            "status_label",
-            "latest_feedback",
-            "feedback",
-            "resolution_reason",
-            "resolved_at",
-            "resolved_by_name",
-            "created_at",
-            "updated_at",
-        ]
-
-    @extend_schema_field(RecommendationFeedbackOutputSerializer(allow_null=True))
-    def get_latest_feedback(self, obj: Recommendation) -> dict[str, Any] | None:
-        latest = recommendation_latest_feedback(obj)
-        return dict(RecommendationFeedbackOutputSerializer(latest).data) if latest is not None else None
-
-    @extend_schema_field(RecommendationFeedbackOutputSerializer(many=True))
-    def get_feedback(self, obj: Recommendation) -> list[dict[str, Any]]:
-        """The whole feedback history, newest first."""
-        history = sorted(obj.feedback.all(), key=lambda f: (f.created_at, f.id), reverse=True)
-        return [dict(item) for item in RecommendationFeedbackOutputSerializer(history, many=True).data]
 
 
 class RecommendationListApi(AccountAPIView):

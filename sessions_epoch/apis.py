@@ -1,15 +1,16 @@
-"""The turn's endpoints (DESIGN §12): generate a draft (POST on the drafts path, whose GET is
-conversations') and list model-session epochs. Reviewing and sending drafts is conversations' API."""
+"""The turn's endpoints (DESIGN §12): the drafts path (GET lists through conversations' selector, POST
+generates a draft) and the model-session epochs. Reviewing and sending drafts is conversations' API."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from conversations.apis import DraftListApi, DraftOutputSerializer
-from conversations.selectors import customer_get, draft_get
+from conversations.models import DraftStatus
+from conversations.selectors import customer_get, draft_get, draft_list
+from conversations.serializers import DraftOutputSerializer
 from qiwei_site.platform.api import AccountAPIView
 from qiwei_site.platform.pagination import LimitOffsetPagination, paginated_response
 from sessions_epoch.models import SessionEpoch
@@ -33,8 +34,20 @@ class EpochOutputSerializer(serializers.ModelSerializer):
         ]
 
 
-class DraftListGenerateApi(DraftListApi):
-    """草稿列表（GET，见 conversations）与生成回复草稿（POST：回合流水线）。"""
+class DraftListGenerateApi(AccountAPIView):
+    """草稿列表（GET）与生成回复草稿（POST：回合流水线）。"""
+
+    pagination_class = LimitOffsetPagination
+
+    @extend_schema(
+        parameters=[OpenApiParameter("status", str, enum=DraftStatus.values, description="按状态筛选")],
+        responses=DraftOutputSerializer(many=True),
+        summary="草稿列表",
+    )
+    def get(self, request: Request, account_id: str, conversation_id: str) -> Response:
+        customer = customer_get(conversation_id)
+        drafts = draft_list(customer=customer, status=request.query_params.get("status") or None)
+        return paginated_response(request=request, view=self, queryset=drafts, serializer=DraftOutputSerializer)
 
     class GenerateInputSerializer(serializers.Serializer):
         reason = serializers.CharField(required=False, allow_blank=True, max_length=300)

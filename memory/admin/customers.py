@@ -11,8 +11,7 @@ from django.contrib import admin, messages
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from simple_history.admin import SimpleHistoryAdmin
 
-from conversations.admin import MessageInline
-from conversations.models import Customer, CustomerProfile
+from conversations.models import Customer, CustomerProfile, Message
 from conversations.services import customer_update
 from memory.governance.erasure import customer_erase
 from memory.models import MemoryItem
@@ -25,8 +24,23 @@ from qiwei_site.platform.admin_site import (
 )
 from qiwei_site.platform.errors import ApplicationError
 from qiwei_site.reading.fields import PROFILE_FIELD_NAMES
+from qiwei_site.reading.masking import mask_sensitive
 
 REASON_MISSING = "请填写原因：它会写入历史记录和审计。"
+
+
+class MessageInline(ReadOnlyAdminMixin, admin.TabularInline):
+    model = Message
+    fields = ["sent_at", "direction", "sender", "masked_text", "is_effective"]
+    readonly_fields = ["sent_at", "direction", "sender", "masked_text", "is_effective"]
+    extra = 0
+    ordering = ["-sent_at"]
+    max_num = 0
+    show_change_link = True
+
+    @admin.display(description="内容（已遮蔽）")
+    def masked_text(self, obj: Message) -> str:
+        return mask_sensitive(obj.text)
 
 
 class CustomerAdminForm(forms.ModelForm):

@@ -18,20 +18,12 @@ from rest_framework.response import Response
 
 from conversations.models import Message, MessageDirection
 from conversations.selectors import customer_get
+from conversations.serializers import MaskedTextField
 from memory.capture.ingest import messages_ingest
 from qiwei_site.platform.api import AccountAPIView
 from qiwei_site.platform.errors import ValidationFailed
-from qiwei_site.reading.masking import mask_sensitive
 
 SEARCH_LIMIT_MAX = 100
-
-
-class MaskedTextField(serializers.CharField):
-    """A message's text as people and clients see it: credentials and personal numbers masked
-    (`qiwei_site.reading.masking`); the stored message stays as received."""
-
-    def to_representation(self, value: Any) -> str:
-        return mask_sensitive(str(value))
 
 
 class MessageOutputSerializer(serializers.ModelSerializer):

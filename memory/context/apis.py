@@ -10,7 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from conversations.models import Message
-from memory.capture.apis import MaskedTextField
+from conversations.serializers import MaskedTextField
 from memory.providers import PrefetchRequest, SearchScope, get_provider
 from qiwei_site.platform.api import AccountAPIView
 

@@ -17,6 +17,7 @@ from celery import current_app as celery_current_app
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.urls import resolve
 from django.utils import timezone
 from rest_framework.test import APIRequestFactory, force_authenticate
 
@@ -36,7 +37,6 @@ from conversations.services import account_create, account_delete, customer_get_
 from memory.capture.ingest import messages_ingest
 from memory.capture.jobs import capture_inline
 from memory.context.builder import build_context
-from memory.governance.apis import MemoryItemConfirmApi
 from memory.governance.services import (
     memory_item_add,
     memory_item_edit,
@@ -313,15 +313,11 @@ def step_human_governance(account_id: str) -> str:
     check(hypothesis is not None, "推断未写入")
     assert hypothesis is not None
     # A supervisor confirms through the public API, as the Workbench does.
-    request = APIRequestFactory().post(
-        f"/api/accounts/{account_id}/conversations/{customer.conversation_id}/memory/{hypothesis.pk}/confirm/",
-        {"reason": "客户确认有车"},
-        format="json",
-    )
+    path = f"/api/accounts/{account_id}/conversations/{customer.conversation_id}/memory/{hypothesis.pk}/confirm/"
+    request = APIRequestFactory().post(path, {"reason": "客户确认有车"}, format="json")
     force_authenticate(request, user=get_user_model()(username=ACTOR, is_staff=True, is_superuser=True))
-    response = MemoryItemConfirmApi.as_view()(
-        request, account_id=account_id, conversation_id=customer.conversation_id, item_id=str(hypothesis.pk)
-    )
+    route = resolve(path)  # the view the URL conf routes there, as a client's request would reach it
+    response = route.func(request, *route.args, **route.kwargs)
     check(response.status_code == 200, f"确认接口返回 {response.status_code}")
     confirmed = MemoryItem.objects.get(pk=hypothesis.pk)
     check(confirmed.type == MemoryType.FACT and confirmed.confidence == 1, "确认后应为事实且置信度为 1")

@@ -26,14 +26,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from conversations.apis import (
+from conversations.models import AuditEvent, Customer, CustomerProfile, Message
+from conversations.serializers import (
     AlertOutputSerializer,
     DraftOutputSerializer,
+    MaskedTextField,
     RecommendationOutputSerializer,
     TaskOutputSerializer,
 )
-from conversations.models import AuditEvent, Customer, CustomerProfile, Message
-from memory.capture.apis import MaskedTextField
 from memory.models import MemorySnapshot
 from qiwei_site.platform.api import AccountAPIView
 from qiwei_site.platform.selectors import accounts_for_user
