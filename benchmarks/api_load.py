@@ -27,12 +27,14 @@ exports REV with `git archive` into a temporary directory, prepares one data dir
 checkout's code and one with REV's (each by its own code in a process of its own: same data,
 same seed), starts one gunicorn on each tree (same venv, same settings, workers never recycled),
 both up at once, and times every phase alternately (ours, REV; REV, ours; … for `--rounds`
-rounds) for each of `--kinds` (healthz as the floor, context; ingest, which adds messages, after
-every read phase). Prints per variant the median req/s, p50 and p95 over the rounds, errors, and
-the ratio ours/REV of req/s, with a verdict for context against the 2.5× target.
+rounds) for each of `--kinds` (healthz as the floor, context; turn — one new inbound message
+POSTed, then that conversation's context GET, as a real turn has, timed as one request pair —
+and ingest, which add messages, after every read phase). Prints per variant the median req/s,
+p50 and p95 over the rounds, errors, and the ratio ours/REV of req/s, with a verdict for context
+against the 2.5× target.
 
     .venv/bin/python benchmarks/api_load.py --compare b40be73 [--backends sqlite] [--clients 8] [--seconds 10]
-        [--rounds 3] [--kinds healthz context [ingest]] [--workers 4] [--json out.json]
+        [--rounds 3] [--kinds healthz context [turn] [ingest]] [--workers 4] [--json out.json]
 """
 
 from __future__ import annotations
@@ -160,6 +162,20 @@ def client_process(args: tuple[str, str, int, float, str, int]) -> list[tuple[fl
                 response = session.get(f"{base}/healthz", timeout=30)
             elif kind == "context":
                 response = session.get(url + "context/", timeout=30)
+            elif kind == "turn":
+                # A real turn: the customer's new message arrives, then its context is asked for
+                # (so the context answer cache never holds the answer).
+                counter += 1
+                body = {
+                    "external_id": f"turn-{seed}-{n}-{counter}",
+                    "direction": "inbound",
+                    "sender": "客户",
+                    "text": rng.choice(TEXTS).format(n=rng.randint(1, 12) * 1000),
+                }
+                posted = session.post(url + "messages/", json=body, timeout=30)
+                response = session.get(url + "context/", timeout=30)
+                if posted.status_code >= 400:
+                    response = posted
             else:
                 counter += 1
                 body = {
@@ -232,7 +248,7 @@ def bench_backend(backend: str, clients: list[int], seconds: float, workers: int
 
 # --- beside another revision (--compare REV) -------------------------------------------------
 
-KINDS = ["healthz", "context", "ingest"]
+KINDS = ["healthz", "context", "ingest", "turn"]
 CONTEXT_TARGET = 2.5  # issue 13: context req/s ≥ 2.5× b40be73's at 8 clients
 
 
@@ -268,11 +284,14 @@ def compare_backend(backend: str, args: argparse.Namespace, revision: str, revis
         for name, root in variants.items():
             log = Path(envs[name]["QIWEI_DATA_DIR"]) / "gunicorn.log"
             servers[name] = start_gunicorn(envs[name], root=root, workers=args.workers, log_path=log)
-        read_kinds = [kind for kind in args.kinds if kind != "ingest"]
-        # Ingest adds messages, so it runs after every read phase: the reads see the prepared data.
+        writes = ("turn", "ingest")
+        read_kinds = [kind for kind in args.kinds if kind not in writes]
+        # Ingest and turns add messages, so they run after every read phase: the reads see the
+        # prepared data.
         schedule = [(round_, kind) for round_ in range(args.rounds) for kind in read_kinds]
-        if "ingest" in args.kinds:
-            schedule += [(round_, "ingest") for round_ in range(args.rounds)]
+        for kind in writes:
+            if kind in args.kinds:
+                schedule += [(round_, kind) for round_ in range(args.rounds)]
         for kind in args.kinds:
             for name in variants:
                 run_load(servers[name][1], tokens[name], 2, 2, kind)  # warm up every worker

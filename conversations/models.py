@@ -401,3 +401,18 @@ class RegistryAuditEvent(AuditRecord):
 
     def __str__(self) -> str:
         return f"{self.get_action_display()} {self.account_id}"
+
+
+class CustomerContextVersion(models.Model):
+    """A customer's context version (`conversations.context_version`): written only by the
+    database's triggers, read by the context builder. No foreign key: it is a counter, not data."""
+
+    customer_id = models.BigIntegerField(_("客户"), primary_key=True)
+    version = models.BigIntegerField(_("上下文版本"), default=0)
+
+    class Meta:
+        verbose_name = _("客户上下文版本")
+        verbose_name_plural = _("客户上下文版本")
+
+    def __str__(self) -> str:
+        return f"{self.customer_id}@{self.version}"

@@ -25,17 +25,11 @@ from conversations.models import (
     Task,
     TaskStatus,
 )
-from qiwei_site.platform.compiled import CompiledGet
 from qiwei_site.platform.errors import NotFound, ValidationFailed
-
-# Every API request about a conversation starts here: compiled once (`qiwei_site.platform.compiled`).
-_CUSTOMER_BY_CONVERSATION = CompiledGet(
-    Customer, lambda conversation_id: Customer.objects.filter(conversation_id=conversation_id).order_by("pk"), "\x1e"
-)
 
 
 def customer_get(conversation_id: str) -> Customer:
-    customer = _CUSTOMER_BY_CONVERSATION.first(conversation_id)
+    customer = Customer.objects.filter(conversation_id=conversation_id).order_by("pk").first()
     if customer is None:
         raise NotFound(f"会话 {conversation_id} 不存在 (no such conversation).", code="conversation_not_found")
     return customer

@@ -7,6 +7,7 @@ on itself resolves to nothing and is reported; the file system is never read her
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import posixpath
 import re
@@ -16,9 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import cache
 
 from knowledge.models import KnowledgeDocument, KnowledgeSection
-from knowledge.services import knowledge_index, slugify_heading
+from knowledge.services import KNOWLEDGE_VERSION_CACHE_KEY, knowledge_index, slugify_heading
 
 logger = logging.getLogger(__name__)
 
@@ -172,6 +174,21 @@ _cache_lock = threading.Lock()
 def knowledge_version() -> KnowledgeVersion:
     """The current index version: one query over the (few) documents, paths and hashes only."""
     return tuple(KnowledgeDocument.objects.order_by("path").values_list("path", "sha256"))
+
+
+# Another process's reindex is seen within this many seconds (this process's at once: the index
+# service flushes the key); the context answer cache keys on the token.
+KNOWLEDGE_VERSION_CACHE_SECONDS = 5
+
+
+def knowledge_version_token() -> str:
+    """A short digest of `knowledge_version()`, kept in Django's cache by key and flushed when the
+    index is written (`knowledge_version_flush`)."""
+    token = cache.get(KNOWLEDGE_VERSION_CACHE_KEY)
+    if token is None:
+        token = hashlib.sha256(repr(knowledge_version()).encode()).hexdigest()[:32]
+        cache.set(KNOWLEDGE_VERSION_CACHE_KEY, token, KNOWLEDGE_VERSION_CACHE_SECONDS)
+    return str(token)
 
 
 def _copied(context: KnowledgeContext) -> KnowledgeContext:

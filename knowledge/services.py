@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import transaction
 
 from knowledge.models import KnowledgeDocument, KnowledgeSection
@@ -180,5 +181,14 @@ def knowledge_index(*, root: Path | str | None = None) -> IndexReport:
             KnowledgeDocument.objects.filter(path__in=gone).delete()
             report.removed.extend(gone)
     if report.added or report.updated or report.removed:
+        knowledge_version_flush()
         logger.info("knowledge index: %s", report.as_dict())
     return report
+
+
+KNOWLEDGE_VERSION_CACHE_KEY = "qiwei:knowledge:version"
+
+
+def knowledge_version_flush() -> None:
+    """Forget the cached index version (`knowledge.context.knowledge_version_token`)."""
+    cache.delete(KNOWLEDGE_VERSION_CACHE_KEY)

@@ -26,7 +26,6 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import connections
-from django.db.models import Exists, FilteredRelation, OuterRef, Q
 from django.utils import timezone
 from simple_history.utils import get_history_manager_for_model
 
@@ -35,15 +34,22 @@ from conversations.services import AuditEntry, audit_records_bulk
 from memory.decisions import CustomerDecisions, automatic_write_refusal
 from memory.models import (
     MemoryCreatedBy,
-    MemoryDecision,
     MemoryDirection,
     MemoryItem,
-    MemorySnapshot,
     MemoryStatus,
     MemoryType,
 )
-from memory.snapshots import SnapshotHead, snapshot_head_annotations, snapshot_write
-from qiwei_site.platform.compiled import CompiledRead
+from memory.selectors import (
+    ITEM_FIELDS,
+    PROFILE_FIELDS,
+    customer_lock,
+    customer_profile_locked,
+    memory_decision_rows,
+    memory_items_active_locked,
+    memory_state_rows,
+    snapshot_head_read,
+)
+from memory.snapshots import SnapshotHead, snapshot_write
 from qiwei_site.platform.errors import ValidationFailed
 from qiwei_site.platform.history import Actor, stamp_history
 from qiwei_site.platform.tenancy import account_atomic, current_alias
@@ -207,85 +213,8 @@ class _Changed:
     fields: set[str] = field(default_factory=set)
 
 
-# The reads below are compiled once per backend (`qiwei_site.platform.compiled`). The stand-in
-# for the customer id: any value that no constant of the query equals (in range for the column:
-# an out-of-range integer compiles to "no rows").
-_CUSTOMER = 2_117_263_541
-_ITEM_FIELDS = [f for f in MemoryItem._meta.concrete_fields]
-_PROFILE_FIELDS = [f for f in CustomerProfile._meta.concrete_fields]
-
-
-def _decisions_exist(customer_ref: str) -> Exists:
-    return Exists(MemoryDecision.objects.filter(customer=OuterRef(customer_ref)))
-
-
-def _head_and_decisions(customer_ref: str) -> dict[str, Any]:
-    return {**snapshot_head_annotations(customer_ref), "has_decisions": _decisions_exist(customer_ref)}
-
-
-_HEAD_COLUMNS = ("snapshot_head_version", "snapshot_head_sha256", "has_decisions")
-
-# SQLite: the customer row with its profile, its active items joined (none: one row of NULLs), the
-# snapshot head and whether a decision exists — one statement, nothing locked row by row, since the
-# write transaction holds the database's only write lock.
-_STATE_JOINED = CompiledRead(
-    lambda customer_id: (
-        Customer.objects.filter(pk=customer_id)
-        .annotate(
-            active_item=FilteredRelation("memory_items", condition=Q(memory_items__status=MemoryStatus.ACTIVE)),
-            **_head_and_decisions("pk"),
-        )
-        .values_list(
-            *_HEAD_COLUMNS,
-            *[f"profile__{f.name}" for f in _PROFILE_FIELDS],
-            *[f"active_item__{f.name}" for f in _ITEM_FIELDS],
-        )
-    ),
-    _CUSTOMER,
-)
-# PostgreSQL: the active items, locked (as `memory_item_put` always locked the item it changed);
-# then, in a statement of its own so that it sees what a writer holding one of those locks
-# committed meanwhile, the customer's decisions. The snapshot head is read at `flush`, under the
-# customer's lock.
-_ITEMS_LOCKED = CompiledRead(
-    lambda customer_id: (
-        MemoryItem.objects.select_for_update()
-        .filter(customer_id=customer_id, status=MemoryStatus.ACTIVE)
-        .order_by()
-        .values_list(*[f.name for f in _ITEM_FIELDS])
-    ),
-    _CUSTOMER,
-)
-_DECISIONS = CompiledRead(
-    lambda customer_id: (
-        MemoryDecision.objects.filter(customer_id=customer_id)
-        .order_by()
-        .values_list("kind", "key_fingerprint", "value_fingerprint", "decided_at")
-    ),
-    _CUSTOMER,
-)
-
-
-# PostgreSQL, before a snapshot version is written: the customer locked (serialising snapshot
-# writers, as `snapshot_refresh` does), then the head read again under that lock; and the profile,
-# locked, when a batch changes it.
-_CUSTOMER_LOCK = CompiledRead(
-    lambda customer_id: Customer.objects.select_for_update().filter(pk=customer_id).values_list("pk"), _CUSTOMER
-)
-_SNAPSHOT_HEAD = CompiledRead(
-    lambda customer_id: (
-        MemorySnapshot.objects.filter(customer_id=customer_id).order_by("-version").values_list("version", "sha256")[:1]
-    ),
-    _CUSTOMER,
-)
-_PROFILE_LOCKED = CompiledRead(
-    lambda customer_id: (
-        CustomerProfile.objects.select_for_update()
-        .filter(customer_id=customer_id)
-        .values_list(*[f.name for f in _PROFILE_FIELDS])
-    ),
-    _CUSTOMER,
-)
+_ITEM_FIELDS = ITEM_FIELDS
+_PROFILE_FIELDS = PROFILE_FIELDS
 
 
 @dataclass
@@ -298,14 +227,14 @@ class _State:
 
 
 def _state_joined(customer: Customer, alias: str) -> _State:
-    rows = _STATE_JOINED.rows(customer.pk)
+    rows = memory_state_rows(customer_id=customer.pk)
     version, sha256, has_decisions = rows[0][:3]
     profile_values = rows[0][3 : 3 + len(_PROFILE_FIELDS)]
     start = 3 + len(_PROFILE_FIELDS)
     item_names = [f.attname for f in _ITEM_FIELDS]
     return _State(
         items=[MemoryItem.from_db(alias, item_names, row[start:]) for row in rows if row[start] is not None],
-        decisions=CustomerDecisions(rows=[tuple(r) for r in _DECISIONS.rows(customer.pk)]) if has_decisions else None,
+        decisions=CustomerDecisions(rows=memory_decision_rows(customer_id=customer.pk)) if has_decisions else None,
         snapshot_head=(version, sha256) if version is not None else None,
         profile=(
             CustomerProfile.from_db(alias, [f.attname for f in _PROFILE_FIELDS], profile_values)
@@ -317,11 +246,9 @@ def _state_joined(customer: Customer, alias: str) -> _State:
 
 
 def _state_locked(customer: Customer, alias: str) -> _State:
-    item_names = [f.attname for f in _ITEM_FIELDS]
-    items = [MemoryItem.from_db(alias, item_names, row) for row in _ITEMS_LOCKED.rows(customer.pk)]
     return _State(
-        items=items,
-        decisions=CustomerDecisions(rows=[tuple(r) for r in _DECISIONS.rows(customer.pk)]),
+        items=memory_items_active_locked(customer_id=customer.pk),
+        decisions=CustomerDecisions(rows=memory_decision_rows(customer_id=customer.pk)),
         snapshot_head=None,
     )
 
@@ -330,7 +257,7 @@ class MemoryWrites:
     """One customer's memory for a batch of writes, read once inside the caller's write transaction.
 
     Reads (`load`), on SQLite: the customer with its profile, its active items, the snapshot head
-    and whether any decision exists, in one statement (`_STATE_JOINED`; the write transaction holds
+    and whether any decision exists, in one statement (`memory.selectors.memory_state_rows`; the write transaction holds
     the database's only write lock), then the decisions if there are any. On PostgreSQL: the active
     items locked (as `memory_item_put` always locked the item it changed), then the decisions, in a
     statement of their own so they include whatever a writer holding one of those locks committed
@@ -440,11 +367,8 @@ class MemoryWrites:
     def profile(self) -> CustomerProfile:
         """The customer's profile, read (and locked on PostgreSQL) on first use; a new one if none."""
         if self._profile is None:
-            rows = _PROFILE_LOCKED.rows(self.customer.pk)
-            self._profile = (
-                CustomerProfile.from_db(current_alias(), [f.attname for f in _PROFILE_FIELDS], rows[0])
-                if rows
-                else CustomerProfile(customer=self.customer)
+            self._profile = customer_profile_locked(customer_id=self.customer.pk) or CustomerProfile(
+                customer=self.customer
             )
             self._profile.customer = self.customer
         return self._profile
@@ -663,9 +587,8 @@ class MemoryWrites:
         audit_records_bulk([self._audit_entry(staged) for staged in self._audits])
         if refresh_snapshot and self._memory_changed:
             if connections[current_alias()].features.has_select_for_update:
-                _CUSTOMER_LOCK.rows(self.customer.pk)
-                rows = _SNAPSHOT_HEAD.rows(self.customer.pk)
-                self.snapshot_head = (rows[0][0], rows[0][1]) if rows else None
+                customer_lock(customer_id=self.customer.pk)
+                self.snapshot_head = snapshot_head_read(customer_id=self.customer.pk)
             snapshot, created = snapshot_write(
                 customer=self.customer,
                 items=self._active.values(),

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Exists, FilteredRelation, OuterRef, Q, QuerySet
 
-from conversations.models import Customer, Message
+from conversations.models import Customer, CustomerProfile, Message
 from conversations.selectors import filter_errors_text
-from memory.models import MemoryItem, MemorySnapshot
+from memory.models import MemoryDecision, MemoryItem, MemorySnapshot, MemoryStatus
+from memory.snapshots import snapshot_head_annotations
 from qiwei_site.platform.errors import NotFound, ValidationFailed
 
 
@@ -57,3 +58,65 @@ def snapshot_get(*, customer: Customer, version: int | None = None) -> MemorySna
     if snapshot is None:
         raise NotFound("该客户还没有记忆快照 (no memory snapshot yet).", code="snapshot_not_found")
     return snapshot
+
+
+# --- reads inside a memory write (`memory.items.MemoryWrites`), on the write transaction --------
+
+ITEM_FIELDS = list(MemoryItem._meta.concrete_fields)
+PROFILE_FIELDS = list(CustomerProfile._meta.concrete_fields)
+STATE_HEAD_COLUMNS = ("snapshot_head_version", "snapshot_head_sha256", "has_decisions")
+
+
+def memory_state_rows(*, customer_id: int) -> list[tuple[Any, ...]]:
+    """SQLite: the customer row with its profile, its active items joined (none: one row of NULLs),
+    the snapshot head and whether a decision exists, in one statement: (head version, head sha256,
+    has decisions, *profile fields, *item fields) per row."""
+    return list(
+        Customer.objects.filter(pk=customer_id)
+        .annotate(
+            active_item=FilteredRelation("memory_items", condition=Q(memory_items__status=MemoryStatus.ACTIVE)),
+            **snapshot_head_annotations("pk"),
+            has_decisions=Exists(MemoryDecision.objects.filter(customer=OuterRef("pk"))),
+        )
+        .values_list(
+            *STATE_HEAD_COLUMNS,
+            *[f"profile__{f.name}" for f in PROFILE_FIELDS],
+            *[f"active_item__{f.name}" for f in ITEM_FIELDS],
+        )
+    )
+
+
+def memory_items_active_locked(*, customer_id: int) -> list[MemoryItem]:
+    """PostgreSQL: the customer's active items, locked (as `memory_item_put` always locked the item
+    it changed)."""
+    return list(MemoryItem.objects.select_for_update().filter(customer_id=customer_id, status=MemoryStatus.ACTIVE))
+
+
+def memory_decision_rows(*, customer_id: int) -> list[tuple[Any, ...]]:
+    """The customer's decisions as (kind, key fingerprint, value fingerprint, decided at)."""
+    return list(
+        MemoryDecision.objects.filter(customer_id=customer_id)
+        .order_by()
+        .values_list("kind", "key_fingerprint", "value_fingerprint", "decided_at")
+    )
+
+
+def customer_lock(*, customer_id: int) -> None:
+    """PostgreSQL: the customer's row locked (serialising snapshot writers, as `snapshot_refresh` does)."""
+    list(Customer.objects.select_for_update().filter(pk=customer_id).values_list("pk"))
+
+
+def snapshot_head_read(*, customer_id: int) -> tuple[int, str] | None:
+    """The newest snapshot's (version, sha256), or None."""
+    row = (
+        MemorySnapshot.objects.filter(customer_id=customer_id)
+        .order_by("-version")
+        .values_list("version", "sha256")
+        .first()
+    )
+    return (row[0], row[1]) if row is not None else None
+
+
+def customer_profile_locked(*, customer_id: int) -> CustomerProfile | None:
+    """The customer's profile, locked on PostgreSQL; None when it has none."""
+    return CustomerProfile.objects.select_for_update().filter(customer_id=customer_id).first()

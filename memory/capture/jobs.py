@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import itertools
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from celery import current_app
@@ -25,11 +24,11 @@ from django.utils import timezone
 from conversations.models import AlertKind, AlertLevel, AuditAction, Customer, Message, MessageDirection
 from conversations.services import alert_raise, audit_record
 from memory.capture import services as capture_services
+from memory.capture.selectors import capture_job_get
 from memory.items import ItemPut, MemoryWrites
 from memory.models import CaptureJob, CaptureJobStatus, MemoryCreatedBy, MemoryDirection, MemoryType
 from memory.profile import customer_profile_update
-from qiwei_site.platform.compiled import CompiledRead, CompiledUpdate
-from qiwei_site.platform.tenancy import account_atomic, current_account, current_alias, on_account_commit, use_account
+from qiwei_site.platform.tenancy import account_atomic, current_account, on_account_commit, use_account
 
 logger = logging.getLogger(__name__)
 
@@ -111,12 +110,6 @@ def capture_job_enqueue(
     return job
 
 
-# Stand-ins the claim's and the finish's updates are compiled with (values no constant of those
-# queries equals, in range for their columns; replaced by the real ones when run).
-_MARK_JOB, _MARK_ATTEMPT = 2_117_263_543, 2_117_263_544
-_MARK_TIMES = [datetime(1971, 1, 1, n, tzinfo=UTC) for n in range(1, 5)]
-
-
 def _claim_query(job_id: Any, due: Any, started_at: Any, updated_at: Any) -> tuple[Any, dict[str, Any]]:
     queryset = CaptureJob.objects.filter(pk=job_id, status=CaptureJobStatus.PENDING).filter(
         Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=due)
@@ -139,50 +132,17 @@ def _finish_query(job_id: Any, attempt: Any, finished_at: Any, updated_at: Any) 
     }
 
 
-# Compiled once per backend (they run for every message; see `qiwei_site.platform.compiled`).
-_CLAIM = CompiledUpdate(_claim_query, _MARK_JOB, *_MARK_TIMES[:3])
-_FINISH = CompiledUpdate(_finish_query, _MARK_JOB, _MARK_ATTEMPT, _MARK_TIMES[3], _MARK_TIMES[0])
-_JOB_FIELDS = list(CaptureJob._meta.concrete_fields)
-_MESSAGE_FIELDS = list(Message._meta.concrete_fields)
-_CUSTOMER_FIELDS = list(Customer._meta.concrete_fields)
-# The job with its customer, its message and the message before that one.
-_JOB_READ = CompiledRead(
-    lambda job_id: (
-        CaptureJob.objects.filter(pk=job_id)
-        .annotate(**capture_services.previous_message_fields("message__customer_id", "message__sent_at", "message_id"))
-        .values_list(
-            *[f.name for f in _JOB_FIELDS],
-            *[f"message__{f.name}" for f in _MESSAGE_FIELDS],
-            *[f"customer__{f.name}" for f in _CUSTOMER_FIELDS],
-            "previous_direction",
-            "previous_text",
-        )
-    ),
-    _MARK_JOB,
-)
-
-
 def _claim(job_id: int, now: datetime) -> bool:
     """pending and due → running, one more attempt (a conditional UPDATE: one run wins)."""
-    return _CLAIM.run(job_id, now, now, now) == 1
+    queryset, values = _claim_query(job_id, now, now, now)
+    return queryset.update(**values) == 1
 
 
 def _job_load(job_id: int) -> CaptureJob:
     """The claimed job with its customer, its message and the message before that one, in one query."""
-    rows = _JOB_READ.rows(job_id)
-    if not rows:
+    job = capture_job_get(job_id)
+    if job is None:
         raise CaptureJob.DoesNotExist(f"capture job {job_id} is gone")
-    row = rows[0]
-    alias = current_alias()
-    ends = list(itertools.accumulate([len(_JOB_FIELDS), len(_MESSAGE_FIELDS), len(_CUSTOMER_FIELDS)]))
-    job = CaptureJob.from_db(alias, [f.attname for f in _JOB_FIELDS], row[: ends[0]])
-    job.customer = Customer.from_db(alias, [f.attname for f in _CUSTOMER_FIELDS], row[ends[1] : ends[2]])
-    if job.message_id is not None:
-        message = Message.from_db(alias, [f.attname for f in _MESSAGE_FIELDS], row[ends[0] : ends[1]])
-        if message.customer_id == job.customer_id:
-            message.customer = job.customer
-        job.message = message
-    job.previous_direction, job.previous_text = row[ends[2] :]  # type: ignore[attr-defined]
     return job
 
 
@@ -277,11 +237,8 @@ def _hypotheses_put(job: CaptureJob, writes: MemoryWrites) -> dict[str, Any]:
 def _finish(job: CaptureJob, attempt: int, changes: dict[str, Any]) -> bool:
     """Mark the job done, conditional on still holding its claim (in the writes' transaction)."""
     now = timezone.now()
-    if changes:
-        queryset, values = _finish_query(job.pk, attempt, now, now)
-        finished = queryset.update(**values, **changes)
-    else:
-        finished = _FINISH.run(job.pk, attempt, now, now)
+    queryset, values = _finish_query(job.pk, attempt, now, now)
+    finished = queryset.update(**values, **changes)
     if finished != 1:
         return False
     job.status, job.finished_at, job.last_error, job.updated_at = CaptureJobStatus.DONE, now, "", now

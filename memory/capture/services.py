@@ -19,11 +19,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
-from django.db import router
-from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from conversations.models import (
@@ -36,10 +33,11 @@ from conversations.models import (
     MessageDirection,
 )
 from conversations.services import alert_raise, audit_record
-from knowledge.models import KnowledgeDocument, KnowledgeSection
+from knowledge.context import knowledge_version
+from knowledge.models import KnowledgeSection
+from memory.capture.selectors import message_previous, messages_before, previous_message_fields
 from memory.items import CREATED, EVIDENCE_ADDED, REFUSED, SUPERSEDED, UNCHANGED, ItemPut, MemoryWrites
 from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem
-from qiwei_site.platform.compiled import CompiledRead
 from qiwei_site.platform.errors import ValidationFailed
 from qiwei_site.platform.history import Actor
 from qiwei_site.platform.tenancy import account_atomic
@@ -215,16 +213,13 @@ def _put_profile(
 
 _places_lock = threading.Lock()
 _places: tuple[Any, PlaceNames] | None = None
-# `knowledge.context.knowledge_version` (every indexed document's path and hash), compiled once:
-# capture reads it for every message.
-_KNOWLEDGE_VERSION = CompiledRead(lambda: KnowledgeDocument.objects.order_by("path").values_list("path", "sha256"))
 
 
 def account_place_names() -> PlaceNames:
     """The place names of the knowledge base's place sections (片区, 板块, 商圈…), on top of the
     gazetteer; read and parsed once per knowledge-index version (one small query says which)."""
     global _places
-    version = tuple(map(tuple, _KNOWLEDGE_VERSION.rows(using=router.db_for_read(KnowledgeDocument))))
+    version = knowledge_version()
     cached = _places
     if cached is not None and cached[0] == version:
         return cached[1]
@@ -239,25 +234,6 @@ def account_place_names() -> PlaceNames:
     return names
 
 
-def messages_before(customer: Any, sent_at: Any, pk: Any) -> QuerySet[Message]:
-    """The customer's effective, non-system messages before a message, newest first (`customer`,
-    `sent_at` and `pk` are values or `OuterRef`s, so a job reads the one before with its message)."""
-    return (
-        Message.objects.filter(customer=customer, is_effective=True)
-        .filter(Q(sent_at__lt=sent_at) | Q(sent_at=sent_at, pk__lt=pk))
-        .exclude(direction=MessageDirection.SYSTEM)
-        .order_by("-sent_at", "-pk")
-    )
-
-
-_PREVIOUS = CompiledRead(
-    lambda customer_id, sent_at, pk: messages_before(customer_id, sent_at, pk).values_list("direction", "text")[:1],
-    2_117_263_545,
-    datetime(1971, 1, 2, tzinfo=UTC),
-    2_117_263_546,
-)
-
-
 def extract_context(message: Message, *, previous: tuple[str | None, str | None] | None = None) -> ExtractContext:
     """What extraction needs beside the words: the local send time, the agent's message right before
     this one (if the message before it is the agent's), and the account's place names.
@@ -265,8 +241,7 @@ def extract_context(message: Message, *, previous: tuple[str | None, str | None]
     `previous`: (direction, text) of the message before — (None, None) when there is none — if the
     caller read it already (a job reads it with its message); otherwise it is read here."""
     if previous is None:
-        rows = _PREVIOUS.rows(message.customer_id, message.sent_at, message.pk)
-        previous = (rows[0][0], rows[0][1]) if rows else (None, None)
+        previous = message_previous(message)
     direction, text = previous
     return ExtractContext(
         sent_at=timezone.localtime(message.sent_at),
@@ -383,16 +358,6 @@ def capture_message(
         if within is not None:
             within()
     return outcome
-
-
-def previous_message_fields(customer_ref: str, sent_at_ref: str, pk_ref: str) -> dict[str, Any]:
-    """Annotations giving the direction and text of the message before another (see `messages_before`),
-    for a query that reads that message's row (`*_ref`: the outer query's field names)."""
-    before = messages_before(OuterRef(customer_ref), OuterRef(sent_at_ref), OuterRef(pk_ref))
-    return {
-        "previous_direction": Subquery(before.values("direction")[:1]),
-        "previous_text": Subquery(before.values("text")[:1]),
-    }
 
 
 __all__ = [

@@ -254,7 +254,7 @@ _OWN_PROMPT_SECTIONS = frozenset({"instructions", "output_contract"})
 def _prompt_quotes(quotes: Quotes) -> Quotes:
     """The quotes as the prompt renders them too: quoted text is masked and NFKC-folded
     (memory.context.builder.quoted_text), so「预算４５００」reads「预算4500」there."""
-    from memory.context.builder import quoted_text
+    from qiwei_site.reading.quoting import quoted_text
 
     return Quotes([*quotes.contents, *(quoted_text(content) for content in quotes.contents)])
 

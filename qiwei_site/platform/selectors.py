@@ -6,7 +6,6 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from qiwei_site.platform.compiled import CompiledRead
 from qiwei_site.platform.errors import NotFound
 from qiwei_site.platform.models import AccountMembership, WeComAccount
 
@@ -20,26 +19,16 @@ def accounts_for_user(user: Any) -> QuerySet[WeComAccount]:
     return accounts.filter(memberships__user=user)
 
 
-# Asked on every account API request: compiled once (`qiwei_site.platform.compiled`).
-_ACTIVE_ACCOUNT = CompiledRead(
-    lambda account_id: WeComAccount.objects.filter(pk=account_id, is_active=True).values_list("pk")[:1], "\x1e"
-)
-_ACTIVE_MEMBERSHIP = CompiledRead(
-    lambda user_id, account_id: AccountMembership.objects.filter(
-        user_id=user_id, account_id=account_id, account__is_active=True
-    ).values_list("pk")[:1],
-    2_117_263_561,
-    "\x1e",
-)
-
-
 def user_can_access_account(user: Any, account_id: str) -> bool:
-    """An active account the user is a member of (any active one for a superuser): one query."""
+    """An active account the user is a member of (any active one for a superuser): one query.
+
+    Not cached: an account is switched off by an UPDATE no hook sees (`is_active`), and the
+    answer must change at once."""
     if not getattr(user, "is_authenticated", False):
         return False
     if user.is_superuser:
-        return bool(_ACTIVE_ACCOUNT.rows(account_id))
-    return bool(_ACTIVE_MEMBERSHIP.rows(user.pk, account_id))
+        return WeComAccount.objects.filter(pk=account_id, is_active=True).exists()
+    return AccountMembership.objects.filter(user_id=user.pk, account_id=account_id, account__is_active=True).exists()
 
 
 def account_ids_for_command(account_id: str | None) -> list[str]:

@@ -4,8 +4,6 @@ a history row and an audit row for each write."""
 
 from __future__ import annotations
 
-import datetime as dt
-
 import pytest
 
 from conversations.models import AuditEvent, CustomerProfile
@@ -21,7 +19,6 @@ from memory.items import (
     memory_items_put,
 )
 from memory.models import MemoryItem, MemorySnapshot, MemoryStatus, MemoryType
-from qiwei_site.platform.compiled import CompiledRead
 from qiwei_site.platform.errors import ValidationFailed
 from tests.factories import CustomerFactory, MessageFactory
 
@@ -195,24 +192,3 @@ def test_memory_items_put_with_nothing_new_writes_nothing(account):
     # then nothing is written: no history, no audit, no snapshot version
     assert result.outcome == UNCHANGED
     assert (MemoryItem.history.count(), AuditEvent.objects.count(), MemorySnapshot.objects.count()) == counts
-
-
-def test_compiled_read_gives_the_rows_its_queryset_gives(account):
-    # given two customers with memory, and a read compiled once with stand-in values
-    first, second = CustomerFactory(), CustomerFactory()
-    put(first, "更喜欢南向", [1], key="preference:南向")
-    put(first, "不考虑顶楼", [2], key="constraint:顶楼", type=MemoryType.CONSTRAINT)
-    put(second, "预算4500", [3], key="profile:budget", type=MemoryType.FACT)
-    since = MemoryItem.objects.order_by("created_at").first().created_at
-
-    def build(customer_id, created_from):
-        return (
-            MemoryItem.objects.filter(customer_id=customer_id, created_at__gte=created_from, status=MemoryStatus.ACTIVE)
-            .order_by("key")
-            .values_list("key", "content", "source_message_ids", "created_at")
-        )
-
-    read = CompiledRead(build, 2_117_263_599, dt.datetime(1971, 1, 3, tzinfo=dt.UTC))
-    # when it runs for each customer / then it returns what the queryset would, converted alike
-    for customer in (first, second):
-        assert [tuple(row) for row in read.rows(customer.pk, since)] == list(build(customer.pk, since))

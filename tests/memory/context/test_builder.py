@@ -245,12 +245,12 @@ def test_build_recall_failure_still_gives_a_context_and_an_audit(rich_customer, 
 
 def test_build_snapshot_failure_still_gives_a_context_and_an_audit(rich_customer, monkeypatch):
     customer, _old, _latest = rich_customer
-    from memory.context import builder as context_module
+    from memory.context.builder import build as build_module
 
     def broken(*args, **kwargs):
         raise LookupError("snapshot table missing")
 
-    monkeypatch.setattr(context_module._SNAPSHOT, "rows", broken)
+    monkeypatch.setattr(build_module, "_current_snapshot", broken)
     built = build(customer)
     assert CORE_MEMORY not in [s.name for s in built.sections]
     assert RECALLED_HISTORY in [s.name for s in built.sections]

@@ -1,5 +1,6 @@
-"""Token authentication (qiwei_site/platform/authentication.py): the compiled token read answers as
-DRF's own `TokenAuthentication` does, for a good, an unknown and an inactive user's token."""
+"""Token authentication (qiwei_site/platform/authentication.py): the cached token read answers as
+DRF's own `TokenAuthentication` does, for a good, an unknown and an inactive user's token, and a
+token's cached answer is flushed at once when the token or its user is written."""
 
 from __future__ import annotations
 
@@ -51,3 +52,34 @@ def test_token_authentication_refuses_unknown_and_inactive_as_drf_does():
     ours, drf = _both("0" * 40)
     assert ours == drf and isinstance(ours, str)
     assert _both(token.key)[0] != _both("0" * 40)[0]  # two different reasons
+
+
+@pytest.mark.django_db
+def test_token_authentication_cached_token_deleted_stops_working_at_once(django_assert_num_queries):
+    # Given a token checked once (its answer now cached)
+    token = Token.objects.create(user=StaffUserFactory(username="wang_cached"))
+    auth = ThrottledTokenAuthentication()
+    auth.authenticate_credentials(token.key)
+    with django_assert_num_queries(0):
+        user, _token = auth.authenticate_credentials(token.key)
+    assert user.username == "wang_cached"
+    # When the token is deleted
+    Token.objects.filter(key=token.key).delete()
+    # Then the next check in this process refuses it
+    with pytest.raises(exceptions.AuthenticationFailed):
+        auth.authenticate_credentials(token.key)
+
+
+@pytest.mark.django_db
+def test_token_authentication_cached_user_deactivated_stops_working_at_once():
+    # Given a token checked once (its answer now cached)
+    user = StaffUserFactory(username="zhao_leaving")
+    token = Token.objects.create(user=user)
+    auth = ThrottledTokenAuthentication()
+    auth.authenticate_credentials(token.key)
+    # When its user is switched off
+    user.is_active = False
+    user.save(update_fields=["is_active"])
+    # Then the token is refused as DRF refuses it
+    ours, drf = _both(token.key)
+    assert ours == drf and isinstance(ours, str)

@@ -1,0 +1,276 @@
+"""AgentContextBuilder (spec §4, DESIGN §8): the only place a model prompt is assembled.
+
+Sections, in order: instructions (persona, rules, safety boundary) · core memory snapshot ·
+recalled older history · business state · recent conversation · the latest customer message ·
+the output contract. The same inputs give a byte-identical prompt and trace.
+
+Memory is data in the prompt. Quoted history and core memory go through one function
+(`quoted_text`: NFKC, then `neutralise`), so no customer- or model-derived text can form one of
+our section headers, a delimiter, a code fence, a Markdown heading, a role turn or a closing
+quote; each memory item is introduced as what it is (客户陈述的事实, 主管备注, 待确认推断 ...).
+The stored snapshot keeps its plain format (governance's forget edits its lines); the labels and
+the neutralisation are applied here, when the prompt is rendered.
+
+Budgets, in the order they are applied (every allowed setting, PROMPT >= 2000, keeps the output
+contract and the rules whole):
+1. The output contract is always whole.
+2. Room for the latest customer message is reserved: the whole block, or LATEST_RESERVE_CHARS
+   when it is longer.
+3. The instructions get QIWEI_AGENT_CONTEXT_CHAR_LIMIT, or what the prompt has left after 1 and
+   2 when that is less. When the knowledge base does not fit, it is kept by Markdown section
+   and by priority: safety-boundary sections first (heading 安全/边界/隐私/禁止), then rule
+   sections (规则/规范/要求), then persona and business background in document order. A section
+   is kept whole or left out (named in the trace, marked in the prompt), never cut in half; only a
+   single safety section longer than the whole budget is cut.
+4. The latest customer message gets what the prompt has left after 1 and 3 (at most the
+   conversation budget); a longer one is shortened and marked "…（消息过长，已截断）" before any
+   other section gives way. It is always present.
+5. Core memory, business state and history fit into what is left: the oldest history goes first
+   (conversation budget, then the prompt), then the business state is shortened, then core memory
+   loses its last items (hypotheses first).
+Only limits below the allowed ranges (tests) can still force the instructions, the contract and
+finally the latest message to be shortened.
+
+A memory section that fails is left out (and audited); when memory cannot be read at all, the
+caller asks for a degraded build: instructions, the latest customer message and the contract.
+
+Cost (issue 13): a build reads first, then computes. The reads are 7 queries on the account
+database and 1 on default: the knowledge-index version (the instructions are cached per version,
+`knowledge.context.project_context_cached`), the snapshot, its human-written items, ONE query for
+the recent window and the recall candidates (they are contiguous: the newest RECENT_MESSAGES up to
+the message answered, then the next HISTORY_SCAN_LIMIT; with no message given, the latest inbound
+one is found among a few extra rows of the same query), and one per business-state table. All but
+the snapshot read are compiled to SQL once per backend (`qiwei_site.platform.compiled.CompiledRead`)
+and return tuples. The
+computation (recall ranking, quoting, fitting) is skipped when the answer cache holds a context
+built from reads equal to these (`_AnswerCache`): the reads are the fingerprint, so a change of
+anything the prompt depends on, in-place scrubs included, is never served stale.
+"""
+
+from __future__ import annotations
+
+from memory.context.builder.build import (
+    _ANSWERS,
+    CONTEXT_CACHE_BYTES_DEFAULT,
+    AgentContextBuilder,
+    _Answer,
+    _answer_key,
+    _AnswerCache,
+    _approximate_size,
+    _settings_key,
+    build_context,
+    context_cache_clear,
+)
+from memory.context.builder.layout import (
+    _ALERT_LEVELS,
+    _BUDGET_SCOPES,
+    _FEEDBACK_SOURCES,
+    _FEEDBACK_VERDICTS,
+    _FENCE_RE,
+    _HEADING_RE,
+    _RULES_HEADING_RE,
+    _SAFETY_HEADING_RE,
+    _SECTION_ORDER,
+    _SNAPSHOT_HEADING_TYPES,
+    BACKGROUND,
+    BUSINESS_STATE,
+    CORE_MEMORY,
+    DEGRADED_NOTICE,
+    HEADER_RE,
+    INSTRUCTIONS,
+    KNOWLEDGE_OMITTED,
+    KNOWLEDGE_READ_LIMIT,
+    LATEST_MESSAGE,
+    LATEST_RESERVE_CHARS,
+    LATEST_TRUNCATED,
+    MEMORY_END,
+    MEMORY_NOTICE,
+    OUTPUT_CONTRACT,
+    QUOTE_END,
+    QUOTE_NOTICE,
+    RECALLED_HISTORY,
+    RECENT_CONVERSATION,
+    RULES,
+    SAFETY,
+    TITLES,
+    TRUNCATED,
+    BuiltContext,
+    MemoryFailure,
+    Section,
+    _Business,
+    _business_state,
+    _core_block,
+    _cut,
+    _display,
+    _Gathered,
+    _header,
+    _heading_priority,
+    _Instructions,
+    _joined_length,
+    _KnowledgeBlock,
+    _latest_block,
+    _Layout,
+    _memory_block,
+    _memory_entries,
+    _memory_lines,
+    _messages_block,
+    _orphan_heading,
+    _prompt_sections,
+    _Quoted,
+    _recommendation_line,
+    _StateRef,
+    _type_label,
+    knowledge_blocks,
+    output_contract,
+)
+from memory.context.builder.quoting import (
+    DISPLAY_TZ,
+    HUMAN_KINDS,
+    MEMORY_LABELS,
+    _quote,
+    _speaker,
+    _when,
+    memory_line,
+    quote_line,
+)
+from memory.context.builder.reads import (
+    _ITEM_COLUMNS,
+    LATEST_SLACK,
+    _active_items,
+    _current_snapshot,
+    _human_items,
+    _message_from_row,
+    _open_alerts,
+    _open_recommendations,
+    _open_tasks,
+    _profile_row,
+    _Read,
+    _recent_message,
+    _version_and_profile,
+    _window_newest,
+    _window_up_to,
+)
+from qiwei_site.reading.quoting import (
+    _CHAT_TOKEN_RE,
+    _CHAT_TOKENS,
+    _CONTROL_RE,
+    _INVISIBLE_RE,
+    _KEEP_FULL_WIDTH_RE,
+    _QUOTE_END_RE,
+    _ROLE_RE,
+    _RUNS,
+    _fold,
+    _repeat,
+    _role,
+    neutralise,
+    quoted_text,
+)
+
+__all__ = [
+    "BACKGROUND",
+    "BUSINESS_STATE",
+    "CONTEXT_CACHE_BYTES_DEFAULT",
+    "CORE_MEMORY",
+    "DEGRADED_NOTICE",
+    "DISPLAY_TZ",
+    "HEADER_RE",
+    "HUMAN_KINDS",
+    "INSTRUCTIONS",
+    "KNOWLEDGE_OMITTED",
+    "KNOWLEDGE_READ_LIMIT",
+    "LATEST_MESSAGE",
+    "LATEST_RESERVE_CHARS",
+    "LATEST_SLACK",
+    "LATEST_TRUNCATED",
+    "MEMORY_END",
+    "MEMORY_LABELS",
+    "MEMORY_NOTICE",
+    "OUTPUT_CONTRACT",
+    "QUOTE_END",
+    "QUOTE_NOTICE",
+    "RECALLED_HISTORY",
+    "RECENT_CONVERSATION",
+    "RULES",
+    "SAFETY",
+    "TITLES",
+    "TRUNCATED",
+    "_ALERT_LEVELS",
+    "_ANSWERS",
+    "_BUDGET_SCOPES",
+    "_CHAT_TOKENS",
+    "_CHAT_TOKEN_RE",
+    "_CONTROL_RE",
+    "_FEEDBACK_SOURCES",
+    "_FEEDBACK_VERDICTS",
+    "_FENCE_RE",
+    "_HEADING_RE",
+    "_INVISIBLE_RE",
+    "_ITEM_COLUMNS",
+    "_KEEP_FULL_WIDTH_RE",
+    "_QUOTE_END_RE",
+    "_ROLE_RE",
+    "_RULES_HEADING_RE",
+    "_RUNS",
+    "_SAFETY_HEADING_RE",
+    "_SECTION_ORDER",
+    "_SNAPSHOT_HEADING_TYPES",
+    "AgentContextBuilder",
+    "BuiltContext",
+    "MemoryFailure",
+    "Section",
+    "_Answer",
+    "_AnswerCache",
+    "_Business",
+    "_Gathered",
+    "_Instructions",
+    "_KnowledgeBlock",
+    "_Layout",
+    "_Quoted",
+    "_Read",
+    "_StateRef",
+    "_active_items",
+    "_answer_key",
+    "_approximate_size",
+    "_business_state",
+    "_core_block",
+    "_current_snapshot",
+    "_cut",
+    "_display",
+    "_fold",
+    "_header",
+    "_heading_priority",
+    "_human_items",
+    "_joined_length",
+    "_latest_block",
+    "_memory_block",
+    "_memory_entries",
+    "_memory_lines",
+    "_message_from_row",
+    "_messages_block",
+    "_open_alerts",
+    "_open_recommendations",
+    "_open_tasks",
+    "_orphan_heading",
+    "_profile_row",
+    "_prompt_sections",
+    "_quote",
+    "_recent_message",
+    "_recommendation_line",
+    "_repeat",
+    "_role",
+    "_settings_key",
+    "_speaker",
+    "_type_label",
+    "_version_and_profile",
+    "_when",
+    "_window_newest",
+    "_window_up_to",
+    "build_context",
+    "context_cache_clear",
+    "knowledge_blocks",
+    "memory_line",
+    "neutralise",
+    "output_contract",
+    "quote_line",
+    "quoted_text",
+]
