@@ -5,5 +5,5 @@ from django.urls import include, path
 urlpatterns = [
     path("", include("memory.capture.urls")),
     path("", include("memory.governance.urls")),
-    path("", include("memory.context.urls")),
+    path("", include("memory.providers.urls")),
 ]

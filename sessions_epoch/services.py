@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from conversations.models import AuditAction, Customer
 from conversations.services import audit_record
-from memory.snapshots import snapshot_current
+from memory.providers import get_provider
 from qiwei_site.platform.history import Actor, stamp_history
 from qiwei_site.platform.tenancy import account_atomic
 from sessions_epoch.models import CloseReason, SessionEpoch
@@ -55,7 +55,7 @@ def _memory_version(customer: Customer, actor: Actor) -> int | None:
     no version; the pipeline then drafts through the degraded context."""
     try:
         with account_atomic():  # a savepoint: on PostgreSQL a failed read would abort the whole turn
-            snapshot = snapshot_current(customer)
+            version = get_provider().memory_version(customer)
     except DatabaseError as exc:
         logger.exception("reading the memory snapshot for %s failed; epoch opens without one", customer.conversation_id)
         audit_record(
@@ -66,7 +66,7 @@ def _memory_version(customer: Customer, actor: Actor) -> int | None:
             payload={"stage": "epoch_open", "error": exc.__class__.__name__},
         )
         return None
-    return snapshot.version if snapshot else None
+    return version
 
 
 def _open(

@@ -178,7 +178,7 @@ def _snapshot_unreadable(monkeypatch) -> None:
     def unreadable(customer):
         raise OperationalError("no such table: memory_memorysnapshot")
 
-    monkeypatch.setattr("sessions_epoch.services.snapshot_current", unreadable)
+    monkeypatch.setattr("memory.snapshots.snapshot_current", unreadable)  # read by the provider
 
 
 def test_unreadable_snapshot_first_turn_still_drafts(client, customer, monkeypatch):

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from memory.context import apis
+from memory.providers import apis
 
 urlpatterns = [
     path(

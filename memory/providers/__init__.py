@@ -5,7 +5,8 @@ The turn hands the provider the objects it already holds (the `Customer`, the `M
 instead of ids to be read back; callers that only have ids (the context API) resolve them with
 `PrefetchRequest.for_conversation`. The methods keep the spec's shape: prefetch(context),
 capture(turn), search(query, scope), conclude(conversationId), getProfile(conversationId),
-forget(memoryId).
+forget(memoryId), plus memory_version(customer) for a new epoch. Its HTTP face (the context and
+session-search endpoints) is `memory/providers/apis.py`.
 """
 
 from __future__ import annotations
@@ -110,6 +111,10 @@ class MemoryProvider(abc.ABC):
     @abc.abstractmethod
     def forget(self, memory_id: int, *, actor: Actor, reason: str) -> None: ...
 
+    @abc.abstractmethod
+    def memory_version(self, customer: Customer) -> int | None:
+        """The current core-memory snapshot version (None before the first snapshot)."""
+
 
 class LocalMemoryProvider(MemoryProvider):
     """Memory over the selected account's own database (call inside `use_account`)."""
@@ -154,6 +159,13 @@ class LocalMemoryProvider(MemoryProvider):
         if item is None:
             raise NotFound("记忆条目不存在 (no such memory item).", code="memory_not_found")
         memory_item_forget(item=item, actor=actor, reason=reason)
+
+
+    def memory_version(self, customer: Customer) -> int | None:
+        from memory.snapshots import snapshot_current
+
+        snapshot = snapshot_current(customer)
+        return snapshot.version if snapshot else None
 
 
 _local = LocalMemoryProvider()

@@ -1,0 +1,141 @@
+"""The account's audit journal, read-only, with each payload shown as labelled values and links."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import admin
+from django.urls import NoReverseMatch, reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+
+from conversations.models import AuditEvent
+from qiwei_site.platform.admin_site import AccountScopedAdminMixin, ReadOnlyAdminMixin
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(AccountScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ["created_at", "action", "conversation_id", "actor_name", "reason", "short_payload"]
+    list_filter = ["action", "actor_name", "created_at"]
+    search_fields = ["=conversation_id", "actor_name", "action", "reason"]
+    date_hierarchy = "created_at"
+    fields = ["created_at", "action", "conversation_id", "actor_id", "actor_name", "reason", "readable_payload"]
+    readonly_fields = [
+        "created_at",
+        "action",
+        "conversation_id",
+        "actor_id",
+        "actor_name",
+        "reason",
+        "readable_payload",
+    ]
+
+    @admin.display(description="详情")
+    def short_payload(self, obj: AuditEvent) -> str:
+        return audit_payload_html(obj.payload or {}, limit=6)
+
+    @admin.display(description="详情")
+    def readable_payload(self, obj: AuditEvent) -> str:
+        return audit_payload_html(obj.payload or {})
+
+
+# What an audit payload's keys mean, and which admin page an id in it opens.
+_AUDIT_KEY_LABELS = {
+    "item_id": "记忆条目",
+    "item_ids": "记忆条目",
+    "superseded_item_id": "被替代的条目",
+    "message_id": "消息",
+    "message_ids": "消息",
+    "source_message_ids": "依据消息",
+    "draft_id": "草稿",
+    "delivery_id": "发送记录",
+    "task_id": "待办",
+    "alert_id": "预警",
+    "recommendation_id": "推荐",
+    "feedback_id": "反馈",
+    "job_id": "提取任务",
+    "snapshot_version": "快照版本",
+    "version": "版本",
+    "type": "类型",
+    "key": "键",
+    "kind": "来源",
+    "level": "级别",
+    "field": "字段",
+    "fields": "字段",
+    "categories": "类别",
+    "confidence": "置信度",
+    "importance": "重要度",
+    "status": "状态",
+    "stage": "环节",
+    "attempt": "第几次",
+    "outcome": "结果",
+    "counts": "数量",
+    "session_id": "模型会话",
+    "user_id": "用户",
+    "account_id": "账号",
+    "snapshots_redacted": "已改写的快照",
+    "prompts_redacted": "已改写的提示词",
+}
+_AUDIT_ID_PAGES = {
+    "item_id": "admin:memory_memoryitem_change",
+    "item_ids": "admin:memory_memoryitem_change",
+    "superseded_item_id": "admin:memory_memoryitem_change",
+    "message_id": "admin:conversations_message_change",
+    "message_ids": "admin:conversations_message_change",
+    "source_message_ids": "admin:conversations_message_change",
+    "draft_id": "admin:conversations_draft_change",
+    "task_id": "admin:conversations_task_change",
+    "alert_id": "admin:conversations_alert_change",
+    "recommendation_id": "admin:conversations_recommendation_change",
+    "job_id": "admin:memory_capturejob_change",
+}
+
+
+def _audit_value_html(key: str, value: Any) -> SafeString:
+    page = _AUDIT_ID_PAGES.get(key)
+    values = value if isinstance(value, list) else [value]
+    if page and values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        links = []
+        for v in values:
+            url = _admin_change_url(page, v)
+            links.append(format_html('<a href="{}">#{}</a>', url, v) if url else format_html("#{}", v))
+        return format_html_join(", ", "{}", ((link,) for link in links))
+    if value is None or value == "" or value == []:
+        return format_html("{}", "无")
+    if isinstance(value, bool):
+        return format_html("{}", "是" if value else "否")
+    if isinstance(value, list):
+        return format_html("{}", "、".join(str(v) for v in value))
+    if isinstance(value, dict):
+        return format_html("{}", json.dumps(value, ensure_ascii=False, sort_keys=True))
+    return format_html("{}", value)
+
+
+def audit_payload_html(payload: dict[str, Any], limit: int | None = None) -> SafeString:
+    """An audit payload as a supervisor reads it: Chinese names for its keys and links for its ids
+    (payloads hold ids, types and categories, never the customer's words). Every value is escaped."""
+    entries = list(payload.items())
+    shown = entries if limit is None else entries[:limit]
+    rows = [(_AUDIT_KEY_LABELS.get(key, key), _audit_value_html(key, value)) for key, value in shown]
+    if not rows:
+        return format_html("{}", "无")
+    text = format_html_join("；", "{}：{}", rows)
+    if limit is not None and len(entries) > limit:
+        text = format_html("{}；…（另 {} 项）", text, len(entries) - limit)
+    return text
+
+
+def _pretty(value: Any) -> str:
+    return format_html(
+        '<pre style="white-space: pre-wrap; max-width: 80em">{}</pre>',
+        json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True),
+    )
+
+
+def _admin_change_url(name: str, object_id: int) -> str:
+    """An admin change page by URL name (memory's pages too: conversations may not import memory)."""
+    try:
+        return reverse(name, args=[object_id])
+    except NoReverseMatch:
+        return ""

@@ -1,0 +1,91 @@
+"""Messages, masked by the reader everywhere; "查看原文" is a separate, audited page for staff."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html
+
+from conversations.models import Message
+from conversations.services import message_reveal
+from qiwei_site.platform.admin_site import AccountScopedAdminMixin, ReadOnlyAdminMixin
+from qiwei_site.platform.errors import ApplicationError
+from qiwei_site.reading.masking import mask_sensitive
+
+
+# Message text is shown masked by the reader's rules; the original only through the audited reveal.
+def masked_message_text(message: Message) -> str:
+    return mask_sensitive(message.text)
+
+
+class MessageRevealForm(forms.Form):
+    reason = forms.CharField(label="原因（写入审计）", max_length=300)
+
+
+@admin.register(Message)
+class MessageAdmin(AccountScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Masked everywhere; "查看原文" is a separate, audited page for staff (conversations.services.message_reveal)."""
+
+    list_display = ["sent_at", "customer", "direction", "sender", "masked_text", "is_effective"]
+    list_filter = ["direction", "is_effective"]
+    search_fields = ["text", "customer__conversation_id", "external_id"]
+    list_select_related = ["customer"]
+    date_hierarchy = "sent_at"
+    _shown = ("customer", "external_id", "direction", "sender", "masked_text", "sent_at", "is_effective", "reveal")
+    fields = _shown
+    readonly_fields = _shown
+    reveal_template = "admin/conversations/message/reveal.html"
+
+    @admin.display(description="内容（已遮蔽）")
+    def masked_text(self, obj: Message) -> str:
+        return masked_message_text(obj)
+
+    @admin.display(description="原文")
+    def reveal(self, obj: Message) -> str:
+        url = reverse("admin:conversations_message_reveal", args=[obj.pk])
+        return format_html('<a class="button" href="{}">{}</a>', url, "查看原文（记入审计）")
+
+    def has_reveal_permission(self, request: HttpRequest) -> bool:
+        user = request.user
+        return bool(user.is_active and user.is_staff) and self.has_view_permission(request)
+
+    def get_urls(self) -> list[Any]:
+        return [
+            path(
+                "<int:object_id>/reveal/",
+                self.admin_site.admin_view(self.reveal_view),
+                name="conversations_message_reveal",
+            ),
+            *super().get_urls(),
+        ]
+
+    def reveal_view(self, request: HttpRequest, object_id: int) -> TemplateResponse:
+        """GET asks why; POST records the audit and shows the message as received (never cached)."""
+        if not self.has_reveal_permission(request):
+            raise PermissionDenied
+        message = self.get_object(request, str(object_id))
+        if message is None:
+            raise Http404
+        form = MessageRevealForm(request.POST if request.method == "POST" else None)
+        original: str | None = None
+        if request.method == "POST" and form.is_valid():
+            try:
+                original = message_reveal(message=message, actor=request.user, reason=form.cleaned_data["reason"])
+            except ApplicationError as exc:
+                self.message_user(request, exc.detail, messages.ERROR)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": "查看未遮蔽消息",
+            "message_obj": message,
+            "masked": masked_message_text(message),
+            "original": original,
+            "form": form,
+        }
+        return TemplateResponse(request, self.reveal_template, context)
