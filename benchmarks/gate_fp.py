@@ -7,12 +7,12 @@
   the dev set by technique and language (`gate_dev.py` builds it), three hand-written hold-out sets
   (each written after the rules of its day and measured once before any rule looked at it; the
   first-sight figures are in `benchmarks/RESULTS.md`), and credentials by shape with look-alikes.
-- Time per message, best of three passes.
+- Time per message, best of three passes (`--passes`; the quick run takes one).
 
 The current gate is `qiwei_site.reading.safety`; the committed one is read with `git show
 <ref>:memory/capture/safety.py` into a throw-away module (read-only: nothing in the checkout changes).
 
-    .venv/bin/python benchmarks/gate_fp.py [--ref b40be73] [--json out.json]
+    .venv/bin/python benchmarks/gate_fp.py [--ref b40be73] [--passes 3] [--json out.json]
 
 Plain Python: the gate needs no database.
 """
@@ -75,12 +75,12 @@ def rows(name: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def timed(scan: Scan, texts: list[str]) -> tuple[list[Any], float]:
-    """Results and the best mean milliseconds per message over three passes (no cache between texts
-    matters: each text is scanned once per pass, and the personal-number cache is cleared)."""
+def timed(scan: Scan, texts: list[str], passes: int = 3) -> tuple[list[Any], float]:
+    """Results and the best mean milliseconds per message over `passes` passes (no cache between
+    texts matters: each text is scanned once per pass, and the personal-number cache is cleared)."""
     best = float("inf")
     results: list[Any] = []
-    for _ in range(3):
+    for _ in range(max(1, passes)):
         cache_clear = getattr(getattr(sys.modules[scan.__module__], "_find_sensitive", None), "cache_clear", None)
         if cache_clear:
             cache_clear()
@@ -133,6 +133,9 @@ def print_table(title: str, table: dict[tuple[str, str, int], dict[str, int]], g
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ref", default="b40be73", help="git revision of the gate to compare with (before issue 15)")
+    parser.add_argument(
+        "--passes", type=int, default=3, help="timed passes over the third-party turns (best kept); 1 for a quick run"
+    )
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
 
@@ -145,7 +148,7 @@ def main() -> None:
     for pool_name, texts in (("CrossWOZ dev user turns", crosswoz_turns()), ("LoCoMo dev turns", locomo_turns())):
         line = []
         for gate, scan in gates.items():
-            results, ms = timed(scan, texts)
+            results, ms = timed(scan, texts, args.passes)
             blocked = sum(result.blocked for result in results)
             injection = sum("prompt_injection" in result.categories for result in results)
             line.append(f"{gate}: {rate(blocked, len(texts))} blocked ({injection} as injection), {ms:.3f} ms/message")

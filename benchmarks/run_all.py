@@ -3,6 +3,10 @@ benchmarks/RESULTS.md (figures, machine, date, and the command that reproduces t
 
     .venv/bin/python benchmarks/run_all.py [--quick] [--only context recall api capture language scale] [--output PATH]
 
+`--quick` shrinks every group (smaller data, shorter loads, fewer rounds; each figure still beside
+its baseline in the same run) and, unless `--output` is given, writes its report to
+QUICK_OUTPUT (in the system's temporary folder), never over the full run's benchmarks/RESULTS.md.
+
 Each benchmark runs in its own process (Django is configured once per process) and hands its
 figures back as JSON. PostgreSQL (127.0.0.1:5432) and Redis (127.0.0.1:6379) parts are skipped,
 and say so, when the server is not reachable.
@@ -13,6 +17,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,15 +36,20 @@ CAPTURE_CUSTOMERS = 20
 
 TODAY_REF = "b40be73"  # the code the context build is compared with (issue 13's "today")
 
+# Where --quick writes its report unless --output is given: the full figures in RESULTS.md stay.
+QUICK_OUTPUT = Path(tempfile.gettempdir()) / "qiwei-bench-quick" / "RESULTS.md"
+
 FULL = {
-    "context": {"total": 1_000_000, "rounds": 40, "naive_rounds": 6},
-    "api": {"seconds": 10},
+    "context": {"total": 1_000_000, "sizes": "1000,10000,100000", "rounds": 40, "naive_rounds": 6},
+    "api": {"seconds": 10, "clients": [8, 32]},
     "capture": {"messages": 1000, "filesystem_messages": 240},
 }
+# --quick: a few minutes in all (see README). Smaller customers in a smaller account, fewer rounds,
+# shorter loads at 8 clients only, fewer messages; every baseline still runs beside its figure.
 QUICK = {
-    "context": {"total": 200_000, "rounds": 15, "naive_rounds": 3},
-    "api": {"seconds": 3},
-    "capture": {"messages": 200, "filesystem_messages": 60},
+    "context": {"total": 50_000, "sizes": "1000,10000,30000", "rounds": 8, "naive_rounds": 2},
+    "api": {"seconds": 2, "clients": [8]},
+    "capture": {"messages": 100, "filesystem_messages": 20},
 }
 
 
@@ -65,6 +75,7 @@ def bench_context(params: dict[str, Any], tmp: Path) -> dict[str, Any]:
             continue
         out = tmp / f"context-{backend}.json"
         command = [PYTHON, str(HERE / "context_build.py"), "--backend", backend, "--total", str(params["total"])]
+        command += ["--sizes", params["sizes"]]
         command += ["--rounds", str(params["rounds"]), "--naive-rounds", str(params["naive_rounds"])]
         command += ["--today", TODAY_REF, "--json", str(out)]
         results[backend] = run(f"context build ({backend})", command, out) or "failed (see the log above)"
@@ -79,6 +90,20 @@ def bench_recall(tmp: Path) -> Any:
 LANGUAGE_BENCHMARKS = (
     ("gate", "Safety gate: false positives on CrossWOZ / LoCoMo turns, detection by technique", ["gate_fp.py"]),
     ("extract_crosswoz", "Extraction on CrossWOZ dev Inform slot values", ["extract_crosswoz.py"]),
+    ("extract_rental", "Extraction on our own rental dev set", ["extract_rental_dev.py"]),
+)
+# --quick: the same data and verdicts, one timed pass instead of the best of three.
+LANGUAGE_QUICK = (
+    (
+        "gate",
+        "Safety gate: false positives on CrossWOZ / LoCoMo turns, detection by technique (one timed pass)",
+        ["gate_fp.py", "--passes", "1"],
+    ),
+    (
+        "extract_crosswoz",
+        "Extraction on CrossWOZ dev Inform slot values (one timed pass)",
+        ["extract_crosswoz.py", "--repeats", "1"],
+    ),
     ("extract_rental", "Extraction on our own rental dev set", ["extract_rental_dev.py"]),
 )
 
@@ -117,6 +142,47 @@ SCALE_BENCHMARKS = (
         ["worker_rss.py", "--compare", TODAY_REF],
     ),
 )
+# --quick: every scale benchmark smaller and shorter, each still beside its baseline in the same
+# run; the pool and the behaviour before it share one preparation (one invocation, both modes).
+# fmt: off
+SCALE_QUICK = (
+    (
+        "api_compare",
+        "Context API, one account on SQLite, 8 clients: this code beside b40be73, phases alternated (2 s, 2 rounds)",
+        ["api_load.py", "--compare", TODAY_REF, "--backends", "sqlite", "--clients", "8", "--seconds", "2",
+         "--rounds", "2"],
+    ),
+    (
+        "accounts",
+        "Many accounts on one PostgreSQL (max_connections = 100): before the pool (QIWEI_ACCOUNT_CONN_CAP=0) "
+        "beside the account pool (cap 8), 20 accounts, 4 s per phase (PgBouncer: the full run)",
+        ["api_load.py", "--accounts", "20", "--backends", "postgres", "--clients", "32",
+         "--modes", "legacy", "capped", "--seconds", "4"],
+    ),
+    (
+        "connection_floor",
+        "What a cold connection costs: one context build's SQL replayed, held connection vs 20 databases, 8 clients",
+        ["connection_floor.py", "--accounts", "20", "--pool", "8", "--clients", "8", "--requests", "100",
+         "--max-seconds", "8", "--batch-seconds", "0.5", "--connect-reps", "40"],
+    ),
+    (
+        "capture_compare",
+        "Capture, durable jobs run as the worker runs them, SQLite: this code beside b40be73 (100 messages)",
+        ["capture_throughput.py", "--mode", "direct", "--compare", TODAY_REF, "--rounds", "2",
+         "--messages", "100", "--customers", "2"],
+    ),
+    (
+        "worker_rss",
+        "RSS of one gunicorn worker over 1,000 context requests across 100 customers, beside b40be73",
+        ["worker_rss.py", "--compare", TODAY_REF, "--customers", "100", "--requests", "1000", "--every", "200",
+         "--budget", "60"],
+    ),
+)
+# fmt: on
+
+
+def pgbouncer_installed() -> bool:
+    return bool(shutil.which("pgbouncer")) or Path("/usr/sbin/pgbouncer").exists()
 
 
 def bench_printed(benchmarks: tuple[tuple[str, str, list[str]], ...]) -> dict[str, Any]:
@@ -126,10 +192,23 @@ def bench_printed(benchmarks: tuple[tuple[str, str, list[str]], ...]) -> dict[st
     for key, title, argv in benchmarks:
         print(f"\n### {title}: {' '.join(argv)}", flush=True)
         started = time.monotonic()
+        if argv[0] == "connection_floor.py" and not pgbouncer_installed():
+            # It times PgBouncer beside the direct connections and cannot run without it (api_load
+            # skips its pgbouncer backend by itself).
+            skipped = "skipped: PgBouncer is not installed (Debian package `pgbouncer`, as .ci/run installs it)"
+            print(skipped, flush=True)
+            results[key] = {
+                "title": title,
+                "command": f".venv/bin/python benchmarks/{' '.join(argv)}",
+                "seconds": 0.0,
+                "output": skipped,
+            }
+            continue
         completed = subprocess.run(
             [PYTHON, str(HERE / argv[0]), *argv[1:]], cwd=ROOT, check=False, capture_output=True, text=True
         )
         print(completed.stdout, flush=True)
+        print(f"### {key}: {time.monotonic() - started:.0f} s, exit {completed.returncode}", flush=True)
         results[key] = {
             "title": title,
             "command": f".venv/bin/python benchmarks/{' '.join(argv)}",
@@ -152,7 +231,8 @@ def render_printed(heading: str, result: Any) -> list[str]:
 def bench_api(params: dict[str, Any], tmp: Path) -> Any:
     out = tmp / "api.json"
     backends = ["sqlite"] + (["postgres", "postgres-persistent"] if postgres_available() else [])
-    command = [PYTHON, str(HERE / "api_load.py"), "--seconds", str(params["seconds"]), "--clients", "8", "32"]
+    command = [PYTHON, str(HERE / "api_load.py"), "--seconds", str(params["seconds"])]
+    command += ["--clients", *map(str, params["clients"])]
     command += ["--backends", *backends, "--json", str(out)]
     rows = run("API load", command, out)
     return {"rows": rows or [], "seconds": params["seconds"], "postgres": "postgres" in backends}
@@ -488,14 +568,29 @@ def render_capture(results: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
-def render(results: dict[str, Any], *, quick: bool, command: str, seconds: float, date: str) -> str:
+def render(
+    results: dict[str, Any],
+    *,
+    quick: bool,
+    command: str,
+    seconds: float,
+    date: str,
+    group_seconds: dict[str, float] | None = None,
+) -> str:
+    by_group = ", ".join(f"{group} {sec / 60:.1f}" for group, sec in (group_seconds or {}).items())
     lines = [
-        "# Benchmark results",
+        "# Benchmark results" + (" (quick run)" if quick else ""),
         "",
         f"- Date: {date}",
         f"- Machine: {machine_line()}",
-        f"- Reproduce: `{command}`" + (" (quick run: smaller account and shorter loads)" if quick else ""),
-        f"- Wall time of the whole run: {seconds / 60:.1f} min",
+        f"- Reproduce: `{command}`"
+        + (
+            " (quick run: every group smaller and shorter; its figures are not comparable with a full run's, "
+            "only with the baseline beside them)"
+            if quick
+            else ""
+        ),
+        f"- Wall time of the whole run: {seconds / 60:.1f} min" + (f" ({by_group} min)" if by_group else ""),
         "- The machine is shared (other processes were running), so absolute times are noisy; every figure "
         "sits beside its baseline measured in the same run.",
         "",
@@ -522,11 +617,22 @@ def render(results: dict[str, Any], *, quick: bool, command: str, seconds: float
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a shorter run (smaller account, shorter loads)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"a few minutes: every group smaller and shorter; written to {QUICK_OUTPUT} unless --output is given",
+    )
     parser.add_argument("--only", nargs="+", choices=GROUPS)
-    parser.add_argument("--output", type=Path, default=HERE / "RESULTS.md")
-    parser.add_argument("--render-only", action="store_true", help="rewrite RESULTS.md from RESULTS.json")
+    parser.add_argument(
+        "--output",
+        type=Path,
+        help=f"the report (its figures beside it as .json); default {HERE / 'RESULTS.md'}, with --quick {QUICK_OUTPUT}",
+    )
+    parser.add_argument("--render-only", action="store_true", help="rewrite the report from its .json")
     args = parser.parse_args()
+    if args.output is None:
+        args.output = QUICK_OUTPUT if args.quick else HERE / "RESULTS.md"
+    args.output.parent.mkdir(parents=True, exist_ok=True)
     json_path = args.output.with_suffix(".json")
     if args.render_only:
         saved = json.loads(json_path.read_text(encoding="utf-8"))
@@ -539,20 +645,23 @@ def main() -> int:
     print(f"machine: {machine_line()}", flush=True)
     started = time.monotonic()
     results: dict[str, Any] = {}
+    group_seconds: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="qiwei-bench-all-") as tmp_name:
         tmp = Path(tmp_name)
-        if "context" in wanted:
-            results["context"] = bench_context(params["context"], tmp)
-        if "recall" in wanted:
-            results["recall"] = bench_recall(tmp)
-        if "api" in wanted:
-            results["api"] = bench_api(params["api"], tmp)
-        if "capture" in wanted:
-            results["capture"] = bench_capture(params["capture"], tmp)
-        if "language" in wanted:
-            results["language"] = bench_printed(LANGUAGE_BENCHMARKS)
-        if "scale" in wanted:
-            results["scale"] = bench_printed(SCALE_BENCHMARKS)
+        groups = {
+            "context": lambda: bench_context(params["context"], tmp),
+            "recall": lambda: bench_recall(tmp),
+            "api": lambda: bench_api(params["api"], tmp),
+            "capture": lambda: bench_capture(params["capture"], tmp),
+            "language": lambda: bench_printed(LANGUAGE_QUICK if args.quick else LANGUAGE_BENCHMARKS),
+            "scale": lambda: bench_printed(SCALE_QUICK if args.quick else SCALE_BENCHMARKS),
+        }
+        for group in GROUPS:
+            if group in wanted:
+                group_started = time.monotonic()
+                results[group] = groups[group]()
+                group_seconds[group] = time.monotonic() - group_started
+                print(f"\n### group {group}: {group_seconds[group]:.0f} s", flush=True)
     command = ".venv/bin/python benchmarks/run_all.py" + (" --quick" if args.quick else "")
     if args.only:
         command += " --only " + " ".join(args.only)
@@ -566,11 +675,14 @@ def main() -> int:
         "command": command,
         "seconds": time.monotonic() - started,
         "date": f"{dt.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}",
+        "group_seconds": group_seconds,
     }
     text = render(results, **meta)
     args.output.write_text(text, encoding="utf-8")
     json_path.write_text(json.dumps({**results, "meta": meta}, ensure_ascii=False, indent=1), encoding="utf-8")
     print("\n" + text)
+    print("wall time: " + ", ".join(f"{group} {sec:.0f} s" for group, sec in group_seconds.items()), end="")
+    print(f"; whole run {meta['seconds'] / 60:.1f} min")
     print(f"written: {args.output}")
     failed = [name for name, value in results.items() if _has_failure(value)]
     if "api" in results and not results["api"]["rows"]:
