@@ -8,7 +8,6 @@ Automatic alerts and resolving any alert are `conversations.services.alert_raise
 from __future__ import annotations
 
 import datetime as dt
-import unicodedata
 from collections.abc import Callable
 from typing import Any
 
@@ -34,10 +33,7 @@ from conversations.services import audit_record, resolution_reason, resolved_by
 from qiwei_site.platform.errors import Conflict, ValidationFailed
 from qiwei_site.platform.history import Actor, actor_identity, stamp_history
 from qiwei_site.platform.tenancy import account_atomic
-
-# Control, format (bidi, zero-width), surrogate, private-use and unassigned code points; spaces,
-# full-width ones included, are ordinary text.
-_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn"})
+from qiwei_site.reading.normalise import has_invisible
 
 TASK_TITLE_MAX = 200
 TASK_NOTE_MAX = 500
@@ -69,8 +65,7 @@ def clean_text(
             f"{label}不能超过 {max_chars} 个字符 ({field} must be at most {max_chars} characters).",
             code=f"{field}_too_long",
         )
-    allowed = {"\n", "\t"} if multiline else set()
-    if any(unicodedata.category(char) in _INVISIBLE_CATEGORIES and char not in allowed for char in text):
+    if has_invisible(text, frozenset("\n\t") if multiline else frozenset()):
         raise ValidationFailed(
             f"{label}不能包含控制字符或不可见字符 ({field} must not contain control characters).",
             code=f"invalid_{field}",

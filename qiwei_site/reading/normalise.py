@@ -39,3 +39,13 @@ def normalise_for_grounding(text: str) -> str:
     """
     folded = fold_compatibility(text).casefold()
     return _WHITESPACE_RE.sub("", _THOUSANDS_SEPARATOR_RE.sub("", folded))
+
+
+# Unicode categories typed text never needs: controls, format characters (zero-width, bidi
+# controls), surrogates, private use and unassigned code points.
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn"})
+
+
+def has_invisible(text: str, allowed: frozenset[str] = frozenset()) -> bool:
+    """True when `text` holds a control or invisible character other than those `allowed`."""
+    return any(unicodedata.category(char) in _INVISIBLE_CATEGORIES and char not in allowed for char in text)
