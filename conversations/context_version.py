@@ -42,7 +42,13 @@ def _sqlite_statements(table: str, columns: Sequence[str] | None) -> list[str]:
 
 _PG_FUNCTION_SQL = f"""
 CREATE OR REPLACE FUNCTION {PG_FUNCTION}() RETURNS trigger AS $$
+DECLARE
+    customer bigint;
 BEGIN
+    -- The customer row first, then the version row: every writer that also locks the customer
+    -- (ingest, the capture flush) takes the two in the same order, so they cannot deadlock.
+    IF TG_OP = 'DELETE' THEN customer := OLD.customer_id; ELSE customer := NEW.customer_id; END IF;
+    PERFORM 1 FROM conversations_customer WHERE id = customer FOR UPDATE;
     IF TG_OP <> 'INSERT' THEN
         INSERT INTO {VERSION_TABLE} (customer_id, version) VALUES (OLD.customer_id, 1)
         ON CONFLICT (customer_id) DO UPDATE SET version = {VERSION_TABLE}.version + 1;

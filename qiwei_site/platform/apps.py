@@ -8,8 +8,3 @@ class PlatformConfig(AppConfig):
     label = "platform"
     verbose_name = "账号与权限"
     default_auto_field = "django.db.models.BigAutoField"
-
-    def ready(self) -> None:
-        from qiwei_site.platform.access_cache import connect
-
-        connect()

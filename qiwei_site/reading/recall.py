@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import threading
 import unicodedata
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence
@@ -413,11 +414,15 @@ class _Corpus:
 _corpora: OrderedDict[tuple[str, ...], _Corpus] = OrderedDict()
 
 
+_corpora_lock = threading.Lock()
+
+
 def _corpus(texts: tuple[str, ...]) -> _Corpus:
-    corpus = _corpora.get(texts)
-    if corpus is not None:
-        _corpora.move_to_end(texts)
-        return corpus
+    with _corpora_lock:
+        corpus = _corpora.get(texts)
+        if corpus is not None:
+            _corpora.move_to_end(texts)
+            return corpus
     documents = tuple(_memo_document(text) for text in texts)
     postings: dict[str, list[int]] = {}
     for index, (counts, _length) in enumerate(documents):
@@ -425,9 +430,10 @@ def _corpus(texts: tuple[str, ...]) -> _Corpus:
             postings.setdefault(feature, []).append(index)
     average_length = (sum(length for _counts, length in documents) / len(documents)) or 1.0
     corpus = _Corpus(documents, {feature: tuple(ids) for feature, ids in postings.items()}, average_length)
-    _corpora[texts] = corpus
-    while len(_corpora) > RANK_CORPORA:
-        _corpora.popitem(last=False)
+    with _corpora_lock:
+        _corpora[texts] = corpus
+        while len(_corpora) > RANK_CORPORA:
+            _corpora.popitem(last=False)
     return corpus
 
 

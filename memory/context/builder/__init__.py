@@ -34,17 +34,13 @@ finally the latest message to be shortened.
 A memory section that fails is left out (and audited); when memory cannot be read at all, the
 caller asks for a degraded build: instructions, the latest customer message and the contract.
 
-Cost (issue 13): a build reads first, then computes. The reads are 7 queries on the account
-database and 1 on default: the knowledge-index version (the instructions are cached per version,
-`knowledge.context.project_context_cached`), the snapshot, its human-written items, ONE query for
-the recent window and the recall candidates (they are contiguous: the newest RECENT_MESSAGES up to
-the message answered, then the next HISTORY_SCAN_LIMIT; with no message given, the latest inbound
-one is found among a few extra rows of the same query), and one per business-state table. All but
-the snapshot read are compiled to SQL once per backend (`qiwei_site.platform.compiled.CompiledRead`)
-and return tuples. The
-computation (recall ranking, quoting, fitting) is skipped when the answer cache holds a context
-built from reads equal to these (`_AnswerCache`): the reads are the fingerprint, so a change of
-anything the prompt depends on, in-place scrubs included, is never served stale.
+Cost (issue 20): a warm build is one indexed read, the customer's context version with the
+profile row (`reads.py: _version_and_profile`), then the answer cache (`build.py: _AnswerCache`)
+keyed on it. The database bumps the version on every write of anything the context reads
+(`conversations/context_version.py`, triggers), so in-place scrubs, forget and edits are never
+served stale; a build inside a transaction neither reads nor fills the cache. A cold build reads
+with plain ORM (the knowledge-index version, the snapshot, its human-written items, one query for
+the recent window and the recall candidates, one per business-state table), then computes.
 """
 
 from __future__ import annotations

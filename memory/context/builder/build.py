@@ -203,14 +203,17 @@ class AgentContextBuilder:
         Cold: the reads, then the computation; the answer is cached under the version read first."""
         trace = self._new_trace(customer)
         version, profile = _version_and_profile(customer.pk)
+        # Inside a transaction the version may count writes that are later rolled back, and a
+        # rolled-back number is handed out again: such a build neither reads nor fills the cache.
+        cacheable = not connections[current_alias()].in_atomic_block
         key = _answer_key(customer, latest_message, version)
-        cached = _ANSWERS.get(key)
+        cached = _ANSWERS.get(key) if cacheable else None
         if cached is not None:
             return cached
         read = self._read(customer, latest_message, trace, profile)
         gathered = self._gather(customer, read, trace)
         built = self._assemble(gathered, read.latest, trace)
-        if not built.trace["failures"]:
+        if cacheable and not built.trace["failures"]:
             _ANSWERS.put(key, built, read.valid_until)
         return built
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings as django_settings
-from django.db import connections
+from django.db import connections, transaction
 from django.utils import timezone
 
 from conversations.business import (
@@ -395,6 +395,28 @@ def test_build_after_a_failed_stage_is_not_cached(sun, monkeypatch):
     # Then the context has its recalled history back
     assert recovered.trace["failures"] == []
     assert sun["old"][0].id in recovered.trace["recalled_message_ids"]
+
+
+class _RolledBack(Exception):
+    pass
+
+
+def test_build_inside_a_rolled_back_transaction_is_never_served_later(customer, chat):
+    # Given a context built inside a transaction that wrote a fact and was then rolled back (found
+    # by a read-only review: the rolled-back version number is handed out again by the next write)
+    chat(customer, [(IN, "想租两居室")])
+    context_cache_clear()
+    assert "猫" not in build(customer).prompt
+    with pytest.raises(_RolledBack), transaction.atomic(using=current_alias()):
+        MemoryItemFactory(customer=customer, type=MemoryType.FACT, key="fact:pet", content="有一只猫")
+        assert "猫" in build(customer).prompt
+        raise _RolledBack
+    # When another fact is committed
+    MemoryItemFactory(customer=customer, type=MemoryType.FACT, key="fact:car", content="有一辆车")
+    served = build(customer)
+    # Then the context is the committed truth: the car, never the rolled-back cat
+    assert "有一辆车" in served.prompt and "有一只猫" not in served.prompt
+    assert same(served, fresh(customer))
 
 
 def test_build_with_the_cache_turned_off_computes_every_time(sun, settings, recall_calls):
