@@ -3,14 +3,18 @@ account, newest first, each with the customer's words (masked), decided in one c
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 from django.db import connections
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from conversations.models import AuditEvent
 from conversations.services import membership_grant
 from memory.attention import review_queue
+from memory.governance.services import memory_items_expire_due
 from memory.items import memory_item_put
 from memory.models import MemoryCreatedBy, MemoryItem, MemoryStatus, MemoryType
 from memory.snapshots import snapshot_current
@@ -72,6 +76,20 @@ def test_review_queue_confirm_turns_a_hypothesis_into_a_fact_with_the_reason(adm
     assert "已确认为事实" in response.content.decode()
     facts = snapshot_current(item.customer).content.split("## 待确认")[0]
     assert "可能在为孩子上学找学区房" in facts
+
+
+def test_review_queue_confirm_makes_a_lasting_fact_the_sweep_keeps(admin_client, review_items):
+    # Given the model's hypothesis, due to lapse in a week
+    assert review_items.hypothesis.expires_at is not None
+    # When the supervisor confirms it in the queue
+    decide(admin_client, review_items.hypothesis, "confirm", "客户电话里确认孩子明年上小学")
+    # Then the fact has no expiry, and the sweep eight days later leaves it active
+    item = MemoryItem.objects.get(pk=review_items.hypothesis.pk)
+    assert item.expires_at is None
+    memory_items_expire_due(now=timezone.now() + dt.timedelta(days=8))
+    item.refresh_from_db()
+    assert item.status == MemoryStatus.ACTIVE
+    assert "可能在为孩子上学找学区房" in snapshot_current(item.customer).content.split("## 待确认")[0]
 
 
 def test_review_queue_confirm_vouches_for_a_low_confidence_automatic_item(admin_client, staff_user, review_items):
