@@ -282,3 +282,22 @@ def test_review_queue_threshold_is_a_setting(admin_client, review_items, setting
     assert review_items.sure.pk in queue_ids(response)
     assert review_items.human.pk not in queue_ids(response)  # a person's item is never re-reviewed
     assert "置信度低于 0.95" in response.content.decode()
+
+
+@pytest.mark.parametrize("value", ["99999999999999999999", "abc", "-3", "0", "１２"])
+def test_review_queue_invalid_customer_filter_is_400(admin_client, review_items, value):
+    # when the queue is asked for a customer id that cannot be one
+    response = admin_client.get(QUEUE, {"customer": value})
+    # then it answers 400 with a reason, never a 500 (and never silently the whole queue)
+    assert response.status_code == 400
+    assert "客户 ID 无效" in response.content.decode()
+
+
+def test_review_queue_post_of_an_out_of_range_item_id_is_a_warning(admin_client, review_items):
+    # when a decision names an item id larger than any database key
+    response = admin_client.post(
+        QUEUE, {"item": "99999999999999999999", "decision": "confirm", "reason": "测试"}, follow=True
+    )
+    # then nothing is decided and the supervisor is told, with the queue shown
+    assert response.status_code == 200
+    assert "该条目已处理或不在待确认队列中" in response.content.decode()
