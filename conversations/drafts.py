@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from conversations import gateway as upstream
 from conversations.models import (
+    Alert,
     AuditAction,
     Customer,
     Delivery,
@@ -106,13 +107,17 @@ def idempotency_key_for(draft: Draft) -> str:
 
 def draft_auto_send_blockers(draft: Draft, customer: Customer | None = None) -> list[str]:
     """Why `draft` may not be sent without review (empty: it may). Spec §6: whitelist, mode,
-    confidence and requiresHuman all have to agree."""
+    confidence and requiresHuman all have to agree; and no alert on the customer may be open
+    (a personal number, a blocked message: a person looks before anything goes out)."""
     customer = customer or draft.customer
     blockers = []
     if not customer.auto_send_whitelisted:
         blockers.append("客户不在自动发送白名单")
     if customer.session_mode != SessionMode.AUTO:
         blockers.append(f"会话模式为「{customer.get_session_mode_display()}」，不是自动")
+    open_alerts = Alert.objects.filter(customer=customer, resolved=False).count()
+    if open_alerts:
+        blockers.append(f"客户有 {open_alerts} 条未处理的预警")
     if draft.requires_human:
         blockers.append("模型要求人工处理 (requiresHuman)")
     if draft.confidence < settings.QIWEI_AUTO_SEND_CONFIDENCE:

@@ -18,7 +18,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
@@ -31,6 +31,11 @@ from qiwei_site.platform.errors import ApplicationError
 from qiwei_site.reading.masking import mask_sensitive
 
 REVIEW_PER_PAGE = 50
+MAX_DATABASE_ID = 2**63 - 1  # the largest key SQLite and PostgreSQL's bigint hold
+
+
+class InvalidQueryParameter(ValueError):
+    """A query parameter that cannot be what it names; the view answers 400 with the message."""
 
 
 class ReviewDecisionForm(forms.Form):
@@ -110,7 +115,10 @@ class ReviewQueueMixin(admin.ModelAdmin):
     def review_view(self, request: HttpRequest) -> HttpResponse:
         if not self.has_view_permission(request):
             raise PermissionDenied
-        customer_id = _customer_filter(request)
+        try:
+            customer_id = _customer_filter(request)
+        except InvalidQueryParameter as exc:
+            return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
         refused: dict[int, ReviewRow] = {}
         if request.method == "POST":
             if not self.has_change_permission(request):
@@ -180,12 +188,21 @@ class ReviewQueueMixin(admin.ModelAdmin):
 
 
 def _int(value: Any) -> int | None:
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
+    """A database id from a query or form value, or None: a positive integer written in ASCII
+    digits that fits a 64-bit key (a larger one makes SQLite raise OverflowError on a foreign key)."""
+    text = str(value).strip() if value is not None else ""
+    if not (text.isascii() and text.isdigit()):
         return None
-    return number if number > 0 else None
+    number = int(text)
+    return number if 0 < number <= MAX_DATABASE_ID else None
 
 
 def _customer_filter(request: HttpRequest) -> int | None:
-    return _int(request.GET.get("customer"))
+    """The `?customer=` id, None when absent; any other value is a bad request, not the whole queue."""
+    raw = request.GET.get("customer")
+    if raw is None or raw == "":
+        return None
+    customer_id = _int(raw)
+    if customer_id is None:
+        raise InvalidQueryParameter("客户 ID 无效：?customer= 应为客户的数字 ID。")
+    return customer_id

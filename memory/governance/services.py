@@ -252,9 +252,17 @@ def memory_item_edit(
     return item
 
 
-def memory_item_confirm(*, item: MemoryItem, actor: Actor, reason: str) -> MemoryItem:
-    """A supervisor vouches for a model inference: hypothesis → fact, confidence 1, created_by=human."""
+def memory_item_confirm(
+    *, item: MemoryItem, expires_at: datetime | None = None, actor: Actor, reason: str
+) -> MemoryItem:
+    """A supervisor vouches for a model inference: hypothesis → fact, confidence 1, created_by=human.
+
+    The hypothesis's expiry was a deadline for checking it, not a property of the fact: a confirmed
+    fact lasts (expires_at cleared) unless the supervisor gives it an expiry of its own here, so the
+    expiry sweep never supersedes what a person vouched for.
+    """
     reason = reason_required(reason)
+    _validate_expiry(expires_at)
     with account_atomic():
         item = _locked(item)
         _require_active(item, "确认")
@@ -267,7 +275,10 @@ def memory_item_confirm(*, item: MemoryItem, actor: Actor, reason: str) -> Memor
         item.type = MemoryType.FACT
         item.confidence = 1.0
         item.created_by = MemoryCreatedBy.HUMAN
-        item_row_save(item, actor=actor, reason=reason, update_fields=["type", "confidence", "created_by"])
+        item.expires_at = expires_at
+        item_row_save(
+            item, actor=actor, reason=reason, update_fields=["type", "confidence", "created_by", "expires_at"]
+        )
         profile_follow(item, actor=actor, reason=reason)
         decision_record(item=item, kind=DecisionKind.CONFIRMED)
         _audit(AuditAction.MEMORY_ITEM_CONFIRMED, item, actor=actor, reason=reason, previous_type=MemoryType.HYPOTHESIS)

@@ -47,8 +47,9 @@ DEMO_CUSTOMERS: list[dict] = [
     {
         "conversation_id": "wm_demo_li",
         "display_name": "李女士",
-        "session_mode": "auto",
-        "whitelisted": True,
+        # Her injection attempt raises an alert, and auto-send waits while one is open: assisted.
+        "session_mode": "assisted",
+        "whitelisted": False,
         "messages": [
             ("inbound", "李女士", "您好，我在徐汇上班，想找个一居室"),
             ("outbound", "顾问小周", "李女士您好，请问预算大概多少？"),
@@ -89,8 +90,9 @@ DEMO_CUSTOMERS: list[dict] = [
     {
         "conversation_id": "wm_demo_zhang",
         "display_name": "张先生",
-        "session_mode": "assisted",
-        "whitelisted": False,
+        # The demo's auto-send customer: whitelisted, in auto mode, and nothing in his words raises an alert.
+        "session_mode": "auto",
+        "whitelisted": True,
         "messages": [
             ("inbound", "张先生", "你好，我下个月调到上海工作，想先租一套房子"),
             ("outbound", "顾问小李", "欢迎来上海！请问您考虑哪个区域，预算大概多少？"),

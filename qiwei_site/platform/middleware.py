@@ -16,6 +16,7 @@ from django.conf import settings
 from django.core.exceptions import BadRequest, PermissionDenied, SuspiciousOperation
 from django.core.signals import got_request_exception
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.urls import is_valid_path
 
 from qiwei_site.platform.api import error_headers, known_error, request_too_large
 from qiwei_site.platform.errors import ApplicationError
@@ -124,10 +125,30 @@ def _page_number(value: str) -> bool:
     return value == "" or (value.isascii() and value.isdecimal() and not _beyond_int64(value))
 
 
+def _missing_slash(request: HttpRequest) -> str | None:
+    """The path with its trailing slash when only that one is a route. Django's APPEND_SLASH
+    would answer an HTML 301 there, and a client following it re-sends a POST as a GET; the API
+    answers a JSON 404 naming the right path instead."""
+    path = request.path_info
+    if path.endswith("/"):
+        return None
+    urlconf = getattr(request, "urlconf", None)
+    if is_valid_path(path, urlconf) or not is_valid_path(f"{path}/", urlconf):
+        return None
+    return f"{request.path}/"
+
+
 def _early_refusal(request: HttpRequest) -> HttpResponse | None:
     """What can be refused from the request line and headers alone."""
     if _PATH_CONTROL.search(request.path):
         return _invalid_characters("路径")
+    right_path = _missing_slash(request)
+    if right_path is not None:
+        return _json_error(
+            404,
+            "not_found",
+            f"未找到：请求路径应以 / 结尾：{right_path} (not found: API paths end with a slash: {right_path}).",
+        )
     segments = request.path.split("/")
     for collection, segment in itertools.pairwise(segments):
         if collection in _INTEGER_ID_COLLECTIONS and _beyond_int64(segment):
@@ -182,7 +203,8 @@ def _server_error(request: HttpRequest) -> JsonResponse:
 class ApiErrorMiddleware:
     """Outermost middleware for /api/ and /workbench/api/ (HTML pages are left alone): a request id
     on every answer (`X-Request-ID`, taken from the client when sane), refusals of malformed requests
-    (control characters in the path or query, ids beyond 64 bits, bodies over the upload limit → 413,
+    (control characters in the path or query, a missing trailing slash → a JSON 404 naming the
+    right path rather than a redirect, ids beyond 64 bits, bodies over the upload limit → 413,
     non-JSON bodies → 415), and no HTML error page ever: a view's unforeseen exception becomes a
     logged JSON 500 naming the request id, a storage fault a 503."""
 

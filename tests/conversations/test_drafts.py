@@ -9,9 +9,10 @@ import pytest
 from django.db import connections
 
 from conversations import gateway as upstream
+from conversations.business import alert_create
 from conversations.drafts import draft_approve, draft_reject, draft_send
 from conversations.gateway import LoopbackGateway, upstream_status_cached
-from conversations.models import AuditEvent, Delivery, DeliveryStatus, Draft, DraftStatus
+from conversations.models import AuditEvent, Delivery, DeliveryStatus, Draft, DraftStatus, SessionMode
 from qiwei_site.platform.errors import Conflict, UpstreamUnavailable, ValidationFailed
 from qiwei_site.platform.tenancy import use_account
 from tests.factories import DraftFactory
@@ -194,3 +195,18 @@ def test_draft_rejected_while_a_send_is_under_way_is_never_sent(draft, agent_use
     assert refused.value.code == "draft_rejected"
     assert calls == [] and not Delivery.objects.filter(draft=draft).exists()
     assert Draft.objects.get(pk=draft.pk).status == DraftStatus.REJECTED
+
+
+def test_draft_send_auto_is_refused_while_an_alert_is_open(customer, agent_user, settings):
+    # Given a whitelisted auto-mode customer, a confident draft, and an open alert a person raised
+    settings.QIWEI_AUTO_SEND_CONFIDENCE = 0.85
+    customer.auto_send_whitelisted, customer.session_mode = True, SessionMode.AUTO
+    customer.save()
+    draft = DraftFactory(customer=customer, requires_human=False, confidence=0.95)
+    alert_create(customer=customer, text="客户情绪激动，勿催促签约", actor=agent_user, reason="电话沟通后")
+    # When the draft is sent automatically
+    with pytest.raises(Conflict) as exc:
+        draft_send(draft=draft, actor="pipeline", auto=True)
+    # Then it is refused with the open alert named, and nothing left
+    assert exc.value.code == "auto_send_not_allowed" and "客户有 1 条未处理的预警" in exc.value.detail
+    assert not Delivery.objects.exists() and LoopbackGateway.sent_records() == []

@@ -1,7 +1,8 @@
 """Random sequences of every operation on profile and memory, from every path, hold two
 invariants after each step (issue 14): the built prompt shows one value per profile field, the
-same in the structured state and in core memory; and no automatic path brings back a value a
-supervisor rejected or forgot until a human writes it again.
+same in the structured state and in core memory; no automatic path brings back a value a
+supervisor rejected or forgot until a human writes it again; and a confirmed hypothesis is a
+lasting fact that the expiry sweep, run past the hypothesis TTL, never supersedes (issue 21).
 
 Runs 10 sequences of 50 steps (500 steps) in CI; QIWEI_PROPERTY_EXAMPLES raises it locally.
 """
@@ -14,6 +15,7 @@ import os
 import re
 
 import pytest
+from django.conf import settings as django_settings
 from django.utils import timezone
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -25,12 +27,14 @@ from memory.capture.services import capture_message
 from memory.context.builder import BUSINESS_STATE, CORE_MEMORY, build_context
 from memory.governance.services import (
     memory_item_add,
+    memory_item_confirm,
     memory_item_edit,
     memory_item_expire,
     memory_item_forget,
     memory_item_reject,
+    memory_items_expire_due,
 )
-from memory.models import MemoryItem, MemoryStatus
+from memory.models import MemoryItem, MemoryStatus, MemoryType
 from memory.profile import customer_profile_update
 from qiwei_site.reading.fields import PROFILE_FIELD_LABELS, profile_item_value
 from tests.factories import CustomerFactory, MessageFactory
@@ -43,6 +47,8 @@ SAYINGS = {
     "district": ("想在{}附近找房", ("静安区", "徐汇区", "浦东新区")),
 }
 FIELDS = sorted(SAYINGS)
+# What a supervisor asks the agent to check with the customer (hypotheses by hand).
+HUNCHES = ("可能在陆家嘴上班", "可能养猫，需要确认房东是否允许", "可能是为孩子上学换房")
 SUPERVISOR = "主管"
 _conversations = itertools.count(1)
 
@@ -56,6 +62,7 @@ class ProfileAndMemory(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.banned: set[tuple[str, str]] = set()  # (field, value) a supervisor rejected or forgot
+        self.confirmed: set[int] = set()  # ids of hypotheses a supervisor confirmed
         self.messages: list = []
         self.clock = timezone.now() + dt.timedelta(minutes=1)
 
@@ -149,6 +156,32 @@ class ProfileAndMemory(RuleBasedStateMachine):
         else:
             memory_item_expire(item=item, actor=SUPERVISOR, reason="已过时")
 
+    @rule(choice=st.integers(0, len(HUNCHES) - 1))
+    def supervisor_supposes(self, choice: int) -> None:
+        content = HUNCHES[choice]
+        if MemoryItem.objects.filter(customer=self.customer, content=content, status=MemoryStatus.ACTIVE).exists():
+            return  # re-supposing a confirmed fact would be a human downgrade, not what this checks
+        memory_item_add(
+            customer=self.customer, type=MemoryType.HYPOTHESIS, content=content, actor=SUPERVISOR, reason="待核实"
+        )
+
+    @rule(data=st.data())
+    def supervisor_confirms(self, data: st.DataObject) -> None:
+        waiting = list(
+            MemoryItem.objects.filter(
+                customer=self.customer, type=MemoryType.HYPOTHESIS, status=MemoryStatus.ACTIVE
+            ).order_by("pk")
+        )
+        if waiting:
+            item = data.draw(st.sampled_from(waiting))
+            memory_item_confirm(item=item, actor=SUPERVISOR, reason="客户确认")
+            self.confirmed.add(item.pk)
+
+    @rule(days=st.integers(1, 30))
+    def expiry_sweep_runs_later(self, days: int) -> None:
+        ttl = dt.timedelta(hours=django_settings.QIWEI_HYPOTHESIS_TTL_HOURS)
+        memory_items_expire_due(now=timezone.now() + ttl + dt.timedelta(days=days))
+
     # --- invariants --------------------------------------------------------------------------------
 
     @invariant()
@@ -180,6 +213,14 @@ class ProfileAndMemory(RuleBasedStateMachine):
             item = self._active(field)
             if item is not None:
                 assert (field, profile_item_value(field, item.content)) not in self.banned, (field, item.content)
+
+    @invariant()
+    def confirmed_hypotheses_stay_facts(self) -> None:
+        for item in MemoryItem.objects.filter(pk__in=self.confirmed):
+            assert (item.type, item.status, item.expires_at) == (MemoryType.FACT, MemoryStatus.ACTIVE, None), (
+                item.content,
+                item.status,
+            )
 
 
 def test_profile_and_memory_agree_under_random_operations(account):

@@ -6,8 +6,10 @@ import datetime as dt
 
 import pytest
 
+from conversations.drafts import draft_auto_send_blockers
 from conversations.gateway import LoopbackGateway
-from conversations.models import AuditEvent, Delivery, DraftStatus, MessageDirection, SessionMode
+from conversations.models import AlertKind, AlertLevel, AuditEvent, Delivery, DraftStatus, MessageDirection, SessionMode
+from conversations.services import alert_raise, alert_resolve
 from qiwei_site.reading.grounding import normalise
 from sessions_epoch.clients import ClaudeCodeClient, ModelClient, ModelResult, OfflineClient
 from sessions_epoch.models import CloseReason, SessionEpoch
@@ -233,6 +235,35 @@ def test_draft_is_never_auto_sent_unless_every_condition_holds(customer, provide
     assert not Delivery.objects.exists()
     assert LoopbackGateway.sent_records() == []
     assert not AuditEvent.objects.filter(action__in=["draft_auto_sent", "draft_sent"]).exists()
+
+
+def test_auto_send_waits_while_the_customer_has_an_open_alert(customer, provider, staff_user, settings):
+    # given a whitelisted auto-mode customer whose last message raised a personal-number alert
+    settings.QIWEI_AUTO_SEND_CONFIDENCE = 0.85
+    _auto_customer(customer)
+    alert = alert_raise(
+        customer=customer,
+        kind=AlertKind.PERSONAL_NUMBER,
+        level=AlertLevel.WARNING,
+        text="客户消息中含个人手机号，已遮蔽",
+        cause="message:1",
+        actor="ingest",
+    )
+
+    # when a confident draft that needs no human is generated
+    draft = draft_generate(customer=customer, actor="pipeline", client=ScriptedClient(_answer(confidence=0.92)))
+
+    # then it waits for review, with the open alert listed as the reason, and nothing was sent
+    assert draft.status == DraftStatus.PENDING
+    assert draft_auto_send_blockers(draft) == ["客户有 1 条未处理的预警"]
+    assert LoopbackGateway.sent_records() == []
+    assert not AuditEvent.objects.filter(action__in=["draft_auto_sent", "draft_sent"]).exists()
+
+    # when a supervisor resolves the alert, the next draft is sent automatically
+    alert_resolve(alert=alert, actor=staff_user, reason="已核实是客户本人号码，无风险")
+    following = draft_generate(customer=customer, actor="pipeline", client=ScriptedClient(_answer(confidence=0.92)))
+    assert following.status == DraftStatus.SENT and following.delivery.auto is True
+    assert [record["idempotency_key"] for record in LoopbackGateway.sent_records()] == [f"draft-{following.pk}"]
 
 
 def test_auto_send_with_upstream_down_leaves_draft_pending(customer, provider, settings):

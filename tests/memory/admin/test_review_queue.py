@@ -3,14 +3,18 @@ account, newest first, each with the customer's words (masked), decided in one c
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 from django.db import connections
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from conversations.models import AuditEvent
 from conversations.services import membership_grant
 from memory.attention import review_queue
+from memory.governance.services import memory_items_expire_due
 from memory.items import memory_item_put
 from memory.models import MemoryCreatedBy, MemoryItem, MemoryStatus, MemoryType
 from memory.snapshots import snapshot_current
@@ -72,6 +76,20 @@ def test_review_queue_confirm_turns_a_hypothesis_into_a_fact_with_the_reason(adm
     assert "已确认为事实" in response.content.decode()
     facts = snapshot_current(item.customer).content.split("## 待确认")[0]
     assert "可能在为孩子上学找学区房" in facts
+
+
+def test_review_queue_confirm_makes_a_lasting_fact_the_sweep_keeps(admin_client, review_items):
+    # Given the model's hypothesis, due to lapse in a week
+    assert review_items.hypothesis.expires_at is not None
+    # When the supervisor confirms it in the queue
+    decide(admin_client, review_items.hypothesis, "confirm", "客户电话里确认孩子明年上小学")
+    # Then the fact has no expiry, and the sweep eight days later leaves it active
+    item = MemoryItem.objects.get(pk=review_items.hypothesis.pk)
+    assert item.expires_at is None
+    memory_items_expire_due(now=timezone.now() + dt.timedelta(days=8))
+    item.refresh_from_db()
+    assert item.status == MemoryStatus.ACTIVE
+    assert "可能在为孩子上学找学区房" in snapshot_current(item.customer).content.split("## 待确认")[0]
 
 
 def test_review_queue_confirm_vouches_for_a_low_confidence_automatic_item(admin_client, staff_user, review_items):
@@ -264,3 +282,22 @@ def test_review_queue_threshold_is_a_setting(admin_client, review_items, setting
     assert review_items.sure.pk in queue_ids(response)
     assert review_items.human.pk not in queue_ids(response)  # a person's item is never re-reviewed
     assert "置信度低于 0.95" in response.content.decode()
+
+
+@pytest.mark.parametrize("value", ["99999999999999999999", "abc", "-3", "0", "１２"])
+def test_review_queue_invalid_customer_filter_is_400(admin_client, review_items, value):
+    # when the queue is asked for a customer id that cannot be one
+    response = admin_client.get(QUEUE, {"customer": value})
+    # then it answers 400 with a reason, never a 500 (and never silently the whole queue)
+    assert response.status_code == 400
+    assert "客户 ID 无效" in response.content.decode()
+
+
+def test_review_queue_post_of_an_out_of_range_item_id_is_a_warning(admin_client, review_items):
+    # when a decision names an item id larger than any database key
+    response = admin_client.post(
+        QUEUE, {"item": "99999999999999999999", "decision": "confirm", "reason": "测试"}, follow=True
+    )
+    # then nothing is decided and the supervisor is told, with the queue shown
+    assert response.status_code == 200
+    assert "该条目已处理或不在待确认队列中" in response.content.decode()

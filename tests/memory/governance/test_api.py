@@ -9,7 +9,7 @@ from django.db import connections
 from django.utils import timezone
 
 from conversations.models import AuditEvent, Customer
-from memory.governance.services import memory_item_add
+from memory.governance.services import memory_item_add, memory_items_expire_due
 from memory.models import MemoryItem, MemoryStatus, MemoryType
 from memory.profile import customer_profile_update
 from tests.conftest import client_for
@@ -121,6 +121,26 @@ def test_memory_confirm_reject_expire_answer_with_item(staff_client, customer, h
     assert response.status_code == 200 and response.json()["status"] == "rejected"
     response = staff_client.post(f"{BASE}/memory/{hypothesis.pk}/expire/", {"reason": "已过时"}, format="json")
     assert response.status_code == 200 and response.json()["status"] == "superseded"
+
+
+def test_memory_confirm_api_makes_a_lasting_fact(staff_client, customer, messages, staff_user):
+    # Given a hypothesis written by a supervisor, due to lapse after the hypothesis TTL
+    item = memory_item_add(
+        customer=customer,
+        type=MemoryType.HYPOTHESIS,
+        content="可能是为孩子上学换房",
+        actor=staff_user,
+        reason="电话里提到孩子明年上小学",
+    )
+    assert item.expires_at is not None
+    # When it is confirmed through the API
+    response = staff_client.post(f"{BASE}/memory/{item.pk}/confirm/", {"reason": "客户确认要学区房"}, format="json")
+    # Then the answer shows a fact without expiry, and the sweep a week later leaves it active
+    assert response.status_code == 200
+    assert (response.json()["type"], response.json()["expires_at"]) == ("fact", None)
+    assert memory_items_expire_due(now=timezone.now() + dt.timedelta(days=8)) == 0
+    item.refresh_from_db()
+    assert item.status == MemoryStatus.ACTIVE
 
 
 def test_memory_forget_and_history(staff_client, agent_client, customer, preference):

@@ -10,6 +10,7 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from conversations.models import AuditEvent
+from memory.governance.services import memory_item_add, memory_item_confirm
 from memory.models import MemoryItem, MemoryStatus, MemoryType
 from memory.tasks import memory_expire_account, memory_expire_all
 from qiwei_site.platform.tenancy import use_account
@@ -68,3 +69,25 @@ def test_expire_memory_command_prints_counts(account, other_account):
 def test_expire_memory_command_unknown_account(account):
     with pytest.raises(CommandError, match="不存在"):
         call_command("expire_memory", account="nosuch")
+
+
+def test_expire_memory_command_a_week_later_keeps_a_confirmed_hypothesis(account, staff_user, monkeypatch):
+    # Given a hypothesis added by a supervisor (expiring after the TTL) and then confirmed
+    customer = CustomerFactory(conversation_id="wm_zhao_005")
+    item = memory_item_add(
+        customer=customer,
+        type=MemoryType.HYPOTHESIS,
+        content="可能在张江上班，通勤优先2号线",
+        actor=staff_user,
+        reason="客户提到在张江",
+    )
+    memory_item_confirm(item=item, actor=staff_user, reason="客户确认在张江上班")
+    # When `manage.py expire_memory` and the task run eight days later
+    later = timezone.now() + dt.timedelta(days=8)
+    monkeypatch.setattr(timezone, "now", lambda: later)
+    call_command("expire_memory", "--account", account.id, stdout=io.StringIO())
+    memory_expire_account(account.id)
+    # Then the confirmed fact is still active, and no expiry was audited
+    item.refresh_from_db()
+    assert (item.type, item.status) == (MemoryType.FACT, MemoryStatus.ACTIVE)
+    assert not AuditEvent.objects.filter(action="memory_item_expired").exists()

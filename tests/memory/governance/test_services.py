@@ -18,6 +18,7 @@ from memory.governance.services import (
     memory_item_reject,
     memory_items_expire_due,
 )
+from memory.items import memory_item_put
 from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem, MemorySnapshot, MemoryStatus, MemoryType
 from memory.snapshots import snapshot_current
 from qiwei_site.platform.errors import Conflict, ValidationFailed
@@ -172,6 +173,82 @@ def test_memory_item_confirm_turns_hypothesis_into_fact(customer, hypothesis, st
     assert audit.payload == {"item_id": item.pk, "type": "fact", "previous_type": "hypothesis"}
     snapshot = snapshot_current(customer)
     assert snapshot.version == 2 and "已确认事实" in snapshot.content and "待确认" not in snapshot.content
+
+
+def _model_hypothesis(customer, messages, *, days: int = 7) -> MemoryItem:
+    """A model inference as capture writes it: confidence 0.5, expiring after the hypothesis TTL."""
+    return memory_item_put(
+        customer=customer,
+        type=MemoryType.HYPOTHESIS,
+        key="hypothesis:commute",
+        content="可能在陆家嘴上班",
+        source_message_ids=[messages[1].pk],
+        confidence=0.5,
+        expires_at=timezone.now() + dt.timedelta(days=days),
+        actor="model",
+        reason="模型推断",
+    ).item
+
+
+def test_memory_item_confirm_clears_the_hypothesis_expiry(customer, messages, staff_user):
+    # Given a model hypothesis that would lapse in a week
+    hypothesis = _model_hypothesis(customer, messages)
+    assert hypothesis.expires_at is not None
+    # When a supervisor confirms it
+    memory_item_confirm(item=hypothesis, actor=staff_user, reason="客户电话里说在陆家嘴上班")
+    # Then the fact has no expiry, and its history row says who cleared it
+    hypothesis.refresh_from_db()
+    assert (hypothesis.type, hypothesis.expires_at) == (MemoryType.FACT, None)
+    history = last_history(hypothesis)
+    assert (history.expires_at, history.history_user_id) == (None, staff_user.pk)
+
+
+def test_memory_item_confirm_then_sweep_a_week_later_keeps_the_fact(customer, messages, staff_user):
+    # Given a hypothesis confirmed by a supervisor, beside one nobody confirmed
+    confirmed = _model_hypothesis(customer, messages)
+    memory_item_confirm(item=confirmed, actor=staff_user, reason="客户确认在陆家嘴上班")
+    unconfirmed = memory_item_put(
+        customer=customer,
+        type=MemoryType.HYPOTHESIS,
+        key="hypothesis:car",
+        content="可能有车",
+        source_message_ids=[messages[0].pk],
+        confidence=0.4,
+        expires_at=timezone.now() + dt.timedelta(days=7),
+        actor="model",
+        reason="模型推断",
+    ).item
+    # When the expiry sweep runs eight days later
+    expired = memory_items_expire_due(now=timezone.now() + dt.timedelta(days=8))
+    # Then only the unconfirmed hypothesis lapsed; the fact is still active and in the snapshot
+    confirmed.refresh_from_db()
+    unconfirmed.refresh_from_db()
+    assert expired == 1
+    assert (confirmed.status, unconfirmed.status) == (MemoryStatus.ACTIVE, MemoryStatus.SUPERSEDED)
+    assert "可能在陆家嘴上班" in snapshot_current(customer).content
+
+
+def test_memory_item_confirm_keeps_an_expiry_the_supervisor_sets(customer, messages, staff_user):
+    # Given a hypothesis about a short-lived situation
+    hypothesis = _model_hypothesis(customer, messages, days=1)
+    until = timezone.now() + dt.timedelta(days=30)
+    # When the supervisor confirms it, valid for a month
+    memory_item_confirm(item=hypothesis, expires_at=until, actor=staff_user, reason="客户这个月在陆家嘴驻场")
+    # Then the fact expires when the supervisor said, and the sweep lets it go then, not before
+    hypothesis.refresh_from_db()
+    assert hypothesis.expires_at == until
+    assert memory_items_expire_due(now=timezone.now() + dt.timedelta(days=8)) == 0
+    assert memory_items_expire_due(now=until + dt.timedelta(minutes=1)) == 1
+
+
+def test_memory_item_confirm_refuses_a_past_expiry(customer, messages, staff_user):
+    hypothesis = _model_hypothesis(customer, messages)
+    with pytest.raises(ValidationFailed):
+        memory_item_confirm(
+            item=hypothesis, expires_at=timezone.now() - dt.timedelta(days=1), actor=staff_user, reason="测试"
+        )
+    hypothesis.refresh_from_db()
+    assert hypothesis.type == MemoryType.HYPOTHESIS
 
 
 def test_memory_item_confirm_refuses_a_fact(customer, preference, staff_user):

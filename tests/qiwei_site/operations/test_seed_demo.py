@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from conversations.models import Alert, AlertKind, AuditEvent, Customer, Message, Recommendation, Task
+from conversations.models import Alert, AlertKind, AuditEvent, Customer, Message, Recommendation, SessionMode, Task
 from memory.attention import attention_counts, review_queue
 from memory.models import MemoryType
 from qiwei_site.operations.demo_data import DEMO_ACCOUNT_ID, DEMO_CUSTOMERS
@@ -55,6 +55,17 @@ def test_seed_demo_creates_the_chinese_demo_with_its_memory_and_alerts():
         assert all(item.source_message_ids for item in queued)
         counts = attention_counts()
         assert counts.to_confirm >= 3 and counts.blocked_today == 2 and counts.alerts_open == 3
+
+
+def test_seed_demo_auto_send_customers_have_no_open_alert():
+    # when the demo is seeded
+    seed()
+    with use_account(DEMO_ACCOUNT_ID):
+        auto = Customer.objects.filter(session_mode=SessionMode.AUTO, auto_send_whitelisted=True)
+        # then it still shows an auto-send customer, and none of them has an open alert
+        # (auto-send waits while one is open, so such a customer would never show auto-send)
+        assert auto.exists()
+        assert not Alert.objects.filter(customer__in=auto, resolved=False).exists()
 
 
 def test_seed_demo_runs_once():

@@ -254,6 +254,40 @@ def test_api_object_id_beyond_64_bits_is_json_404(client, rows, path):
 
 
 @pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", f"{CONVERSATION}/messages"),
+        ("GET", f"{CONVERSATION}/messages"),
+        ("POST", f"{CONVERSATION}/memory/{{item}}/confirm"),
+        ("GET", f"{CONVERSATION}/memory"),
+        ("POST", f"{ACCOUNT}/drafts/{{draft}}/approve"),
+        ("GET", f"{WORKBENCH}/conversations/{CID}/overview"),
+    ],
+)
+def test_api_path_without_trailing_slash_is_json_404_naming_the_right_path(client, rows, method, path):
+    # given an API path written without its trailing slash
+    url = path.format(item=rows.item_id, draft=rows.draft_id)
+    payload = {"external_id": "wang_slash", "text": "预算六千以内", "reason": "客户确认"}
+    # when it is requested (a POST with a body a redirect would have lost)
+    response = client.generic(method, url, data=json.dumps(payload), content_type=JSON)
+    # then it is a JSON 404 naming the path with its slash, not an HTML 301 to follow
+    body = _assert_json_answer(response, 404, url)
+    assert body["code"] == "not_found"
+    assert f"请求路径应以 / 结尾：{url}/" in body["detail"], body
+    assert not response.has_header("Location")
+    # and nothing was written
+    assert Message.objects.count() == 1
+
+
+def test_api_unknown_path_without_slash_stays_a_plain_json_404(client, rows):
+    # when a path that is no route with or without its slash is requested
+    response = client.get(f"{ACCOUNT}/no-such-thing")
+    # then it is the usual JSON 404, without a suggested path
+    body = _assert_json_answer(response, 404, "unknown")
+    assert "结尾" not in body["detail"]
+
+
+@pytest.mark.parametrize(
     ("payload", "field"),
     [
         ({"external_id": True, "text": "预算五千"}, "external_id"),
