@@ -394,7 +394,7 @@ class AgentContextBuilder:
             content, item_ids = snapshot[0][1], list(snapshot[0][2])
             trace["snapshot_version"] = version
             # The snapshot's items are the customer's own: its human-written ones among them.
-            human = {pk for (pk,) in _human_items(customer.pk)}.intersection(item_ids)
+            human = {pk for (pk,) in _human_items(customer.pk)}.intersection(item_ids) if item_ids else set()
         else:
             # None yet (a new customer): the items a snapshot would hold, rendered without writing.
             rows = list(_active_items(customer.pk))

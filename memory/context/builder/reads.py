@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import OuterRef, Subquery
+from django.db.models import F, OuterRef, Subquery
 
 from conversations.models import (
     Alert,
@@ -18,7 +18,6 @@ from conversations.models import (
     CustomerProfile,
     Message,
     Recommendation,
-    RecommendationFeedback,
     RecommendationStatus,
     Task,
     TaskStatus,
@@ -37,12 +36,12 @@ def _version_and_profile(customer_id: int) -> tuple[int, tuple[str, ...] | None]
     """The customer's context version and profile row, in one indexed read (the version first:
     `_AnswerCache`)."""
     version = CustomerContextVersion.objects.filter(customer_id=OuterRef("pk")).values("version")[:1]
-    row = (
+    rows = list(
         Customer.objects.filter(pk=customer_id)
         .annotate(context_version=Subquery(version))
-        .values_list("context_version", "profile__pk", *(f"profile__{name}" for name in PROFILE_FIELD_NAMES))
-        .first()
+        .values_list("context_version", "profile__pk", *(f"profile__{name}" for name in PROFILE_FIELD_NAMES))[:1]
     )
+    row = rows[0] if rows else None
     if row is None:
         return 0, None
     return row[0] or 0, (tuple(row[2:]) if row[1] is not None else None)
@@ -71,19 +70,24 @@ def _open_alerts(customer_id: int) -> Any:
     return alerts.values_list("id", "level", "text")[:20]
 
 
-def _open_recommendations(customer_id: int) -> Any:
-    """The newest open recommendations, each with its newest feedback (None when it has none)."""
-    newest = RecommendationFeedback.objects.filter(recommendation=OuterRef("pk")).order_by("-created_at", "-id")
-    recommendations = (
+def _open_recommendations(customer_id: int) -> list[tuple[Any, ...]]:
+    """The newest open recommendations, each with its newest feedback (None when it has none), in
+    one query: the ten newest open ones joined to all their feedback, newest first, the first row
+    of each kept (a plain join is cheaper to build than a correlated subquery per column)."""
+    newest_open = (
         Recommendation.objects.filter(customer_id=customer_id, status=RecommendationStatus.OPEN)
         .order_by("-created_at", "-id")
-        .annotate(
-            feedback_source=Subquery(newest.values("source")[:1]),
-            feedback_verdict=Subquery(newest.values("verdict")[:1]),
-            feedback_comment=Subquery(newest.values("comment")[:1]),
-        )
+        .values("pk")[:10]
     )
-    return recommendations.values_list("id", "text", "feedback_source", "feedback_verdict", "feedback_comment")[:10]
+    rows = (
+        Recommendation.objects.filter(pk__in=newest_open)
+        .order_by("-created_at", "-id", F("feedback__created_at").desc(nulls_last=True), "-feedback__id")
+        .values_list("id", "text", "feedback__source", "feedback__verdict", "feedback__comment")
+    )
+    newest: dict[int, tuple[Any, ...]] = {}
+    for row in rows:
+        newest.setdefault(row[0], tuple(row))
+    return list(newest.values())
 
 
 _ITEM_COLUMNS = (
