@@ -233,6 +233,10 @@ def test_ordinary_grounded_updates_and_hypothesis_are_still_kept(account, json_s
         "move_in_date": [messages[3].pk],
     }
     assert [kept["key"] for kept in draft.context_trace["hypotheses"]["kept"]] == ["has_car"]
+    # (the model could cite it: the prompt quotes each customer message with its id, our staff's without)
+    prompt = json_server.requests[-1][2]["messages"][-1]["content"]
+    assert f"| id={messages[4].pk}] 客户：我每天开车去张江上班" in prompt
+    assert f"id={messages[1].pk}]" not in prompt
     assert MemoryItem.objects.filter(customer=customer, key="hypothesis:has_car", type=MemoryType.HYPOTHESIS).exists()
     profile = CustomerProfile.objects.get(customer=customer)
     assert (profile.budget, profile.layout) == ("4500元/月", "两居室")
