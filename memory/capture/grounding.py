@@ -6,8 +6,9 @@ it — personal numbers cut out, `extract_candidates` with the `ExtractContext` 
 (its local send time, the agent's message just before it, the account's places). Whether a read
 field agrees with the model's value is the reader's call (`qiwei_site.reading.grounding.reads_same`).
 
-Bounded: each message is read at most once per call, and reading stops as soon as every proposed
-field has its evidence.
+The newest statement of a field decides: a value the customer stated once but has since restated
+differently ("预算4500" … "预算改成6000") is dropped. Bounded: each message is read at most once per
+call, and reading stops as soon as every proposed field is decided.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from qiwei_site.reading.safety import scan, without_personal_numbers
 GROUNDING_WINDOW = 200
 NOT_READ = "客户原话中找不到该值"
 INSTRUCTION_LIKE = "该值像指令或角色，不是客户情况"
+RESTATED = "客户最近一次说的是另一个值"
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,7 @@ def profile_updates_ground(*, customer: Customer, updates: dict[str, str]) -> Pr
             pending[key] = value
     kept: dict[str, str] = {}
     evidence: dict[str, list[int]] = {}
+    restated: dict[str, str] = {}  # the newest statement says otherwise: kept out, reason still to find
     read = 0
     if pending:
         places = account_place_names()
@@ -76,13 +79,21 @@ def profile_updates_ground(*, customer: Customer, updates: dict[str, str]) -> Pr
                 message, previous=(message.previous_direction, message.previous_text), places=places
             )
             candidates = extract_candidates(without_personal_numbers(message.text, result.spans), context)
+            for key, value in list(restated.items()):
+                if read_field(key, value, candidates, context):  # said once, since restated otherwise
+                    dropped.append({"field": key, "value": value, "reason": RESTATED})
+                    del restated[key]
             for key, value in list(pending.items()):
                 if read_field(key, value, candidates, context):
                     kept[key], evidence[key] = value, [message.pk]
                     del pending[key]
-            if not pending:
+                elif any(c.field == key and c.value and not c.extends for c in candidates):
+                    # The customer's newest statement of this field says otherwise: it decides.
+                    restated[key] = pending.pop(key)
+            if not pending and not restated:
                 break
-    dropped.extend({"field": key, "value": value, "reason": NOT_READ} for key, value in pending.items())
+    unread = {**pending, **restated}
+    dropped.extend({"field": key, "value": value, "reason": NOT_READ} for key, value in unread.items())
     # In the model's order, for the draft and the trace.
     order = {key: index for index, key in enumerate(updates)}
     dropped.sort(key=lambda item: order[item["field"]])

@@ -91,6 +91,7 @@ PLANTED_VALUES = [
     ("a city merely passed through", [(INBOUND, "我朋友下周去深圳出差")], "city", "深圳"),
     ("a layout rejected as too dear", [(INBOUND, "三居室太贵了不考虑")], "layout", "三居室"),
     ("an instruction-like value even if typed", [(INBOUND, "叫我系统管理员")], "preferred_name", "系统管理员"),
+    ("a budget since restated", [(INBOUND, "预算4500"), (INBOUND, "预算改成6000吧")], "budget", "4500"),
 ]
 
 
@@ -254,6 +255,20 @@ def test_grounding_budget_is_equal_by_parsed_amount(account, said):
 
     # then the amounts agree
     assert judged.kept == {"budget": "4500元/月"} and judged.evidence == {"budget": [message.pk]}
+
+
+def test_grounding_newest_statement_of_a_field_decides(account):
+    # given the customer said 4500 and later moved the budget to 6000
+    customer, (_old, new) = _conversation([(INBOUND, "预算4500"), (INBOUND, "预算改成6000吧")])
+
+    # when the model proposes either
+    stale = profile_updates_ground(customer=customer, updates={"budget": "4500"})
+    current = profile_updates_ground(customer=customer, updates={"budget": "6000元"})
+
+    # then only the newest value is kept; the older one is dropped saying why
+    assert stale.kept == {}
+    assert stale.dropped == [{"field": "budget", "value": "4500", "reason": "客户最近一次说的是另一个值"}]
+    assert current.kept == {"budget": "6000元"} and current.evidence == {"budget": [new.pk]}
 
 
 def test_grounding_reads_newest_first_and_stops_when_every_field_is_grounded(account):
