@@ -7,7 +7,6 @@ degraded context from the same AgentContextBuilder when the provider could not b
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import re
 from collections.abc import Mapping
@@ -23,9 +22,9 @@ from memory.providers import CaptureTurn, MemoryProvider, PrefetchRequest, TurnH
 from qiwei_site.platform.errors import Conflict, UpstreamUnavailable
 from qiwei_site.platform.history import Actor
 from qiwei_site.reading.fields import PROFILE_FIELD_NAMES
-from qiwei_site.reading.grounding import affirmed_statements, states
-from qiwei_site.reading.guard import object_refusal, value_refusal
-from qiwei_site.reading.safety import scan
+from qiwei_site.reading.grounding import carries_content, is_small_talk
+from qiwei_site.reading.guard import object_refusal
+from qiwei_site.reading.safety import scan, without_personal_numbers
 from sessions_epoch.clients import ModelClient, ModelResult, SessionRef, get_client
 from sessions_epoch.models import CloseReason, SessionEpoch
 from sessions_epoch.services import epoch_count_turn, epoch_for_turn, epoch_rotate
@@ -40,6 +39,8 @@ HYPOTHESES_MAX = 5
 HYPOTHESIS_TEXT_MAX = 60
 HYPOTHESIS_KEY_MAX = 60
 HYPOTHESIS_EVIDENCE_MAX = 10
+# A hypothesis citing no message is dropped with this reason: it never rests on the latest message by default.
+NO_EVIDENCE_IDS = "推断必须列出所依据的客户消息 id（messageIds），不会默认以最新消息为依据"
 # A key is an identifier, not the customer's words (traces and payloads keep keys, never texts).
 _HYPOTHESIS_KEY_RE = re.compile(rf"[a-z][a-z0-9_]{{0,{HYPOTHESIS_KEY_MAX - 1}}}")
 
@@ -134,8 +135,9 @@ def _parse_hypothesis(index: int, entry: Any) -> TurnHypothesis | dict[str, Any]
     confidence = entry.get("confidence")
     if not (isinstance(confidence, int | float) and not isinstance(confidence, bool) and 0 <= confidence <= 1):
         return _hypothesis_drop(index, "confidence 必须是 0–1 之间的数字", key=key, message_ids=ids)
-    if ids is None:
-        ids = []  # rests on the message this turn answers (filled in by the turn)
+    if ids is None or ids == []:
+        # Never the latest message by default: an inference names the customer's words it rests on.
+        return _hypothesis_drop(index, NO_EVIDENCE_IDS, key=key)
     if not (
         isinstance(ids, list)
         and len(ids) <= HYPOTHESIS_EVIDENCE_MAX
@@ -176,38 +178,16 @@ def parse_hypotheses(value: Any) -> tuple[list[TurnHypothesis], list[dict[str, A
 def ground_profile_updates(
     *, customer: Customer, updates: dict[str, str]
 ) -> tuple[dict[str, str], dict[str, list[int]], list[dict[str, Any]]]:
-    """(grounded updates, evidence message ids per field, dropped): a value is kept only if the
-    customer's own inbound words affirm it — never the model's, never our staff's, never a message
-    the safety gate blocks, never a value the customer negated, never an instruction-like value."""
+    """(grounded updates, evidence message ids per field, dropped): a value is kept only where the
+    reader reads that field with an equal canonical value from the customer's own inbound words
+    (capture's extraction, through the memory provider) — never the model's, never our staff's,
+    never a message the safety gate blocks, never a value the customer negated, asked about or
+    said of someone else, never an instruction-like value."""
     if not updates:
         return {}, {}, []
-    messages = [
-        (message_id, affirmed_statements(text))
-        for message_id, text in Message.objects.filter(
-            customer=customer, direction=MessageDirection.INBOUND, is_effective=True
-        )
-        .order_by("-sent_at", "-id")
-        .values_list("id", "text")[:500]
-        if not scan(text).blocked
-    ]
-    grounded: dict[str, str] = {}
-    evidence: dict[str, list[int]] = {}
-    dropped: list[dict[str, Any]] = []
-    for key, value in updates.items():
-        if value_refusal(key, value):
-            dropped.append({"field": key, "value": value, "reason": "该值像指令或角色，不是客户情况"})
-            continue
-        ids = sorted(
-            message_id
-            for message_id, statements in messages
-            if states(value, statements)
-        )
-        if ids:
-            grounded[key] = value
-            evidence[key] = ids[-5:]
-        else:
-            dropped.append({"field": key, "value": value, "reason": "客户原话中找不到该值"})
-    return grounded, evidence, dropped
+    provider: MemoryProvider = get_provider()
+    judged = provider.ground_profile_updates(customer=customer, updates=updates)
+    return dict(judged.kept), {key: list(ids) for key, ids in judged.evidence.items()}, list(judged.dropped)
 
 
 def _evidence_refusal(message: Mapping[str, Any] | None, customer: Customer) -> str | None:
@@ -219,17 +199,25 @@ def _evidence_refusal(message: Mapping[str, Any] | None, customer: Customer) -> 
         return "依据的消息不是客户原话"
     if not message["is_effective"]:
         return "依据的消息已失效"
-    if scan(message["text"]).blocked:
+    scanned = scan(message["text"])
+    if scanned.blocked:
         return "依据的消息被安全闸拦截"
+    remaining = without_personal_numbers(message["text"], scanned.spans)
+    if is_small_talk(remaining):
+        return "依据的消息只是寒暄或应答，不含客户情况"
+    if not carries_content(remaining):
+        return "依据的消息除被遮蔽的个人号码外没有内容"
     return None
 
 
 def ground_hypotheses(
     *, customer: Customer, hypotheses: list[TurnHypothesis]
 ) -> tuple[list[TurnHypothesis], list[dict[str, Any]]]:
-    """(kept, dropped): a hypothesis is kept only when every message it rests on is this customer's
-    own effective inbound message that the safety gate lets through, and its text describes the
-    customer's world rather than instructing us (`object_refusal`)."""
+    """(kept, dropped): a hypothesis is kept only when every message it cites (it must cite one:
+    `parse_hypotheses` drops those that cite none) is this customer's own effective inbound message
+    that the safety gate lets through and that carries content — never small talk, never only the
+    label of a cut-out personal number — and its text describes the customer's world rather than
+    instructing us (`object_refusal`). Our own replies are outbound: they never count."""
     if not hypotheses:
         return [], []
     ids = {message_id for hypothesis in hypotheses for message_id in hypothesis.message_ids}
@@ -280,6 +268,28 @@ def _memory_step_failed(
         payload={"stage": stage, **details, "error": failure.error},
     )
     return failure
+
+
+def _ground_or_drop(
+    *, customer: Customer, updates: dict[str, str], actor: Actor
+) -> tuple[dict[str, str], dict[str, list[int]], list[dict[str, Any]]]:
+    """Grounding, failing closed: if memory cannot read the customer's words, nothing is kept."""
+    try:
+        return ground_profile_updates(customer=customer, updates=updates)
+    except Exception as exc:
+        _memory_step_failed(
+            customer=customer,
+            actor=actor,
+            action=AuditAction.MEMORY_RECALL_FAILED,  # reading the customer's words, like recall
+            reason="核对模型的画像更新时读取客户原话失败，全部丢弃",
+            stage="grounding",
+            exc=exc,
+        )
+        unread = [
+            {"field": key, "value": value, "reason": "无法核对客户原话，未保留"}
+            for key, value in updates.items()
+        ]
+        return {}, {}, unread
 
 
 def _build_context(customer: Customer, latest: Message | None, actor: Actor) -> tuple[str, dict[str, Any]]:
@@ -360,15 +370,9 @@ def draft_generate(
     result, epoch, sessions = _run_client(client=client, customer=customer, prompt=prompt, hints=hints, actor=actor)
 
     output = validate_output(result.output) if result.ok else TurnOutput(error=result.error or "模型调用失败")
-    grounded, evidence, dropped = ground_profile_updates(customer=customer, updates=output.profile_updates)
+    grounded, evidence, dropped = _ground_or_drop(customer=customer, updates=output.profile_updates, actor=actor)
     source_message_ids = sorted({message_id for ids in evidence.values() for message_id in ids})
-    # The prompt quotes messages without ids, so an inference that cites none rests on the message
-    # this turn answers (the customer's own latest words); it is checked like any other evidence.
-    proposed = [
-        h if h.message_ids or latest is None else dataclasses.replace(h, message_ids=(latest.pk,))
-        for h in output.hypotheses
-    ]
-    hypotheses, dropped_hypotheses = ground_hypotheses(customer=customer, hypotheses=proposed)
+    hypotheses, dropped_hypotheses = ground_hypotheses(customer=customer, hypotheses=output.hypotheses)
     trace = {
         **trace,
         "model": {

@@ -234,19 +234,22 @@ def account_place_names() -> PlaceNames:
     return names
 
 
-def extract_context(message: Message, *, previous: tuple[str | None, str | None] | None = None) -> ExtractContext:
+def extract_context(
+    message: Message, *, previous: tuple[str | None, str | None] | None = None, places: PlaceNames | None = None
+) -> ExtractContext:
     """What extraction needs beside the words: the local send time, the agent's message right before
     this one (if the message before it is the agent's), and the account's place names.
 
     `previous`: (direction, text) of the message before — (None, None) when there is none — if the
-    caller read it already (a job reads it with its message); otherwise it is read here."""
+    caller read it already (a job reads it with its message); otherwise it is read here. `places`: the
+    account's place names, if the caller reads many messages at once (grounding)."""
     if previous is None:
         previous = message_previous(message)
     direction, text = previous
     return ExtractContext(
         sent_at=timezone.localtime(message.sent_at),
         previous_outbound=(text or "") if direction == MessageDirection.OUTBOUND else "",
-        places=account_place_names(),
+        places=places if places is not None else account_place_names(),
     )
 
 

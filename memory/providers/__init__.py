@@ -5,7 +5,9 @@ The turn hands the provider the objects it already holds (the `Customer`, the `M
 instead of ids to be read back; callers that only have ids (the context API) resolve them with
 `PrefetchRequest.for_conversation`. The methods keep the spec's shape: prefetch(context),
 capture(turn), search(query, scope), conclude(conversationId), getProfile(conversationId),
-forget(memoryId), plus memory_version(customer) for a new epoch. Its HTTP face (the context and
+forget(memoryId), plus memory_version(customer) for a new epoch and
+ground_profile_updates(customer, updates): the model's proposed profile values judged by the reader
+against the customer's own messages (`memory/capture/grounding.py`). Its HTTP face (the context and
 session-search endpoints) is `memory/providers/apis.py`.
 """
 
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 
 from conversations.models import Customer, Message
 from conversations.selectors import customer_get
+from memory.capture.grounding import ProfileGrounding
 from memory.context.builder import AgentContextBuilder, BuiltContext
 from qiwei_site.platform.errors import NotFound, ValidationFailed
 from qiwei_site.platform.history import Actor
@@ -115,6 +118,11 @@ class MemoryProvider(abc.ABC):
     def memory_version(self, customer: Customer) -> int | None:
         """The current core-memory snapshot version (None before the first snapshot)."""
 
+    @abc.abstractmethod
+    def ground_profile_updates(self, *, customer: Customer, updates: dict[str, str]) -> ProfileGrounding:
+        """The model's profile updates kept only where the reader reads the same field with an equal
+        canonical value from one of the customer's own gate-passed messages; the rest dropped with reasons."""
+
 
 class LocalMemoryProvider(MemoryProvider):
     """Memory over the selected account's own database (call inside `use_account`)."""
@@ -160,6 +168,11 @@ class LocalMemoryProvider(MemoryProvider):
             raise NotFound("记忆条目不存在 (no such memory item).", code="memory_not_found")
         memory_item_forget(item=item, actor=actor, reason=reason)
 
+
+    def ground_profile_updates(self, *, customer: Customer, updates: dict[str, str]) -> ProfileGrounding:
+        from memory.capture.grounding import profile_updates_ground
+
+        return profile_updates_ground(customer=customer, updates=updates)
 
     def memory_version(self, customer: Customer) -> int | None:
         from memory.snapshots import snapshot_current

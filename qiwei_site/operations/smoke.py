@@ -294,7 +294,7 @@ def step_human_governance(account_id: str) -> str:
     check(added.created_by == "human" and added.importance >= 4, "人工添加应为高重要性的人工事实")
     edited = memory_item_edit(item=added, content="客户是中学教师，寒暑假方便看房", actor=ACTOR, reason="修正职业")
     check(edited.content.startswith("客户是中学教师") and edited.created_by == "human", "编辑未覆盖内容")
-    # A hypothesis arrives the real way: the model infers it in a turn, resting on the customer's words.
+    # A hypothesis arrives the real way: the model infers it in a turn, citing the customer's words it rests on.
     inferring = ScriptedClient(
         {
             "reply": "好的，我们会优先推荐带车位的房源。",
@@ -302,7 +302,9 @@ def step_human_governance(account_id: str) -> str:
             "requiresHuman": True,
             "profileUpdates": {},
             "reasons": ["客户提到开车上班"],
-            "hypotheses": [{"text": "可能有车，需要车位", "key": "has_car", "confidence": 0.5}],
+            "hypotheses": [
+                {"text": "可能有车，需要车位", "key": "has_car", "confidence": 0.5, "messageIds": [msgs[0].pk]}
+            ],
         }
     )
     draft_generate(customer=customer, actor=ACTOR, client=inferring)

@@ -12,6 +12,8 @@ import unicodedata
 
 _THOUSANDS_SEPARATOR_RE = re.compile(r"(?<=\d)[,，](?=\d{3})")
 _WHITESPACE_RE = re.compile(r"\s+")
+# A whole number written in thousands groups ("4,500", "１，２００，０００"); "5000，300" is two numbers.
+_GROUPED_NUMBER_RE = re.compile(r"(?<![\d.])\d{1,3}(?:[,，]\d{3})+(?![\d])")
 
 
 def fold_compatibility(text: str) -> str:
@@ -23,8 +25,10 @@ def fold_compatibility(text: str) -> str:
 
 
 def normalise_statement(text: str) -> str:
-    """A customer message as extraction reads it: folded, curly apostrophes straight ("I’d" → "I'd"), trimmed."""
-    return fold_compatibility(text).replace("\u2019", "'").strip()
+    """A customer message as extraction reads it: folded, curly apostrophes straight ("I’d" → "I'd"),
+    numbers in thousands groups joined ("4,500元" → "4500元": the comma would split the clause), trimmed."""
+    folded = fold_compatibility(text).replace("\u2019", "'")
+    return _GROUPED_NUMBER_RE.sub(lambda match: re.sub(r"[,，]", "", match.group()), folded).strip()
 
 
 def normalize_content(content: str) -> str:

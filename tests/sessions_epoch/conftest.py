@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from memory.providers import CaptureTurn, PrefetchRequest
+from memory.providers import CaptureTurn, LocalMemoryProvider, PrefetchRequest, ProfileGrounding
 from sessions_epoch import pipeline
 from tests.conversations.conftest import _clear_shared_cache, customer  # noqa: F401 - shared fixtures
 
@@ -22,7 +22,7 @@ FAKE_CLAUDE = Path(__file__).parent / "bin" / "claude"
 
 @dataclass
 class RecordingProvider:
-    """Stands in for memory.providers.get_provider(): a fixed context; captures are recorded."""
+    """Stands in for memory.providers.get_provider(): a fixed context; captures are recorded; grounding is real."""
 
     prompt: str = "## 客户最新消息\n> 我想租地铁附近的两居室，预算4500\n\n## 输出要求\n只输出 JSON。"
     prefetched: list[PrefetchRequest] = field(default_factory=list)
@@ -39,6 +39,10 @@ class RecordingProvider:
 
     def capture(self, turn: CaptureTurn) -> None:
         self.captured.append(turn)
+
+    def ground_profile_updates(self, **kwargs: Any) -> ProfileGrounding:
+        """Grounding is memory's real reading of the customer's messages, never stubbed."""
+        return LocalMemoryProvider().ground_profile_updates(**kwargs)
 
 
 @pytest.fixture

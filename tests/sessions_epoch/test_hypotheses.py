@@ -23,7 +23,7 @@ from memory.snapshots import snapshot_current, snapshot_refresh
 from qiwei_site.conf import ConfigError
 from qiwei_site.settings import base as settings_base
 from sessions_epoch.clients import OfflineClient, OpenAICompatibleClient, SessionRef
-from sessions_epoch.pipeline import HYPOTHESES_MAX, draft_generate, parse_hypotheses, validate_output
+from sessions_epoch.pipeline import HYPOTHESES_MAX, NO_EVIDENCE_IDS, draft_generate, parse_hypotheses, validate_output
 from tests.factories import BASE_TIME, CustomerFactory, MemoryItemFactory, MessageFactory
 from tests.sessions_epoch.test_pipeline import ScriptedClient, _answer
 
@@ -314,17 +314,22 @@ def test_hypothesis_ttl_setting_defaults_to_a_week_and_refuses_out_of_range(monk
     assert default == 168
 
 
-def test_hypothesis_without_message_ids_rests_on_the_message_the_turn_answers(customer, json_server):
-    # given a model that infers something but, seeing no ids in the prompt, cites none
-    _openai_answer(json_server, {"text": COMMUTE, "key": "commute_first", "confidence": 0.7})
-    latest = Message.objects.filter(customer=customer, direction=MessageDirection.INBOUND).order_by("-sent_at").first()
+def test_hypothesis_without_message_ids_is_dropped_never_resting_on_the_latest_message(customer, json_server):
+    # given a model that infers something but cites no messages (issue 21: no default evidence)
+    _openai_answer(
+        json_server,
+        {"text": COMMUTE, "key": "commute_first", "confidence": 0.7},
+        {"text": "客户可能有车", "key": "has_car", "confidence": 0.5, "messageIds": []},
+    )
 
     # when the turn runs
     draft = draft_generate(customer=customer, actor="pipeline", client=_openai_client(json_server))
 
-    # then it is kept, resting on the customer's latest message
-    assert draft.context_trace["hypotheses"]["kept"] == [
-        {"key": "commute_first", "confidence": 0.7, "messageIds": [latest.pk]}
+    # then neither is kept, both are listed with the reason, and nothing reaches memory
+    trace = draft.context_trace["hypotheses"]
+    assert trace["kept"] == []
+    assert [(d["key"], d["messageIds"], d["reason"]) for d in trace["dropped"]] == [
+        ("commute_first", [], NO_EVIDENCE_IDS),
+        ("has_car", [], NO_EVIDENCE_IDS),
     ]
-    item = MemoryItem.objects.get(customer=customer, key="hypothesis:commute_first")
-    assert item.source_message_ids == [latest.pk]
+    assert not MemoryItem.objects.filter(customer=customer, type=MemoryType.HYPOTHESIS).exists()

@@ -144,9 +144,12 @@ def test_validate_output_drops_undeclared_fields_and_coerces_numbers():
 
 
 def test_memory_failures_still_produce_a_draft_with_audits(customer, monkeypatch):
-    # given a memory provider whose prefetch and capture both raise
+    # given a memory provider whose prefetch, grounding and capture all raise
     class BrokenProvider:
         def prefetch(self, request):
+            raise RuntimeError("database is locked")
+
+        def ground_profile_updates(self, *, customer, updates):
             raise RuntimeError("database is locked")
 
         def capture(self, turn):
@@ -166,10 +169,15 @@ def test_memory_failures_still_produce_a_draft_with_audits(customer, monkeypatch
     # (assembled by the context builder, like every prompt)
     assert draft.context_trace["memory_recall_failed"] == {"stage": "prefetch", "error": "RuntimeError"}
     assert "===== 六、需要回复的最新客户消息（原话引用） =====" in client.prompts[0]
-    # and both failures are audited without their messages
-    recall = AuditEvent.objects.get(action="memory_recall_failed")
+    # and grounding failed closed: the model's budget is not kept unchecked
+    assert draft.profile_updates == {}
+    assert draft.dropped_updates == [{"field": "budget", "value": "4500", "reason": "无法核对客户原话，未保留"}]
+    # and every failure is audited without its messages
+    recall = AuditEvent.objects.get(action="memory_recall_failed", payload__stage="prefetch")
+    grounding = AuditEvent.objects.get(action="memory_recall_failed", payload__stage="grounding")
     capture = AuditEvent.objects.get(action="memory_capture_failed")
     assert recall.payload == {"stage": "prefetch", "error": "RuntimeError"}
+    assert grounding.payload == {"stage": "grounding", "error": "RuntimeError"}
     assert capture.payload["draft_id"] == draft.pk
     assert AuditEvent.objects.filter(action="draft_generated").count() == 1
 
@@ -335,16 +343,17 @@ def test_thirteenth_generation_runs_in_a_new_epoch(customer, provider):
 
 
 def test_grounding_does_not_match_inside_a_longer_number(customer):
-    # given the customer said 14500 and 45000, never 4500 on its own
+    # given the customer said 14500 and 45000, never 4500 on its own, and mentioned metro line 2
     MessageFactory(customer=customer, text="之前看的那套月租14500，买的话总价45000一平", sent_at=BASE_TIME)
     MessageFactory(customer=customer, text="地铁2号线附近", sent_at=BASE_TIME)
     customer.messages.filter(text__startswith="预算").delete()
 
-    # when the model proposes a budget of 4500 and the area along metro line 2
+    # when the model proposes a budget of 4500, the area along metro line 2 and the two-bedroom he asked for
     grounded, _evidence, dropped = ground_profile_updates(
-        customer=customer, updates={"budget": "4500", "district": "2号线"}
+        customer=customer, updates={"budget": "4500", "district": "2号线", "layout": "两居室"}
     )
 
-    # then 4500 is not grounded, "2号线" is
-    assert grounded == {"district": "2号线"}
-    assert [item["field"] for item in dropped] == ["budget"]
+    # then 4500 is not grounded; nor is "2号线" (the reader reads no district from a bare mention, and
+    # a substring is no longer enough, issue 21); the layout he stated is
+    assert grounded == {"layout": "两居室"}
+    assert [item["field"] for item in dropped] == ["budget", "district"]

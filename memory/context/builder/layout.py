@@ -76,8 +76,8 @@ def output_contract() -> str:
             '- "reasons"：字符串数组，简要说明回复依据（引用了哪些事实、原话或规则）。',
             '- "hypotheses"：可选数组，最多 5 条你从客户原话推断、但客户未明说的情况，每条 '
             '{"text": 简短中文（60 字内）, "key": 稳定的小写英文键, "confidence": 0 到 1, '
-            '"messageIds": [所依据的客户消息 id，可省略：省略即以客户最新消息为依据]}；推断须经主管确认才成为事实，'
-            "没有就返回 []。",
+            '"messageIds": [所依据的客户消息 id，即引用行中的 id=…，必填：不列出依据的推断会被丢弃]}；'
+            "推断须经主管确认才成为事实，没有就返回 []。",
             '示例：{"reply": "…", "confidence": 0.8, "requiresHuman": false, '
             '"profileUpdates": {"budget": "5000元/月"}, "reasons": ["客户说预算5000"]}',
         ]

@@ -45,12 +45,20 @@ def _when(moment: datetime) -> str:
     return moment.astimezone(DISPLAY_TZ).strftime("%Y-%m-%d %H:%M")
 
 
-def quote_line(*, direction: str, sender: str, text: str, sent_at: datetime) -> str:
-    return f"> [{_when(sent_at)}] {_speaker(direction, sender)}：{quoted_text(text)}"
+def quote_line(*, direction: str, sender: str, text: str, sent_at: datetime, message_id: int | None = None) -> str:
+    """One quoted message; a customer's carries its id, the one a hypothesis must cite (`messageIds`)."""
+    cited = f" | id={message_id}" if message_id is not None and direction == MessageDirection.INBOUND else ""
+    return f"> [{_when(sent_at)}{cited}] {_speaker(direction, sender)}：{quoted_text(text)}"
 
 
 def _quote(message: Message | recall_module.RecalledMessage) -> str:
-    return quote_line(direction=message.direction, sender=message.sender, text=message.text, sent_at=message.sent_at)
+    return quote_line(
+        direction=message.direction,
+        sender=message.sender,
+        text=message.text,
+        sent_at=message.sent_at,
+        message_id=message.id,
+    )
 
 
 def memory_line(*, memory_type: str, content: str, human: bool = False) -> str:

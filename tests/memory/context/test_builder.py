@@ -102,8 +102,8 @@ def test_build_recalls_an_older_relevant_message_beyond_the_recent_window(rich_c
     customer, old, latest = rich_customer
     built = build(customer)
     recalled = next(s.text for s in built.sections if s.name == RECALLED_HISTORY)
-    # The customer's own words from long ago, quoted with speaker and time
-    assert "> [2026-11-01 17:00] 客户（客户）" in recalled or "> [2026-11-01 17:00] 客户：" in recalled
+    # The customer's own words from long ago, quoted with speaker, time and the id a hypothesis cites
+    assert f"> [2026-11-01 17:00 | id={old[0].id}] 客户：" in recalled
     assert "不考虑顶楼" in recalled
     assert old[0].id in built.trace["recalled_message_ids"]
     assert old[0].id not in built.trace["recent_message_ids"]
