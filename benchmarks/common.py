@@ -23,6 +23,28 @@ ROOT = Path(__file__).resolve().parent.parent
 PG_BASE = os.environ.get("QIWEI_BENCH_POSTGRES", "postgres://postgres@127.0.0.1:5432")
 
 
+# Where a committed revision's modules live now (issue 20 moved the reading of text into
+# `qiwei_site/reading/`): an older extractor or gate read with `git show` imports them by their old
+# names, which `moved_imports` rewrites so it loads beside today's code.
+MOVED_MODULES = {
+    "memory.capture.safety": "qiwei_site.reading.safety",
+    "memory.capture.masking": "qiwei_site.reading.masking",
+    "memory.capture.guard": "qiwei_site.reading.guard",
+    "memory.values": "qiwei_site.reading.values",
+    "memory.text": "qiwei_site.reading.normalise",
+    "conversations.profile_fields": "qiwei_site.reading.fields",
+}
+
+
+def moved_imports(source: str) -> str:
+    """`source` with imports of moved modules pointing at their new homes."""
+    import re
+
+    for old, new in MOVED_MODULES.items():
+        source = re.sub(rf"\b{re.escape(old)}\b", new, source)
+    return source
+
+
 def bench_environment(*, postgres: bool, tag: str, conn_max_age: int = 60) -> dict[str, str]:
     """Environment variables for a fresh, isolated benchmark installation (`conn_max_age`: seconds a
     PostgreSQL connection stays open between requests; the shipped default is 60, 0 closes it)."""

@@ -43,12 +43,12 @@ from zoneinfo import ZoneInfo
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import machine_line, write_json  # noqa: E402
+from benchmarks.common import machine_line, moved_imports, write_json  # noqa: E402
 from qiwei_site.reading.extract import ExtractContext, extract_candidates  # noqa: E402
 from qiwei_site.reading.values import amounts_in  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "datasets" / "crosswoz-dev" / "user_turns.jsonl"
-PACKAGE = "qiwei_site.reading.extract"
+PACKAGE = "memory.capture.extract"  # its name at the revisions compared with
 PRICE_SLOTS = {("餐馆", "人均消费"), ("酒店", "价格"), ("景点", "门票")}
 AREA_SLOTS = {"区域", "地址", "area"}
 FEATURE_PREFIX = "酒店设施-"
@@ -76,7 +76,7 @@ def load_previous(rev: str, into: Path) -> Callable[[str], list[Any]]:
             ["git", "-C", str(ROOT), "show", f"{rev}:memory/capture/extract/{filename}"],
             check=True, capture_output=True, text=True,
         ).stdout  # fmt: skip
-        (package / filename).write_text(source.replace(PACKAGE, name), encoding="utf-8")
+        (package / filename).write_text(moved_imports(source.replace(PACKAGE, name)), encoding="utf-8")
     sys.path.insert(0, str(into))
     module = importlib.import_module(name)
     return module.extract_candidates  # type: ignore[no-any-return]

@@ -34,6 +34,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.common import moved_imports  # noqa: E402
 from qiwei_site.reading import safety as current  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data"
@@ -51,7 +52,7 @@ def committed_gate(ref: str) -> types.ModuleType:
     module = types.ModuleType("committed_safety")
     module.__file__ = f"<{ref}:memory/capture/safety.py>"
     sys.modules[module.__name__] = module  # dataclasses look their module up while the class is built
-    exec(compile(source, module.__file__, "exec"), module.__dict__)  # our own committed file
+    exec(compile(moved_imports(source), module.__file__, "exec"), module.__dict__)  # our own committed file
     return module
 
 

@@ -41,7 +41,7 @@ from memory.models import (
 )
 from memory.selectors import (
     ITEM_FIELDS,
-    PROFILE_FIELDS,
+    PROFILE_MODEL_FIELDS,
     customer_lock,
     customer_profile_locked,
     memory_decision_rows,
@@ -214,7 +214,7 @@ class _Changed:
 
 
 _ITEM_FIELDS = ITEM_FIELDS
-_PROFILE_FIELDS = PROFILE_FIELDS
+_PROFILE_FIELDS = PROFILE_MODEL_FIELDS
 
 
 @dataclass

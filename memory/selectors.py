@@ -63,7 +63,7 @@ def snapshot_get(*, customer: Customer, version: int | None = None) -> MemorySna
 # --- reads inside a memory write (`memory.items.MemoryWrites`), on the write transaction --------
 
 ITEM_FIELDS = list(MemoryItem._meta.concrete_fields)
-PROFILE_FIELDS = list(CustomerProfile._meta.concrete_fields)
+PROFILE_MODEL_FIELDS = list(CustomerProfile._meta.concrete_fields)
 STATE_HEAD_COLUMNS = ("snapshot_head_version", "snapshot_head_sha256", "has_decisions")
 
 
@@ -80,7 +80,7 @@ def memory_state_rows(*, customer_id: int) -> list[tuple[Any, ...]]:
         )
         .values_list(
             *STATE_HEAD_COLUMNS,
-            *[f"profile__{f.name}" for f in PROFILE_FIELDS],
+            *[f"profile__{f.name}" for f in PROFILE_MODEL_FIELDS],
             *[f"active_item__{f.name}" for f in ITEM_FIELDS],
         )
     )
