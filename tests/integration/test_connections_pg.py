@@ -184,7 +184,7 @@ def test_postgres_request_hands_its_account_connection_back(capped_postgres):
         assert account_pool.stats().in_use == 0
         # And an idle pooled connection is closed when the pool lets it go
         account_pool.close_idle()
-        assert server_connections(conn, db_names([account_id])) == 0
+        assert server_connections_settled(conn, db_names([account_id]), 0) == 0
 
 
 def test_postgres_least_recently_used_connection_is_closed_and_the_warm_one_reused(capped_postgres, settings):
