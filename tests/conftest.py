@@ -45,8 +45,16 @@ def pytest_configure(config) -> None:
 
 @pytest.fixture(autouse=True)
 def _isolated_account_databases(tmp_path, settings) -> Iterator[None]:
+    # Before as well as after: a browser test's page can still have a request in flight when its
+    # test ends, and the live server thread answering it registers the account again; left there,
+    # the next test's database guard would fence that alias off and the test could not create it.
+    _unregister_account_databases()
     settings.QIWEI_DATA_DIR = tmp_path / "data"
     yield
+    _unregister_account_databases()
+
+
+def _unregister_account_databases() -> None:
     for alias in [alias for alias in connections.settings if alias.startswith("acct_")]:
         account_id = tenancy.account_for_alias(alias)
         if account_id and not alias.endswith("__template"):
