@@ -31,6 +31,7 @@ from simple_history.utils import get_history_manager_for_model
 
 from conversations.models import AuditAction, Customer, CustomerProfile, Message
 from conversations.services import AuditEntry, audit_records_bulk
+from memory import sql
 from memory.decisions import CustomerDecisions, automatic_write_refusal
 from memory.models import (
     MemoryCreatedBy,
@@ -46,7 +47,6 @@ from memory.selectors import (
     customer_profile_locked,
     memory_decision_rows,
     memory_items_active_locked,
-    memory_state_rows,
     snapshot_head_read,
 )
 from memory.snapshots import SnapshotHead, snapshot_write
@@ -227,7 +227,7 @@ class _State:
 
 
 def _state_joined(customer: Customer, alias: str) -> _State:
-    rows = memory_state_rows(customer_id=customer.pk)
+    rows = sql.memory_state(customer.pk)
     version, sha256, has_decisions = rows[0][:3]
     profile_values = rows[0][3 : 3 + len(_PROFILE_FIELDS)]
     start = 3 + len(_PROFILE_FIELDS)
@@ -257,7 +257,7 @@ class MemoryWrites:
     """One customer's memory for a batch of writes, read once inside the caller's write transaction.
 
     Reads (`load`), on SQLite: the customer with its profile, its active items, the snapshot head
-    and whether any decision exists, in one statement (`memory.selectors.memory_state_rows`; the write transaction holds
+    and whether any decision exists, in one statement (`memory.sql.memory_state`; the write transaction holds
     the database's only write lock), then the decisions if there are any. On PostgreSQL: the active
     items locked (as `memory_item_put` always locked the item it changed), then the decisions, in a
     statement of their own so they include whatever a writer holding one of those locks committed

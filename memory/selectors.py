@@ -68,7 +68,8 @@ STATE_HEAD_COLUMNS = ("snapshot_head_version", "snapshot_head_sha256", "has_deci
 
 
 def memory_state_rows(*, customer_id: int) -> list[tuple[Any, ...]]:
-    """SQLite: the customer row with its profile, its active items joined (none: one row of NULLs),
+    """ORM twin of `memory.sql.memory_state` (which capture runs). SQLite: the customer row with
+    its profile, its active items joined (none: one row of NULLs),
     the snapshot head and whether a decision exists, in one statement: (head version, head sha256,
     has decisions, *profile fields, *item fields) per row."""
     return list(

@@ -286,8 +286,7 @@ def _ground_or_drop(
             exc=exc,
         )
         unread = [
-            {"field": key, "value": value, "reason": "无法核对客户原话，未保留"}
-            for key, value in updates.items()
+            {"field": key, "value": value, "reason": "无法核对客户原话，未保留"} for key, value in updates.items()
         ]
         return {}, {}, unread
 

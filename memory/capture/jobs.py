@@ -23,8 +23,8 @@ from django.utils import timezone
 
 from conversations.models import AlertKind, AlertLevel, AuditAction, Customer, Message, MessageDirection
 from conversations.services import alert_raise, audit_record
+from memory import sql
 from memory.capture import services as capture_services
-from memory.capture.selectors import capture_job_get
 from memory.items import ItemPut, MemoryWrites
 from memory.models import CaptureJob, CaptureJobStatus, MemoryCreatedBy, MemoryDirection, MemoryType
 from memory.profile import customer_profile_update
@@ -111,6 +111,7 @@ def capture_job_enqueue(
 
 
 def _claim_query(job_id: Any, due: Any, started_at: Any, updated_at: Any) -> tuple[Any, dict[str, Any]]:
+    """The claim as an ORM update (twin of `memory.sql.capture_job_claim`, which a run uses)."""
     queryset = CaptureJob.objects.filter(pk=job_id, status=CaptureJobStatus.PENDING).filter(
         Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=due)
     )
@@ -123,6 +124,8 @@ def _claim_query(job_id: Any, due: Any, started_at: Any, updated_at: Any) -> tup
 
 
 def _finish_query(job_id: Any, attempt: Any, finished_at: Any, updated_at: Any) -> tuple[Any, dict[str, Any]]:
+    """The finish as an ORM update: a payload job's, which changes more columns, and the twin of
+    `memory.sql.capture_job_finish`."""
     queryset = CaptureJob.objects.filter(pk=job_id, status=CaptureJobStatus.RUNNING, attempts=attempt)
     return queryset, {
         "status": CaptureJobStatus.DONE,
@@ -134,13 +137,12 @@ def _finish_query(job_id: Any, attempt: Any, finished_at: Any, updated_at: Any) 
 
 def _claim(job_id: int, now: datetime) -> bool:
     """pending and due → running, one more attempt (a conditional UPDATE: one run wins)."""
-    queryset, values = _claim_query(job_id, now, now, now)
-    return queryset.update(**values) == 1
+    return sql.capture_job_claim(job_id, now)
 
 
 def _job_load(job_id: int) -> CaptureJob:
     """The claimed job with its customer, its message and the message before that one, in one query."""
-    job = capture_job_get(job_id)
+    job = sql.capture_job(job_id)
     if job is None:
         raise CaptureJob.DoesNotExist(f"capture job {job_id} is gone")
     return job
@@ -237,8 +239,11 @@ def _hypotheses_put(job: CaptureJob, writes: MemoryWrites) -> dict[str, Any]:
 def _finish(job: CaptureJob, attempt: int, changes: dict[str, Any]) -> bool:
     """Mark the job done, conditional on still holding its claim (in the writes' transaction)."""
     now = timezone.now()
-    queryset, values = _finish_query(job.pk, attempt, now, now)
-    finished = queryset.update(**values, **changes)
+    if changes:
+        queryset, values = _finish_query(job.pk, attempt, now, now)
+        finished = queryset.update(**values, **changes)
+    else:
+        finished = sql.capture_job_finish(job.pk, attempt, now)
     if finished != 1:
         return False
     job.status, job.finished_at, job.last_error, job.updated_at = CaptureJobStatus.DONE, now, "", now

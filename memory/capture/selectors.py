@@ -39,7 +39,8 @@ def message_previous(message: Message) -> tuple[str | None, str | None]:
 
 
 def capture_job_get(job_id: int) -> CaptureJob | None:
-    """The job with its customer, its message and (`previous_direction`, `previous_text`) the
+    """ORM twin of `memory.sql.capture_job` (which a job runs). The job with its customer, its
+    message and (`previous_direction`, `previous_text`) the
     message before that one, in one query."""
     job = (
         CaptureJob.objects.select_related("customer", "message")

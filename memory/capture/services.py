@@ -33,7 +33,7 @@ from conversations.models import (
     MessageDirection,
 )
 from conversations.services import alert_raise, audit_record
-from knowledge.context import knowledge_version
+from knowledge.context import knowledge_version_token
 from knowledge.models import KnowledgeSection
 from memory.capture.selectors import message_previous, messages_before, previous_message_fields
 from memory.items import CREATED, EVIDENCE_ADDED, REFUSED, SUPERSEDED, UNCHANGED, ItemPut, MemoryWrites
@@ -217,9 +217,10 @@ _places: tuple[Any, PlaceNames] | None = None
 
 def account_place_names() -> PlaceNames:
     """The place names of the knowledge base's place sections (片区, 板块, 商圈…), on top of the
-    gazetteer; read and parsed once per knowledge-index version (one small query says which)."""
+    gazetteer; read and parsed once per knowledge-index version (its token, kept in Django's cache:
+    `knowledge.context.knowledge_version_token`)."""
     global _places
-    version = knowledge_version()
+    version = knowledge_version_token()
     cached = _places
     if cached is not None and cached[0] == version:
         return cached[1]

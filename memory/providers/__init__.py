@@ -168,7 +168,6 @@ class LocalMemoryProvider(MemoryProvider):
             raise NotFound("记忆条目不存在 (no such memory item).", code="memory_not_found")
         memory_item_forget(item=item, actor=actor, reason=reason)
 
-
     def ground_profile_updates(self, *, customer: Customer, updates: dict[str, str]) -> ProfileGrounding:
         from memory.capture.grounding import profile_updates_ground
 

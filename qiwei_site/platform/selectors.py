@@ -8,6 +8,7 @@ from django.db.models import QuerySet
 
 from qiwei_site.platform.errors import NotFound
 from qiwei_site.platform.models import AccountMembership, WeComAccount
+from qiwei_site.platform.sql import account_access
 
 
 def accounts_for_user(user: Any) -> QuerySet[WeComAccount]:
@@ -20,15 +21,21 @@ def accounts_for_user(user: Any) -> QuerySet[WeComAccount]:
 
 
 def user_can_access_account(user: Any, account_id: str) -> bool:
-    """An active account the user is a member of (any active one for a superuser): one query.
+    """An active account the user is a member of (any active one for a superuser): one statement
+    (`qiwei_site.platform.sql.account_access`).
 
     Not cached: an account is switched off by an UPDATE no hook sees (`is_active`), and the
     answer must change at once."""
     if not getattr(user, "is_authenticated", False):
         return False
-    if user.is_superuser:
+    return account_access(user.pk, account_id, superuser=bool(user.is_superuser))
+
+
+def _account_access_orm(user_id: int, account_id: str, *, superuser: bool) -> bool:
+    """The ORM twin of `qiwei_site.platform.sql.account_access` (which requests use)."""
+    if superuser:
         return WeComAccount.objects.filter(pk=account_id, is_active=True).exists()
-    return AccountMembership.objects.filter(user_id=user.pk, account_id=account_id, account__is_active=True).exists()
+    return AccountMembership.objects.filter(user_id=user_id, account_id=account_id, account__is_active=True).exists()
 
 
 def account_ids_for_command(account_id: str | None) -> list[str]:

@@ -26,6 +26,7 @@ from conversations.models import (
 )
 from conversations.selectors import message_latest_inbound
 from conversations.services import audit_record
+from memory import sql
 from memory.context import recall as recall_module
 from memory.context.builder.layout import (
     BUSINESS_STATE,
@@ -53,20 +54,10 @@ from memory.context.builder.quoting import (
     _quote,
 )
 from memory.context.builder.reads import (
-    _ITEM_COLUMNS,
     LATEST_SLACK,
-    _active_items,
-    _current_snapshot,
-    _human_items,
     _message_from_row,
-    _open_alerts,
-    _open_recommendations,
-    _open_tasks,
     _Read,
     _recent_message,
-    _version_and_profile,
-    _window_newest,
-    _window_up_to,
 )
 from memory.models import MemoryCreatedBy, MemoryItem
 from memory.snapshots import effective_in, render_snapshot
@@ -202,7 +193,7 @@ class AgentContextBuilder:
         Warm: one indexed read (the context version, with the profile row) and the answer cache.
         Cold: the reads, then the computation; the answer is cached under the version read first."""
         trace = self._new_trace(customer)
-        version, profile = _version_and_profile(customer.pk)
+        version, profile = sql.version_and_profile(customer.pk)
         # Inside a transaction the version may count writes that are later rolled back, and a
         # rolled-back number is handed out again: such a build neither reads nor fills the cache.
         cacheable = not connections[current_alias()].in_atomic_block
@@ -388,17 +379,17 @@ class AgentContextBuilder:
     def _core_read(self, customer: Customer, trace: dict[str, Any], expiries: list[datetime]) -> tuple[Any, ...]:
         """The current snapshot (or the items a snapshot would hold, rendered without writing):
         (version, content, item ids, human-written item ids)."""
-        snapshot = list(_current_snapshot(customer.pk))
+        snapshot = sql.current_snapshot(customer.pk)
         if snapshot:
             version: int | None = snapshot[0][0]
             content, item_ids = snapshot[0][1], list(snapshot[0][2])
             trace["snapshot_version"] = version
             # The snapshot's items are the customer's own: its human-written ones among them.
-            human = {pk for (pk,) in _human_items(customer.pk)}.intersection(item_ids) if item_ids else set()
+            human = {pk for (pk,) in sql.human_items(customer.pk)}.intersection(item_ids) if item_ids else set()
         else:
             # None yet (a new customer): the items a snapshot would hold, rendered without writing.
-            rows = list(_active_items(customer.pk))
-            items = effective_in([MemoryItem(**dict(zip(_ITEM_COLUMNS, row, strict=True))) for row in rows])
+            rows = sql.active_items(customer.pk)
+            items = effective_in([MemoryItem(**dict(zip(sql.ACTIVE_ITEM_COLUMNS, row, strict=True))) for row in rows])
             rendered = render_snapshot(items)
             expiries.extend(item.expires_at for item in items if item.expires_at is not None)
             version, content, item_ids = None, rendered.content, rendered.item_ids
@@ -418,9 +409,9 @@ class AgentContextBuilder:
         scan = settings.QIWEI_AGENT_MEMORY_HISTORY_SCAN_LIMIT
         size = recent + (scan if settings.QIWEI_AGENT_MEMORY_RECALL_LIMIT > 0 else 0)
         if latest is not None:
-            return latest, list(_window_up_to(customer.pk, latest.sent_at, latest.pk, size))
+            return latest, sql.window_up_to(customer.pk, latest.sent_at, latest.pk, size)
         limit = size + LATEST_SLACK
-        rows = list(_window_newest(customer.pk, limit))
+        rows = sql.window_newest(customer.pk, limit)
         complete = len(rows) < limit  # every effective message was read
         first = next((index for index, row in enumerate(rows) if row[1] == MessageDirection.INBOUND), None)
         if first is None and complete:
@@ -430,16 +421,16 @@ class AgentContextBuilder:
         found = message_latest_inbound(customer)
         if found is None:
             return None, rows[:size]
-        return found, list(_window_up_to(customer.pk, found.sent_at, found.pk, size))
+        return found, sql.window_up_to(customer.pk, found.sent_at, found.pk, size)
 
     def _business_read(self, customer: Customer, profile: tuple[str, ...] | None) -> _Business:
         """Profile, open tasks, open alerts and the open recommendations with their latest
         feedback: one query per table, the quoted columns only, as tuples."""
         return _Business(
             profile=profile,
-            tasks=tuple(_open_tasks(customer.pk)),
-            alerts=tuple(_open_alerts(customer.pk)),
-            recommendations=tuple(_open_recommendations(customer.pk)),
+            tasks=tuple(sql.open_tasks(customer.pk)),
+            alerts=tuple(sql.open_alerts(customer.pk)),
+            recommendations=tuple(sql.open_recommendations(customer.pk)),
         )
 
 

@@ -34,6 +34,7 @@ HUMAN_KINDS: dict[str, str] = {
     MemoryType.EVENT: "事件",
 }
 
+
 def _speaker(direction: str, sender: str) -> str:
     roles: dict[str, str] = {MessageDirection.INBOUND: "客户", MessageDirection.OUTBOUND: "客服"}
     role = roles.get(direction, "系统")

@@ -1,6 +1,10 @@
-"""What a build reads (`AgentContextBuilder._read`): plain ORM reads returning tuples, each one
+"""What a build reads (`AgentContextBuilder._read`), as plain ORM reads returning tuples, each one
 query: the context version with the profile, the snapshot, its human-written items, the recent
-window with the recall candidates, and one per business-state table."""
+window with the recall candidates, and one per business-state table.
+
+The builder runs the same reads written in SQL (`memory.sql`: the ORM's per-call compile cost more
+than the database on a cold build); these are their ORM twins, and the tests require both to give
+the same answer on the same rows."""
 
 from __future__ import annotations
 
@@ -29,6 +33,7 @@ from memory.context.builder.layout import (
     _Instructions,
 )
 from memory.models import MemoryCreatedBy, MemoryItem, MemorySnapshot, MemoryStatus
+from memory.sql import ACTIVE_ITEM_COLUMNS
 from qiwei_site.reading.fields import PROFILE_FIELD_NAMES
 
 
@@ -90,17 +95,7 @@ def _open_recommendations(customer_id: int) -> list[tuple[Any, ...]]:
     return list(newest.values())
 
 
-_ITEM_COLUMNS = (
-    "id",
-    "type",
-    "content",
-    "status",
-    "expires_at",
-    "importance",
-    "confidence",
-    "updated_at",
-    "created_by",
-)
+_ITEM_COLUMNS = ACTIVE_ITEM_COLUMNS
 
 
 def _active_items(customer_id: int) -> Any:

@@ -108,6 +108,7 @@ def scan(text: str) -> ScanResult:
         rules += secret_rules
     return ScanResult(blocked=bool(categories), categories=categories, rules=rules, spans=spans)
 
+
 __all__ = [
     "BANK_CARD",
     "CARD_SECURITY_CODE",

@@ -1,5 +1,4 @@
-"""What the gate reports: scan categories and the categories of sensitive spans.
-"""
+"""What the gate reports: scan categories and the categories of sensitive spans."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Injection signals: every reading of the message through the technique patterns and the lexicon.
-"""
+"""Injection signals: every reading of the message through the technique patterns and the lexicon."""
 
 from __future__ import annotations
 
@@ -55,7 +54,6 @@ def _injection_rules(text: str) -> tuple[list[str], dict[str, str]]:
         hits = [rule for rule in hits if not rule.startswith(("output_", "lex_output"))]
         weak.pop("output", None)
     return hits, weak
-
 
 
 def _spaced_latin_rules(text: str) -> list[str]:

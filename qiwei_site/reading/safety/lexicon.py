@@ -1,5 +1,4 @@
-"""Injection by co-occurrence: which kinds of words meet in one sentence, with guards for customer talk.
-"""
+"""Injection by co-occurrence: which kinds of words meet in one sentence, with guards for customer talk."""
 
 from __future__ import annotations
 

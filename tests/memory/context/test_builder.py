@@ -250,7 +250,7 @@ def test_build_snapshot_failure_still_gives_a_context_and_an_audit(rich_customer
     def broken(*args, **kwargs):
         raise LookupError("snapshot table missing")
 
-    monkeypatch.setattr(build_module, "_current_snapshot", broken)
+    monkeypatch.setattr(build_module.sql, "current_snapshot", broken)
     built = build(customer)
     assert CORE_MEMORY not in [s.name for s in built.sections]
     assert RECALLED_HISTORY in [s.name for s in built.sections]

@@ -1,0 +1,339 @@
+"""The hot reads in hand-written SQL: what a cold context build and a capture job read, on every
+turn and every customer message.
+
+The ORM builds and compiles a query on every call, and for these reads that Python work cost more
+than the database did (a capture job's load: ~1.9 ms through the ORM against ~0.2 ms for the same
+SQL on the cursor). Each function here is one statement written once, with the table and column
+names taken from the models' `_meta`, the parameters bound by the driver, and the values converted
+the way the ORM converts them (`qiwei_site.platform.sql.Statement`). Each has an ORM twin, named in its docstring, and
+`tests/memory/test_sql.py` (SQLite) and `tests/integration/test_sql_pg.py` (PostgreSQL) run both on
+the same rows and require the same answer. Nothing here uses Django's private query internals.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from conversations.models import (
+    Alert,
+    Customer,
+    CustomerContextVersion,
+    CustomerProfile,
+    Message,
+    MessageDirection,
+    Recommendation,
+    RecommendationFeedback,
+    RecommendationStatus,
+    Task,
+    TaskStatus,
+)
+from memory.models import (
+    CaptureJob,
+    CaptureJobStatus,
+    MemoryCreatedBy,
+    MemoryDecision,
+    MemoryItem,
+    MemorySnapshot,
+    MemoryStatus,
+    MessageRecallFeatures,
+)
+from qiwei_site.platform.sql import Row, Statement, attnames, columns, concrete, fields, name, table
+from qiwei_site.platform.tenancy import current_alias
+from qiwei_site.reading.fields import PROFILE_FIELD_NAMES
+
+# --- the context build (`memory.context.builder.build`) ---------------------------------------
+
+_C, _P, _V = table(Customer), table(CustomerProfile), table(CustomerContextVersion)
+_M, _F = table(Message), table(MessageRecallFeatures)
+_I, _S, _D = table(MemoryItem), table(MemorySnapshot), table(MemoryDecision)
+
+_VERSION_AND_PROFILE = Statement(
+    f"SELECT (SELECT v.{name(CustomerContextVersion, 'version')} FROM {_V} v"
+    f" WHERE v.{name(CustomerContextVersion, 'customer_id')} = c.{name(Customer, 'pk')}),"
+    f" p.{name(CustomerProfile, 'pk')}, {columns(CustomerProfile, PROFILE_FIELD_NAMES, 'p')}"
+    f" FROM {_C} c LEFT OUTER JOIN {_P} p ON p.{name(CustomerProfile, 'customer')} = c.{name(Customer, 'pk')}"
+    f" WHERE c.{name(Customer, 'pk')} = %s",
+    [None, None, *fields(CustomerProfile, PROFILE_FIELD_NAMES)],
+)
+
+
+def version_and_profile(customer_id: int) -> tuple[int, tuple[Any, ...] | None]:
+    """The customer's context version (0: none yet) and profile values (`PROFILE_FIELD_NAMES`;
+    None: no profile). Twin: `memory.context.builder.reads._version_and_profile`."""
+    rows = _VERSION_AND_PROFILE.rows(customer_id)
+    if not rows:
+        return 0, None
+    row = rows[0]
+    return row[0] or 0, (tuple(row[2:]) if row[1] is not None else None)
+
+
+_WINDOW_NAMES = ("pk", "direction", "sender", "text", "sent_at")
+_FEATURE_NAMES = ("version", "text_fingerprint", "features")
+_WINDOW_SELECT = (
+    f"SELECT {columns(Message, _WINDOW_NAMES, 'm')}, {columns(MessageRecallFeatures, _FEATURE_NAMES, 'f')}"
+    f" FROM {_M} m LEFT OUTER JOIN {_F} f ON f.{name(MessageRecallFeatures, 'message')} = m.{name(Message, 'pk')}"
+    f" WHERE m.{name(Message, 'customer')} = %s AND m.{name(Message, 'is_effective')}"
+)
+_WINDOW_ORDER = f" ORDER BY m.{name(Message, 'sent_at')} DESC, m.{name(Message, 'pk')} DESC LIMIT %s"
+_WINDOW_FIELDS = [
+    *fields(Message, ["id", "direction", "sender", "text", "sent_at"]),
+    *fields(MessageRecallFeatures, _FEATURE_NAMES),
+]
+_WINDOW_NEWEST = Statement(_WINDOW_SELECT + _WINDOW_ORDER, _WINDOW_FIELDS)
+_WINDOW_UP_TO = Statement(
+    _WINDOW_SELECT
+    + f" AND m.{name(Message, 'sent_at')} <= %s"
+    + f" AND NOT (m.{name(Message, 'sent_at')} = %s AND m.{name(Message, 'pk')} > %s)"
+    + _WINDOW_ORDER,
+    _WINDOW_FIELDS,
+)
+
+
+def window_newest(customer_id: int, size: int) -> list[Row]:
+    """The newest `size` effective messages with their stored recall features (`RECALL_COLUMNS`),
+    newest first. Twin: `reads._window_newest`."""
+    return _WINDOW_NEWEST.rows(customer_id, size)
+
+
+def window_up_to(customer_id: int, sent_at: datetime, message_id: int, size: int) -> list[Row]:
+    """As `window_newest`, up to and including the message (`sent_at`, `message_id`): an older turn
+    sees its conversation as it was. Twin: `reads._window_up_to`."""
+    return _WINDOW_UP_TO.rows(customer_id, sent_at, sent_at, message_id, size)
+
+
+_T = table(Task)
+_OPEN_TASKS = Statement(
+    f"SELECT {columns(Task, ['pk', 'title', 'due_at'], 't')} FROM {_T} t"
+    f" WHERE t.{name(Task, 'customer')} = %s AND t.{name(Task, 'status')} = %s"
+    f" ORDER BY t.{name(Task, 'due_at')} ASC, t.{name(Task, 'pk')} ASC LIMIT 20",
+    fields(Task, ["id", "title", "due_at"]),
+)
+
+
+def open_tasks(customer_id: int) -> list[Row]:
+    """(id, title, due at) of up to 20 open tasks, soonest due first. Twin: `reads._open_tasks`."""
+    return _OPEN_TASKS.rows(customer_id, TaskStatus.OPEN.value)
+
+
+_OPEN_ALERTS = Statement(
+    f"SELECT {columns(Alert, ['pk', 'level', 'text'], 'a')} FROM {table(Alert)} a"
+    f" WHERE a.{name(Alert, 'customer')} = %s AND NOT a.{name(Alert, 'resolved')}"
+    f" ORDER BY a.{name(Alert, 'pk')} ASC LIMIT 20",
+    fields(Alert, ["id", "level", "text"]),
+)
+
+
+def open_alerts(customer_id: int) -> list[Row]:
+    """(id, level, text) of up to 20 unresolved alerts, oldest first. Twin: `reads._open_alerts`."""
+    return _OPEN_ALERTS.rows(customer_id)
+
+
+_R, _RF = table(Recommendation), table(RecommendationFeedback)
+_OPEN_RECOMMENDATIONS = Statement(
+    f"SELECT {columns(Recommendation, ['pk', 'text'], 'r')},"
+    f" {columns(RecommendationFeedback, ['source', 'verdict', 'comment'], 'b')}"
+    f" FROM {_R} r LEFT OUTER JOIN {_RF} b"
+    f" ON b.{name(RecommendationFeedback, 'recommendation')} = r.{name(Recommendation, 'pk')}"
+    f" WHERE r.{name(Recommendation, 'pk')} IN (SELECT n.{name(Recommendation, 'pk')} FROM {_R} n"
+    f" WHERE n.{name(Recommendation, 'customer')} = %s AND n.{name(Recommendation, 'status')} = %s"
+    f" ORDER BY n.{name(Recommendation, 'created_at')} DESC, n.{name(Recommendation, 'pk')} DESC LIMIT 10)"
+    f" ORDER BY r.{name(Recommendation, 'created_at')} DESC, r.{name(Recommendation, 'pk')} DESC,"
+    f" b.{name(RecommendationFeedback, 'created_at')} DESC NULLS LAST, b.{name(RecommendationFeedback, 'pk')} DESC",
+    [*fields(Recommendation, ["id", "text"]), *fields(RecommendationFeedback, ["source", "verdict", "comment"])],
+)
+
+
+def open_recommendations(customer_id: int) -> list[Row]:
+    """The ten newest open recommendations, each (id, text, feedback source, verdict, comment) with
+    its newest feedback (Nones when it has none). Twin: `reads._open_recommendations`."""
+    newest: dict[int, Row] = {}
+    for row in _OPEN_RECOMMENDATIONS.rows(customer_id, RecommendationStatus.OPEN.value):
+        newest.setdefault(row[0], row)
+    return list(newest.values())
+
+
+_CURRENT_SNAPSHOT = Statement(
+    f"SELECT {columns(MemorySnapshot, ['version', 'content', 'item_ids'], 's')} FROM {_S} s"
+    f" WHERE s.{name(MemorySnapshot, 'customer')} = %s ORDER BY s.{name(MemorySnapshot, 'version')} DESC LIMIT 1",
+    fields(MemorySnapshot, ["version", "content", "item_ids"]),
+)
+
+
+def current_snapshot(customer_id: int) -> list[Row]:
+    """The newest snapshot's (version, content, item ids), as a list of at most one row.
+    Twin: `reads._current_snapshot`."""
+    return _CURRENT_SNAPSHOT.rows(customer_id)
+
+
+_ITEM_ORDER = (
+    f" ORDER BY i.{name(MemoryItem, 'importance')} DESC, i.{name(MemoryItem, 'confidence')} DESC,"
+    f" i.{name(MemoryItem, 'updated_at')} DESC, i.{name(MemoryItem, 'pk')} DESC"
+)
+_HUMAN_ITEMS = Statement(
+    f"SELECT i.{name(MemoryItem, 'pk')} FROM {_I} i"
+    f" WHERE i.{name(MemoryItem, 'customer')} = %s AND i.{name(MemoryItem, 'created_by')} = %s" + _ITEM_ORDER,
+    [None],
+)
+
+
+def human_items(customer_id: int) -> list[Row]:
+    """(id,) of every item a person wrote, any status. Twin: `reads._human_items`."""
+    return _HUMAN_ITEMS.rows(customer_id, MemoryCreatedBy.HUMAN.value)
+
+
+ACTIVE_ITEM_COLUMNS = (
+    "id",
+    "type",
+    "content",
+    "status",
+    "expires_at",
+    "importance",
+    "confidence",
+    "updated_at",
+    "created_by",
+)
+_ACTIVE_ITEMS = Statement(
+    f"SELECT {columns(MemoryItem, ACTIVE_ITEM_COLUMNS, 'i')} FROM {_I} i"
+    f" WHERE i.{name(MemoryItem, 'customer')} = %s AND i.{name(MemoryItem, 'status')} = %s" + _ITEM_ORDER,
+    fields(MemoryItem, ACTIVE_ITEM_COLUMNS),
+)
+
+
+def active_items(customer_id: int) -> list[Row]:
+    """The active items' `ACTIVE_ITEM_COLUMNS`, in the items' order. Twin: `reads._active_items`."""
+    return _ACTIVE_ITEMS.rows(customer_id, MemoryStatus.ACTIVE.value)
+
+
+# --- capture (`memory.capture.jobs`, `memory.items.MemoryWrites`) ------------------------------
+
+_J = table(CaptureJob)
+
+
+def _job_set(*fields: str) -> str:
+    return ", ".join(f"{name(CaptureJob, field)} = %s" for field in fields)
+
+
+_JOB_CLAIM = Statement(
+    f"UPDATE {_J} SET {name(CaptureJob, 'attempts')} = {name(CaptureJob, 'attempts')} + 1,"
+    f" {_job_set('status', 'started_at', 'updated_at')}"
+    f" WHERE {name(CaptureJob, 'pk')} = %s AND {name(CaptureJob, 'status')} = %s"
+    f" AND ({name(CaptureJob, 'next_attempt_at')} IS NULL OR {name(CaptureJob, 'next_attempt_at')} <= %s)",
+    [],
+)
+
+
+def capture_job_claim(job_id: int, now: datetime) -> bool:
+    """pending and due → running, one more attempt, started now; whether this call made the change
+    (a conditional UPDATE: one run wins). Twin: `memory.capture.jobs._claim_query`."""
+    running, pending = CaptureJobStatus.RUNNING.value, CaptureJobStatus.PENDING.value
+    return _JOB_CLAIM.execute(running, now, now, job_id, pending, now) == 1
+
+
+_JOB_FINISH = Statement(
+    f"UPDATE {_J} SET {_job_set('status', 'finished_at', 'last_error', 'updated_at')}"
+    f" WHERE {name(CaptureJob, 'pk')} = %s AND {name(CaptureJob, 'status')} = %s"
+    f" AND {name(CaptureJob, 'attempts')} = %s",
+    [],
+)
+
+
+def capture_job_finish(job_id: int, attempt: int, now: datetime) -> int:
+    """running (this attempt) → done, finished now; how many rows changed (0: the claim was lost).
+    Twin: `memory.capture.jobs._finish_query`."""
+    return _JOB_FINISH.execute(
+        CaptureJobStatus.DONE.value, now, "", now, job_id, CaptureJobStatus.RUNNING.value, attempt
+    )
+
+
+_JOB_NAMES, _CUSTOMER_NAMES, _MESSAGE_NAMES = concrete(CaptureJob), concrete(Customer), concrete(Message)
+
+
+def _before(column: str) -> str:
+    """A correlated subquery: `column` of the customer's effective, non-system message just before
+    the job's message (`memory.capture.selectors.messages_before`)."""
+    sent_at, pk = name(Message, "sent_at"), name(Message, "pk")
+    return (
+        f"(SELECT b.{name(Message, column)} FROM {_M} b"
+        f" WHERE b.{name(Message, 'customer')} = m.{name(Message, 'customer')} AND b.{name(Message, 'is_effective')}"
+        f" AND (b.{sent_at} < m.{sent_at} OR (b.{sent_at} = m.{sent_at} AND b.{pk} < m.{pk}))"
+        f" AND NOT (b.{name(Message, 'direction')} = %s)"
+        f" ORDER BY b.{sent_at} DESC, b.{pk} DESC LIMIT 1)"
+    )
+
+
+_CAPTURE_JOB = Statement(
+    f"SELECT {columns(CaptureJob, _JOB_NAMES, 'j')}, {columns(Customer, _CUSTOMER_NAMES, 'c')},"
+    f" {columns(Message, _MESSAGE_NAMES, 'm')}, {_before('direction')}, {_before('text')}"
+    f" FROM {_J} j INNER JOIN {_C} c ON c.{name(Customer, 'pk')} = j.{name(CaptureJob, 'customer')}"
+    f" LEFT OUTER JOIN {_M} m ON m.{name(Message, 'pk')} = j.{name(CaptureJob, 'message')}"
+    f" WHERE j.{name(CaptureJob, 'pk')} = %s",
+    [
+        *fields(CaptureJob, _JOB_NAMES),
+        *fields(Customer, _CUSTOMER_NAMES),
+        *fields(Message, _MESSAGE_NAMES),
+        None,
+        None,
+    ],
+)
+
+
+_JOB_ATTNAMES = attnames(CaptureJob, _JOB_NAMES)
+_CUSTOMER_ATTNAMES = attnames(Customer, _CUSTOMER_NAMES)
+_MESSAGE_ATTNAMES = attnames(Message, _MESSAGE_NAMES)
+
+
+def capture_job(job_id: int) -> CaptureJob | None:
+    """The job with its customer, its message and (`previous_direction`, `previous_text`) the
+    message before that one, in one statement. Twin: `memory.capture.selectors.capture_job_get`."""
+    system = MessageDirection.SYSTEM.value
+    rows = _CAPTURE_JOB.rows(system, system, job_id)
+    if not rows:
+        return None
+    row = rows[0]
+    alias = current_alias()
+    job_end = len(_JOB_NAMES)
+    ends = job_end, job_end + len(_CUSTOMER_NAMES), job_end + len(_CUSTOMER_NAMES) + len(_MESSAGE_NAMES)
+    job = CaptureJob.from_db(alias, _JOB_ATTNAMES, row[: ends[0]])
+    customer = Customer.from_db(alias, _CUSTOMER_ATTNAMES, row[ends[0] : ends[1]])
+    job.customer = customer
+    message_values = row[ends[1] : ends[2]]
+    if message_values[0] is not None:
+        message = Message.from_db(alias, _MESSAGE_ATTNAMES, message_values)
+        if message.customer_id == customer.pk:
+            message.customer = customer
+        job.message = message
+    else:
+        job.message = None
+    job.previous_direction, job.previous_text = row[ends[2]], row[ends[2] + 1]  # type: ignore[attr-defined]
+    return job
+
+
+_PROFILE_NAMES, _ITEM_NAMES = concrete(CustomerProfile), concrete(MemoryItem)
+
+
+def _snapshot_head(column: str) -> str:
+    return (
+        f"(SELECT h.{name(MemorySnapshot, column)} FROM {_S} h"
+        f" WHERE h.{name(MemorySnapshot, 'customer')} = c.{name(Customer, 'pk')}"
+        f" ORDER BY h.{name(MemorySnapshot, 'version')} DESC LIMIT 1)"
+    )
+
+
+_MEMORY_STATE = Statement(
+    f"SELECT {_snapshot_head('version')}, {_snapshot_head('sha256')},"
+    f" EXISTS(SELECT 1 FROM {_D} d WHERE d.{name(MemoryDecision, 'customer')} = c.{name(Customer, 'pk')}),"
+    f" {columns(CustomerProfile, _PROFILE_NAMES, 'p')}, {columns(MemoryItem, _ITEM_NAMES, 'i')}"
+    f" FROM {_C} c LEFT OUTER JOIN {_P} p ON p.{name(CustomerProfile, 'customer')} = c.{name(Customer, 'pk')}"
+    f" LEFT OUTER JOIN {_I} i ON i.{name(MemoryItem, 'customer')} = c.{name(Customer, 'pk')}"
+    f" AND i.{name(MemoryItem, 'status')} = %s"
+    f" WHERE c.{name(Customer, 'pk')} = %s ORDER BY i.{name(MemoryItem, 'pk')}",
+    [None, None, "BooleanField", *fields(CustomerProfile, _PROFILE_NAMES), *fields(MemoryItem, _ITEM_NAMES)],
+)
+
+
+def memory_state(customer_id: int) -> list[Row]:
+    """The customer row with its profile and its active items joined (none: one row of NULLs), the
+    snapshot head and whether a decision exists: (head version, head sha256, has decisions,
+    *profile fields, *item fields) per row, items by id. Twin: `memory.selectors.memory_state_rows`."""
+    return _MEMORY_STATE.rows(MemoryStatus.ACTIVE.value, customer_id)

@@ -1,0 +1,52 @@
+"""`memory.sql` on PostgreSQL: each hand-written statement gives what its ORM twin gives, on the
+same rows as the SQLite tests (`tests/memory/test_sql.py`): NULL ordering, booleans, JSON and
+time zones are the driver's here, not SQLite's."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from django.db import connections
+
+from conversations.services import account_create
+from memory import sql
+from memory.capture.selectors import capture_job_get
+from memory.selectors import memory_state_rows
+from qiwei_site.platform.tenancy import use_account
+from tests.memory.test_sql import (
+    assert_claim_and_finish_equal_their_twins,
+    assert_context_reads_equal,
+    bare_customer,
+    busy_customer,
+    job_as_values,
+)
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sql_reads_equal_their_orm_twins_on_postgres(postgres_accounts):
+    # Given an account on PostgreSQL with a busy customer and a bare one
+    account_id = postgres_accounts("pgsql")
+    account_create(account_id=account_id, name="安居客服二部")
+    with use_account(account_id) as alias:
+        assert connections[alias].vendor == "postgresql"
+        world = busy_customer()
+        bare = bare_customer()
+        # Then every context read equals its ORM twin
+        for customer_id in [world["customer"].pk, bare.pk, 987654]:
+            assert_context_reads_equal(customer_id, world["messages"])
+        # And the capture reads too
+        for job in world["jobs"]:
+            assert job_as_values(sql.capture_job(job.pk)) == job_as_values(capture_job_get(job.pk))
+        for customer_id in [world["customer"].pk, bare.pk]:
+            ours = sql.memory_state(customer_id)
+            twin = memory_state_rows(customer_id=customer_id)
+            assert ours == sorted(twin, key=lambda row: row[-len(sql._ITEM_NAMES)] or 0)
+        # And the job claim and finish
+        assert_claim_and_finish_equal_their_twins(bare)
+        # And the values are typed as the ORM types them on this backend
+        assert sql.current_snapshot(world["customer"].pk) == [(3, "偏好：近地铁（第3版）", [3, 4])]
+        assert isinstance(sql.window_newest(world["customer"].pk, 1)[0][4], dt.datetime)
+        assert sql.memory_state(world["customer"].pk)[0][2] is True
