@@ -383,12 +383,12 @@ def run_once(args: argparse.Namespace) -> dict[str, Any]:
 
 def _run(args: argparse.Namespace, env: dict[str, str], queue: str) -> dict[str, Any]:
     setup_django(env)
-    from conversations.services import account_create
     from memory.capture import jobs
     from memory.capture.ingest import messages_ingest
     from memory.capture.services import capture_message
     from memory.models import CaptureJob, CaptureJobStatus, MemoryItem, MemorySnapshot
     from qiwei_site.celery import app
+    from qiwei_site.platform.services import account_create
     from qiwei_site.platform.tenancy import use_account
 
     app.conf.task_default_queue = queue

@@ -74,11 +74,11 @@ def seed_account() -> None:
 
     from benchmarks.api_load import TEXTS  # the same conversation texts as the API load
     from conversations.models import Customer, CustomerProfile, Message, Task
-    from conversations.services import account_create
     from memory.context.recall import recall_features_store
     from memory.items import memory_item_put
     from memory.models import MemoryType
     from memory.snapshots import snapshot_refresh
+    from qiwei_site.platform.services import account_create
     from qiwei_site.platform.tenancy import use_account
 
     account_create(account_id=ACCOUNT, name="连接压测")

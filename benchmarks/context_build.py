@@ -397,7 +397,7 @@ def worker(args: argparse.Namespace) -> int:
     from django.db import connections
 
     from conversations.models import Customer
-    from conversations.services import account_create
+    from qiwei_site.platform.services import account_create
     from qiwei_site.platform.tenancy import use_account
 
     sizes = sorted(int(size) for size in args.sizes.split(","))

@@ -29,7 +29,8 @@ from conversations.models import (
     Task,
     TaskStatus,
 )
-from conversations.services import audit_record, resolution_reason, resolved_by
+from conversations.services import resolution_reason, resolved_by
+from qiwei_site.platform.audit import audit_record
 from qiwei_site.platform.errors import Conflict, ValidationFailed
 from qiwei_site.platform.history import Actor, actor_identity, stamp_history
 from qiwei_site.platform.tenancy import account_atomic

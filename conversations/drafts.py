@@ -29,7 +29,7 @@ from conversations.models import (
     MessageDirection,
     SessionMode,
 )
-from conversations.services import audit_record
+from qiwei_site.platform.audit import audit_record
 from qiwei_site.platform.errors import Conflict, ValidationFailed
 from qiwei_site.platform.errors import UpstreamUnavailable as UpstreamUnavailableError
 from qiwei_site.platform.history import Actor, actor_identity, stamp_history

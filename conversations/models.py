@@ -12,6 +12,10 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
+from qiwei_site.platform.models import AuditAction as AuditAction
+from qiwei_site.platform.models import AuditEvent as AuditEvent
+from qiwei_site.platform.models import AuditRecord as AuditRecord
+from qiwei_site.platform.models import RegistryAuditEvent as RegistryAuditEvent
 from qiwei_site.platform.models import TimeStampedModel
 from qiwei_site.reading.fields import PROFILE_FIELD_NAMES, PROFILE_FIELD_SPECS
 
@@ -309,98 +313,6 @@ class Delivery(TimeStampedModel):
 
     def __str__(self) -> str:
         return f"发送 {self.idempotency_key}"
-
-
-class AuditAction(models.TextChoices):
-    """The fixed list of what the audit records; every service that writes names one of these."""
-
-    ACCOUNT_CREATED = "account_created", _("创建企微账号")
-    ACCOUNT_UPDATED = "account_updated", _("修改企微账号")
-    ACCOUNT_DELETED = "account_deleted", _("删除企微账号")
-    MEMBERSHIP_GRANTED = "membership_granted", _("授予账号权限")
-    MEMBERSHIP_REVOKED = "membership_revoked", _("撤销账号权限")
-    CUSTOMER_UPDATED = "customer_updated", _("修改客户设置")
-    CUSTOMER_PROFILE_UPDATED = "customer_profile_updated", _("修改客户画像")
-    CUSTOMER_ERASED = "customer_erased", _("删除客户数据")
-    MESSAGES_INGESTED = "messages_ingested", _("收到消息")
-    MESSAGE_REVEALED = "message_revealed", _("查看未遮蔽消息")
-    MEMORY_ITEM_CAPTURED = "memory_item_captured", _("自动写入记忆")
-    MEMORY_ITEM_BACKFILLED = "memory_item_backfilled", _("回填记忆")
-    MEMORY_ITEM_ADDED = "memory_item_added", _("人工添加记忆")
-    MEMORY_ITEM_EDITED = "memory_item_edited", _("人工编辑记忆")
-    MEMORY_ITEM_CONFIRMED = "memory_item_confirmed", _("确认推断为事实")
-    MEMORY_ITEM_REJECTED = "memory_item_rejected", _("驳回记忆")
-    MEMORY_ITEM_EXPIRED = "memory_item_expired", _("记忆过期")
-    MEMORY_ITEM_FORGOTTEN = "memory_item_forgotten", _("遗忘记忆")
-    MEMORY_ITEM_SUPERSEDED = "memory_item_superseded", _("记忆被取代")
-    MEMORY_CAPTURE_BLOCKED = "memory_capture_blocked", _("安全拦截：未写入记忆")
-    MEMORY_CAPTURE_FAILED = "memory_capture_failed", _("记忆写入失败")
-    MEMORY_RECALL_FAILED = "memory_recall_failed", _("读取记忆失败")
-    SESSION_EPOCH_OPENED = "session_epoch_opened", _("开启模型会话")
-    SESSION_EPOCH_ROTATED = "session_epoch_rotated", _("轮换模型会话")
-    DRAFT_GENERATED = "draft_generated", _("生成回复草稿")
-    DRAFT_APPROVED = "draft_approved", _("批准草稿")
-    DRAFT_REJECTED = "draft_rejected", _("拒绝草稿")
-    DRAFT_SENT = "draft_sent", _("发送回复")
-    DRAFT_AUTO_SENT = "draft_auto_sent", _("自动发送回复")
-    DRAFT_SEND_FAILED = "draft_send_failed", _("发送失败")
-    WORKER_PING = "worker_ping", _("后台任务连通检查")
-    ALERT_RAISED = "alert_raised", _("产生预警")
-    ALERT_RESOLVED = "alert_resolved", _("处理预警")
-    ALERT_CREATED = "alert_created", _("人工新建预警")
-    ALERT_UPDATED = "alert_updated", _("修改预警")
-    TASK_CREATED = "task_created", _("新建待办")
-    TASK_UPDATED = "task_updated", _("修改待办")
-    TASK_RESOLVED = "task_resolved", _("完成待办")
-    RECOMMENDATION_CREATED = "recommendation_created", _("新建推荐")
-    RECOMMENDATION_UPDATED = "recommendation_updated", _("修改推荐")
-    RECOMMENDATION_RESOLVED = "recommendation_resolved", _("结束推荐")
-    RECOMMENDATION_FEEDBACK_RECORDED = "recommendation_feedback_recorded", _("记录推荐反馈")
-
-
-class AuditRecord(models.Model):
-    """What every audit row says: which action, who, why, and ids (never forgotten content or secrets)."""
-
-    action = models.CharField(_("操作"), max_length=64, db_index=True, choices=AuditAction.choices)
-    actor_id = models.IntegerField(_("操作人 ID"), null=True, blank=True)
-    actor_name = models.CharField(_("操作人"), max_length=150, blank=True)
-    reason = models.CharField(_("原因"), max_length=300, blank=True)
-    payload = models.JSONField(_("详情"), default=dict, blank=True)
-    created_at = models.DateTimeField(_("时间"), auto_now_add=True, db_index=True)
-
-    class Meta:
-        abstract = True
-        ordering = ["-created_at", "-id"]
-
-
-class AuditEvent(AuditRecord):
-    """Who did what to whose data, in the account's database.
-
-    Kept by conversation id rather than a foreign key, so an erasure's own audit survives it.
-    """
-
-    conversation_id = models.CharField(_("会话 ID"), max_length=128, blank=True, db_index=True)
-
-    class Meta(AuditRecord.Meta):
-        verbose_name = _("审计事件")
-        verbose_name_plural = _("审计事件")
-
-    def __str__(self) -> str:
-        return f"{self.get_action_display()} {self.conversation_id}"
-
-
-class RegistryAuditEvent(AuditRecord):
-    """Who changed the account registry (accounts, memberships). Lives in `default`, because an
-    account's own database cannot keep the record of its deletion."""
-
-    account_id = models.CharField(_("账号 ID"), max_length=40, db_index=True)
-
-    class Meta(AuditRecord.Meta):
-        verbose_name = _("账号审计事件")
-        verbose_name_plural = _("账号审计事件")
-
-    def __str__(self) -> str:
-        return f"{self.get_action_display()} {self.account_id}"
 
 
 class CustomerContextVersion(models.Model):

@@ -1,229 +1,44 @@
-"""Writes for accounts, memberships, customers and the audit trail. Every write records who and why."""
+"""Writes for customers, message reveals and alerts. Every write records who and why (the audit
+writers and the account registry's services are the platform's: `qiwei_site.platform.audit`,
+`qiwei_site.platform.services`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
 from django.utils import timezone
 
 from conversations.models import (
     Alert,
     AuditAction,
-    AuditEvent,
     Customer,
     CustomerProfile,
     Message,
-    RegistryAuditEvent,
 )
+from qiwei_site.platform.audit import audit_record
 from qiwei_site.platform.errors import (
-    Conflict,
-    NotFound,
     PermissionDenied,
     StorageUnavailable,
     ValidationFailed,
     validate_identifier,
 )
 from qiwei_site.platform.history import Actor, actor_identity, stamp_history
-from qiwei_site.platform.models import AccountMembership, WeComAccount
+from qiwei_site.platform.services import apply_changes, refuse_other_fields
 from qiwei_site.platform.tenancy import (
-    InvalidAccountId,
     account_atomic,
-    drop_account_database,
-    ensure_account_database,
-    use_account,
-    validate_account_id,
 )
-
-
-def _audit_fields(
-    action: AuditAction | str, actor: Actor, reason: str, payload: dict[str, Any] | None
-) -> dict[str, Any]:
-    """The columns every audit row shares. The action list is fixed: an unknown action is a
-    programming error (ValueError), never silently stored."""
-    actor_id, actor_name = actor_identity(actor)
-    return {
-        "action": AuditAction(action),
-        "actor_id": actor_id,
-        "actor_name": actor_name[:150],
-        "reason": (reason or "")[:300],
-        "payload": payload or {},
-    }
-
-
-def audit_record(
-    *,
-    action: AuditAction | str,
-    conversation_id: str = "",
-    actor: Actor = None,
-    reason: str = "",
-    payload: dict[str, Any] | None = None,
-) -> AuditEvent:
-    """Write one audit row in the selected account's database."""
-    return AuditEvent.objects.create(conversation_id=conversation_id, **_audit_fields(action, actor, reason, payload))
-
-
-@dataclass(frozen=True)
-class AuditEntry:
-    """One audit row to write with `audit_records_bulk` (the arguments of `audit_record`)."""
-
-    action: AuditAction | str
-    conversation_id: str = ""
-    actor: Actor = None
-    reason: str = ""
-    payload: dict[str, Any] | None = None
-
-
-def audit_records_bulk(entries: Sequence[AuditEntry]) -> list[AuditEvent]:
-    """Write several audit rows in the selected account's database in one statement (a batched
-    memory write audits each of its changes, in order)."""
-    if not entries:
-        return []
-    return AuditEvent.objects.bulk_create(
-        AuditEvent(
-            conversation_id=entry.conversation_id,
-            **_audit_fields(entry.action, entry.actor, entry.reason, entry.payload),
-        )
-        for entry in entries
-    )
-
-
-def registry_audit_record(
-    *,
-    action: AuditAction | str,
-    account_id: str,
-    actor: Actor = None,
-    reason: str = "",
-    payload: dict[str, Any] | None = None,
-) -> RegistryAuditEvent:
-    """Write one row of the registry's audit journal (in `default`)."""
-    return RegistryAuditEvent.objects.create(account_id=account_id, **_audit_fields(action, actor, reason, payload))
-
-
-def account_create(*, account_id: str, name: str, actor: Actor = None, reason: str = "") -> WeComAccount:
-    """Register a WeCom account and create and migrate its own database."""
-    try:
-        validate_account_id(account_id)
-    except InvalidAccountId as exc:
-        raise ValidationFailed(str(exc), code="invalid_account_id") from None
-    if not name.strip():
-        raise ValidationFailed("账号名称不能为空 (name is required).")
-    if WeComAccount.objects.filter(pk=account_id).exists():
-        raise Conflict(f"账号 {account_id} 已存在 (account already exists).", code="account_exists")
-    ensure_account_database(account_id)
-    payload = {"account_id": account_id, "name": name}
-    try:
-        with transaction.atomic():
-            account = WeComAccount.objects.create(id=account_id, name=name.strip())
-            registry_audit_record(
-                action=AuditAction.ACCOUNT_CREATED, account_id=account_id, actor=actor, reason=reason, payload=payload
-            )
-    except IntegrityError:
-        raise Conflict(f"账号 {account_id} 已存在 (account already exists).", code="account_exists") from None
-    with use_account(account_id):
-        audit_record(action=AuditAction.ACCOUNT_CREATED, actor=actor, reason=reason, payload=payload)
-    return account
-
-
-def _refuse_other_fields(changes: dict[str, Any], editable: tuple[str, ...], what: str, what_en: str) -> None:
-    unknown = sorted(set(changes) - set(editable))
-    if unknown:
-        raise ValidationFailed(f"不可修改的{what}字段 {unknown} (these {what_en} fields cannot be edited).")
-
-
-def _apply_changes(current: Any, changes: dict[str, Any]) -> list[str]:
-    """Set the fields whose value differs; returns their names (nothing to write when empty)."""
-    changed = [field for field, value in changes.items() if getattr(current, field) != value]
-    for field in changed:
-        setattr(current, field, changes[field])
-    return changed
-
-
-ACCOUNT_EDITABLE_FIELDS = ("name", "is_active")
-
-
-def account_update(*, account: WeComAccount, changes: dict[str, Any], actor: Actor, reason: str = "") -> WeComAccount:
-    """Rename or (de)activate an account; its id, which names its database, never changes."""
-    _refuse_other_fields(changes, ACCOUNT_EDITABLE_FIELDS, "账号", "account")
-    with transaction.atomic():
-        current = WeComAccount.objects.select_for_update().get(pk=account.pk)
-        changed = _apply_changes(current, changes)
-        if not changed:
-            return current
-        if not str(current.name).strip():
-            raise ValidationFailed("账号名称不能为空 (name is required).")
-        current.save(update_fields=[*changed, "updated_at"])
-        registry_audit_record(
-            action=AuditAction.ACCOUNT_UPDATED,
-            account_id=current.pk,
-            actor=actor,
-            reason=reason,
-            payload={field: getattr(current, field) for field in changed},
-        )
-    return current
-
-
-def account_delete(*, account_id: str, actor: Actor = None, reason: str = "") -> None:
-    """Delete a (temporary) account: its registry row and its whole database. The registry's
-    journal keeps that it happened."""
-    with transaction.atomic():
-        deleted, _ = WeComAccount.objects.filter(pk=account_id).delete()
-        registry_audit_record(
-            action=AuditAction.ACCOUNT_DELETED,
-            account_id=account_id,
-            actor=actor,
-            reason=reason,
-            payload={"registry_rows": deleted},
-        )
-    drop_account_database(account_id)
-
-
-def membership_grant(
-    *, user: AbstractBaseUser, account: WeComAccount, actor: Actor = None, reason: str = ""
-) -> AccountMembership:
-    """Let `user` see `account` (idempotent: a second grant changes and records nothing)."""
-    with transaction.atomic():
-        membership, created = AccountMembership.objects.get_or_create(user_id=user.pk, account=account)
-        if created:
-            registry_audit_record(
-                action=AuditAction.MEMBERSHIP_GRANTED,
-                account_id=account.pk,
-                actor=actor,
-                reason=reason,
-                payload={"user_id": user.pk},
-            )
-    return membership
-
-
-def membership_revoke(*, membership: AccountMembership, actor: Actor = None, reason: str = "") -> None:
-    """Take away a user's access to an account."""
-    with transaction.atomic():
-        current = AccountMembership.objects.select_for_update().filter(pk=membership.pk).first()
-        if current is None:
-            raise NotFound("该授权不存在 (no such membership).", code="membership_not_found")
-        current.delete()
-        registry_audit_record(
-            action=AuditAction.MEMBERSHIP_REVOKED,
-            account_id=current.account_id,
-            actor=actor,
-            reason=reason,
-            payload={"user_id": current.user_id},
-        )
-
 
 CUSTOMER_EDITABLE_FIELDS = ("display_name", "session_mode", "auto_send_whitelisted")
 
 
 def customer_update(*, customer: Customer, changes: dict[str, Any], actor: Actor, reason: str) -> Customer:
     """Customer settings (display name, session mode, auto-send whitelist) with history and audit."""
-    _refuse_other_fields(changes, CUSTOMER_EDITABLE_FIELDS, "客户", "customer")
+    refuse_other_fields(changes, CUSTOMER_EDITABLE_FIELDS, "客户", "customer")
     with account_atomic():
         current = Customer.objects.select_for_update().get(pk=customer.pk)
-        changed = _apply_changes(current, changes)
+        changed = apply_changes(current, changes)
         if not changed:
             return current
         try:

@@ -30,7 +30,6 @@ from django.utils import timezone
 from simple_history.utils import get_history_manager_for_model
 
 from conversations.models import AuditAction, Customer, CustomerProfile, Message
-from conversations.services import AuditEntry, audit_records_bulk
 from memory import sql
 from memory.decisions import CustomerDecisions, automatic_write_refusal
 from memory.models import (
@@ -50,6 +49,7 @@ from memory.selectors import (
     snapshot_head_read,
 )
 from memory.snapshots import SnapshotHead, snapshot_write
+from qiwei_site.platform.audit import AuditEntry, audit_records_bulk
 from qiwei_site.platform.errors import ValidationFailed
 from qiwei_site.platform.history import Actor, stamp_history
 from qiwei_site.platform.tenancy import account_atomic, current_alias

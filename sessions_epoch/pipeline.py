@@ -16,9 +16,9 @@ from typing import Any
 from conversations.drafts import draft_answering, draft_auto_send_blockers, draft_create, draft_send
 from conversations.models import AuditAction, Customer, Draft, Message, MessageDirection
 from conversations.selectors import message_latest_inbound
-from conversations.services import audit_record
 from memory.context.builder import AgentContextBuilder, MemoryFailure
 from memory.providers import CaptureTurn, MemoryProvider, PrefetchRequest, TurnHypothesis, get_provider
+from qiwei_site.platform.audit import audit_record
 from qiwei_site.platform.errors import Conflict, UpstreamUnavailable
 from qiwei_site.platform.history import Actor
 from qiwei_site.reading.fields import PROFILE_FIELD_NAMES

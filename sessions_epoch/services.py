@@ -13,8 +13,8 @@ from django.db import DatabaseError, IntegrityError
 from django.utils import timezone
 
 from conversations.models import AuditAction, Customer
-from conversations.services import audit_record
 from memory.providers import get_provider
+from qiwei_site.platform.audit import audit_record
 from qiwei_site.platform.history import Actor, stamp_history
 from qiwei_site.platform.tenancy import account_atomic
 from sessions_epoch.models import CloseReason, SessionEpoch

@@ -15,9 +15,9 @@ from django.db import connections
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from conversations.services import account_create, membership_grant
 from qiwei_site.platform import tenancy
 from qiwei_site.platform.models import WeComAccount
+from qiwei_site.platform.services import account_create, membership_grant
 from tests.factories import StaffUserFactory, UserFactory
 
 

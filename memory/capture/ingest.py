@@ -22,10 +22,11 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from conversations.models import AuditAction, Customer, Message, MessageDirection
-from conversations.services import audit_record, customer_get_or_create
+from conversations.services import customer_get_or_create
 from memory.capture.jobs import enqueue_after_commit
 from memory.context.recall import recall_features_store
 from memory.models import CaptureJob
+from qiwei_site.platform.audit import audit_record
 from qiwei_site.platform.errors import StorageUnavailable, ValidationFailed, storage_fault, validate_identifier
 from qiwei_site.platform.history import Actor, stamp_history
 from qiwei_site.platform.tenancy import account_atomic, current_alias

@@ -22,12 +22,13 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from conversations.models import AlertKind, AlertLevel, AuditAction, Customer, Message, MessageDirection
-from conversations.services import alert_raise, audit_record
+from conversations.services import alert_raise
 from memory import sql
 from memory.capture import services as capture_services
 from memory.items import ItemPut, MemoryWrites
 from memory.models import CaptureJob, CaptureJobStatus, MemoryCreatedBy, MemoryDirection, MemoryType
 from memory.profile import customer_profile_update
+from qiwei_site.platform.audit import audit_record
 from qiwei_site.platform.tenancy import account_atomic, current_account, on_account_commit, use_account
 
 logger = logging.getLogger(__name__)

@@ -32,12 +32,13 @@ from conversations.models import (
     Message,
     MessageDirection,
 )
-from conversations.services import alert_raise, audit_record
+from conversations.services import alert_raise
 from knowledge.context import knowledge_version_token
 from knowledge.models import KnowledgeSection
 from memory.capture.selectors import message_previous, messages_before, previous_message_fields
 from memory.items import CREATED, EVIDENCE_ADDED, REFUSED, SUPERSEDED, UNCHANGED, ItemPut, MemoryWrites
 from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem
+from qiwei_site.platform.audit import audit_record
 from qiwei_site.platform.errors import ValidationFailed
 from qiwei_site.platform.history import Actor
 from qiwei_site.platform.tenancy import account_atomic

@@ -9,7 +9,6 @@ replaced (rule: `memory.governance.scrub.Quotes`).
 from __future__ import annotations
 
 from conversations.models import AuditAction, Customer
-from conversations.services import audit_record
 from memory.governance.scrub import (
     Quotes,
     audit_scrub,
@@ -19,6 +18,7 @@ from memory.governance.scrub import (
     secure_delete_on,
     storage_purge_on_commit,
 )
+from qiwei_site.platform.audit import audit_record
 from qiwei_site.platform.history import Actor
 from qiwei_site.platform.tenancy import account_atomic
 

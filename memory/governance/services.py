@@ -16,7 +16,6 @@ from django.conf import settings
 from django.utils import timezone
 
 from conversations.models import AuditAction, AuditEvent, Customer, CustomerProfile, Draft, Message
-from conversations.services import audit_record
 from memory.capture.jobs import HYPOTHESIS_KEY_PREFIX
 from memory.decisions import decision_record
 from memory.governance.scrub import (
@@ -44,6 +43,7 @@ from memory.models import (
     MemoryType,
 )
 from memory.snapshots import SECTION_TITLES, snapshot_refresh
+from qiwei_site.platform.audit import audit_record
 from qiwei_site.platform.errors import Conflict, ValidationFailed
 from qiwei_site.platform.history import Actor, stamp_history
 from qiwei_site.platform.tenancy import account_atomic

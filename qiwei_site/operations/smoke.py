@@ -33,7 +33,7 @@ from conversations.models import (
     MessageDirection,
     SessionMode,
 )
-from conversations.services import account_create, account_delete, customer_get_or_create
+from conversations.services import customer_get_or_create
 from memory.capture.ingest import messages_ingest
 from memory.capture.jobs import capture_inline
 from memory.context.builder import build_context
@@ -49,6 +49,7 @@ from memory.profile import customer_profile_update
 from memory.snapshots import snapshot_current
 from qiwei_site.platform.errors import Conflict, ValidationFailed
 from qiwei_site.platform.history import stamp_history
+from qiwei_site.platform.services import account_create, account_delete
 from qiwei_site.platform.tenancy import use_account
 from sessions_epoch.clients import ModelClient, ModelResult, OfflineClient, SessionRef
 from sessions_epoch.models import CloseReason, SessionEpoch

@@ -5,7 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from conversations.models import AuditAction
-from conversations.services import audit_record
+from qiwei_site.platform.audit import audit_record
 from qiwei_site.platform.tenancy import use_account
 
 

@@ -9,9 +9,9 @@ import pytest
 from django.urls import reverse
 
 from conversations.models import AuditEvent, MessageDirection
-from conversations.services import membership_grant
 from memory.models import MemoryItem, MemorySnapshot, MemoryStatus, MemoryType
 from memory.snapshots import snapshot_current, snapshot_refresh
+from qiwei_site.platform.services import membership_grant
 from tests.browser.conftest import login
 from tests.factories import CustomerFactory, MemoryItemFactory, MessageFactory
 

@@ -10,9 +10,10 @@ from django.utils import timezone
 
 from conversations.drafts import draft_reject
 from conversations.models import MessageDirection
-from conversations.services import alert_raise, alert_resolve, audit_record
+from conversations.services import alert_raise, alert_resolve
 from memory.items import memory_item_put
 from memory.models import CaptureJob, CaptureJobStatus, MemoryItem, MemoryType
+from qiwei_site.platform.audit import audit_record
 from tests.browser.conftest import login
 from tests.factories import CustomerFactory, DraftFactory, MessageFactory
 

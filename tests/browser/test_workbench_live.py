@@ -275,7 +275,7 @@ def test_workbench_shows_times_in_shanghai_whatever_the_browser_zone(browser, li
 
 def test_workbench_audit_shows_chinese_labels(page, browser_context, live_server, staff_user, wang):
     # given 王先生's conversation has an automatic capture in its audit
-    from conversations.services import audit_record
+    from qiwei_site.platform.audit import audit_record
 
     audit_record(action="memory_item_captured", conversation_id="wm_wang_001", actor="capture", reason="从客户原话提取")
     # when the page shows it

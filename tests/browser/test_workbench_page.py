@@ -10,10 +10,10 @@ import pytest
 from django.utils import timezone
 
 from conversations.models import Delivery, Draft, DraftStatus, MessageDirection
-from conversations.services import membership_grant
 from memory.models import MemoryType
 from memory.snapshots import snapshot_refresh
 from qiwei_site.platform import tenancy
+from qiwei_site.platform.services import membership_grant
 from tests.browser.conftest import login
 from tests.factories import CustomerFactory, DraftFactory, MemoryItemFactory, MessageFactory
 

@@ -16,10 +16,10 @@ from django.conf import settings
 from django.utils import timezone
 
 from conversations.models import Alert, Customer, DraftStatus, Message, Task
-from conversations.services import audit_record
 from memory.items import memory_item_put
 from memory.models import MemoryType
 from qiwei_site.operations.demo_data import DEMO_CUSTOMERS
+from qiwei_site.platform.audit import audit_record
 from tests.browser.conftest import ARTIFACTS, login
 from tests.factories import CustomerFactory, DraftFactory, MessageFactory
 

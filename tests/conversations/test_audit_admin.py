@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from conversations.admin import audit_payload_html
 from conversations.models import AuditEvent
-from conversations.services import audit_record
 from memory.governance.services import memory_item_add
 from memory.models import MemoryType
+from qiwei_site.platform.audit import audit_record
 from tests.factories import CustomerFactory, MessageFactory
 
 

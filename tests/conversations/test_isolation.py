@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from conversations.services import membership_grant
 from qiwei_site.platform.middleware import SESSION_KEY
+from qiwei_site.platform.services import membership_grant
 from qiwei_site.platform.tenancy import use_account
 from tests.conftest import client_for
 from tests.factories import CustomerFactory, StaffUserFactory, UserFactory

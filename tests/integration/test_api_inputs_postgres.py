@@ -10,9 +10,9 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from conversations.models import AuditEvent, Message
-from conversations.services import account_create, membership_grant
 from memory.capture.ingest import messages_ingest
 from qiwei_site.platform.models import WeComAccount
+from qiwei_site.platform.services import account_create, membership_grant
 from qiwei_site.platform.tenancy import alias_for, use_account
 from sessions_epoch.models import SessionEpoch
 from tests.factories import StaffUserFactory

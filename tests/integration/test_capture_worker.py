@@ -11,10 +11,10 @@ from collections.abc import Iterator
 import pytest
 
 from conversations.models import AuditEvent, Message
-from conversations.services import account_create
 from memory.capture.ingest import messages_ingest
 from memory.capture.jobs import capture_sweep
 from memory.models import CaptureJob, CaptureJobStatus, MemoryItem, MemoryStatus
+from qiwei_site.platform.services import account_create
 from qiwei_site.platform.tenancy import use_account
 from tests.integration.conftest import celery_sending_to, wait_until
 

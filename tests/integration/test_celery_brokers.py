@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from conversations.models import AuditEvent
-from conversations.services import account_create
 from qiwei_site.celery import app
 from qiwei_site.operations.tasks import account_ping
+from qiwei_site.platform.services import account_create
 from qiwei_site.platform.tenancy import use_account
 from tests.integration.conftest import wait_until
 

@@ -22,9 +22,9 @@ from django.db import connections
 from psycopg import sql
 
 from conversations.models import Customer
-from conversations.services import account_create, membership_grant
 from qiwei_site.platform.connections import account_pool
 from qiwei_site.platform.models import WeComAccount
+from qiwei_site.platform.services import account_create, membership_grant
 from qiwei_site.platform.tenancy import account_connections_close, alias_for, use_account
 from tests.conftest import client_for
 from tests.factories import CustomerFactory, StaffUserFactory

@@ -26,10 +26,10 @@ import pytest
 from django.db import connections
 
 from conversations.models import AuditEvent, Message
-from conversations.services import account_create
 from memory.capture.ingest import messages_ingest
 from memory.models import CaptureJob, CaptureJobStatus, MemoryItem, MemoryStatus
 from qiwei_site.celery import app
+from qiwei_site.platform.services import account_create
 from qiwei_site.platform.tenancy import use_account
 from tests.integration.conftest import ROOT, celery_sending_to, wait_until
 

@@ -9,11 +9,11 @@ import pytest
 from django.db import connections
 
 from conversations.models import AuditEvent
-from conversations.services import account_create
 from memory.governance.erasure import customer_erase
 from memory.governance.scrub import FORGOTTEN_MARK
 from memory.governance.services import memory_item_add, memory_item_edit, memory_item_forget
 from memory.profile import customer_profile_update
+from qiwei_site.platform.services import account_create
 from qiwei_site.platform.tenancy import use_account
 from tests.factories import CustomerFactory, DraftFactory, MessageFactory
 from tests.memory.governance.test_audit_trail import dump_account_database

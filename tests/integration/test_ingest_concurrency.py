@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from rest_framework.authtoken.models import Token
 
-from conversations.services import account_create, membership_grant
 from memory.capture.ingest import messages_ingest
+from qiwei_site.platform.services import account_create, membership_grant
 from qiwei_site.platform.tenancy import use_account
 from tests.factories import StaffUserFactory
 from tests.memory.capture.test_ingest_races import check_race, post_concurrently, wecom_batch

@@ -24,12 +24,12 @@ from django.core.management import call_command
 from django.db import connections
 from psycopg import sql
 
-from conversations.services import account_create, membership_grant
 from memory.capture.jobs import capture_inline
 from memory.models import MemoryItem
 from memory.tasks.capture import capture_sweep_all
 from qiwei_site.platform import tenancy
 from qiwei_site.platform.connections import account_pool
+from qiwei_site.platform.services import account_create, membership_grant
 from qiwei_site.platform.tenancy import use_account
 from tests.conftest import client_for
 from tests.factories import StaffUserFactory

@@ -8,7 +8,7 @@ import pytest
 from django.db import connections
 
 from conversations.models import Customer, Message
-from conversations.services import account_create
+from qiwei_site.platform.services import account_create
 from qiwei_site.platform.tenancy import use_account
 from tests.factories import CustomerFactory, MessageFactory
 

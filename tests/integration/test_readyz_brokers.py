@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from kombu import Connection
 
-from conversations.services import account_create
 from qiwei_site.health import health_queue
+from qiwei_site.platform.services import account_create
 from tests.qiwei_site.test_health import broker_configured
 
 pytestmark = pytest.mark.integration

@@ -9,10 +9,10 @@ import datetime as dt
 import pytest
 from django.db import connections
 
-from conversations.services import account_create
 from memory import sql
 from memory.capture.selectors import capture_job_get
 from memory.selectors import memory_state_rows
+from qiwei_site.platform.services import account_create
 from qiwei_site.platform.tenancy import use_account
 from tests.memory.test_sql import (
     assert_claim_and_finish_equal_their_twins,

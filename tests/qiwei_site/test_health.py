@@ -198,7 +198,7 @@ def test_readyz_missing_account_database_is_503_and_creates_nothing(db, client, 
 
 def test_readyz_samples_accounts_in_rotation(db, monkeypatch):
     # Given more active accounts than one request probes
-    from conversations.services import account_create
+    from qiwei_site.platform.services import account_create
 
     for n in range(5):
         account_create(account_id=f"acct{n}", name=f"账号{n}")

@@ -163,7 +163,7 @@ def test_epochs_endpoint_lists_sessions_newest_first(agent_client, customer, pro
 
 def test_staff_of_another_account_gets_404(customer, generated, other_account):
     # given a staff user who is a member of globex only
-    from conversations.services import membership_grant
+    from qiwei_site.platform.services import membership_grant
 
     outsider = StaffUserFactory()
     membership_grant(user=outsider, account=other_account)

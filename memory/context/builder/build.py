@@ -25,7 +25,6 @@ from conversations.models import (
     MessageDirection,
 )
 from conversations.selectors import message_latest_inbound
-from conversations.services import audit_record
 from memory import sql
 from memory.context import recall as recall_module
 from memory.context.builder.layout import (
@@ -61,6 +60,7 @@ from memory.context.builder.reads import (
 )
 from memory.models import MemoryCreatedBy, MemoryItem
 from memory.snapshots import effective_in, render_snapshot
+from qiwei_site.platform.audit import audit_record
 from qiwei_site.platform.tenancy import current_alias
 
 logger = logging.getLogger("memory.context.builder")

@@ -12,13 +12,13 @@ from django.urls import reverse
 from django.utils import timezone
 
 from conversations.models import AuditEvent
-from conversations.services import membership_grant
 from memory.attention import review_queue
 from memory.governance.services import memory_items_expire_due
 from memory.items import memory_item_put
 from memory.models import MemoryCreatedBy, MemoryItem, MemoryStatus, MemoryType
 from memory.snapshots import snapshot_current
 from qiwei_site.platform.middleware import SESSION_KEY
+from qiwei_site.platform.services import membership_grant
 from qiwei_site.platform.tenancy import use_account
 from tests.factories import CustomerFactory, MessageFactory
 

@@ -13,10 +13,12 @@ from django.utils import timezone
 
 from conversations.drafts import draft_reject
 from conversations.models import AuditEvent, Draft
-from conversations.services import alert_raise, alert_resolve, audit_record, membership_grant
+from conversations.services import alert_raise, alert_resolve
 from memory.attention import attention_counts, messages_blocked_today, shanghai_day
 from memory.models import CaptureJob, CaptureJobStatus
+from qiwei_site.platform.audit import audit_record
 from qiwei_site.platform.middleware import SESSION_KEY
+from qiwei_site.platform.services import membership_grant
 from qiwei_site.platform.tenancy import use_account
 from tests.factories import CustomerFactory, DraftFactory, MessageFactory, UserFactory
 

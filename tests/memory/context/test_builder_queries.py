@@ -467,7 +467,7 @@ def customer_factory_pair(account, chat, knowledge_copy):
 @pytest.mark.django_db(transaction=True)
 def test_build_on_postgres_reads_the_same_as_the_orm(postgres_account_url, staff_user):
     # Given a PostgreSQL account database with a conversation and business state
-    from conversations.services import account_create
+    from qiwei_site.platform.services import account_create
     from qiwei_site.platform.tenancy import use_account
     from tests.factories import CustomerFactory
 

@@ -16,7 +16,6 @@ from django.db.migrations.loader import MigrationLoader
 from django.db.models import QuerySet
 
 from conversations.models import Message, MessageDirection
-from conversations.services import account_create
 from memory.capture.ingest import messages_ingest
 from memory.context import recall as recall_module
 from memory.context.recall import (
@@ -26,6 +25,7 @@ from memory.context.recall import (
 )
 from memory.governance.erasure import customer_erase
 from memory.models import MessageRecallFeatures
+from qiwei_site.platform.services import account_create
 from qiwei_site.platform.tenancy import current_alias, use_account
 from qiwei_site.reading.recall import FEATURE_VERSION, features, features_decode, features_encode, text_fingerprint
 from tests.factories import BASE_TIME, CustomerFactory, MessageFactory

@@ -7,9 +7,9 @@ from django.core.management import call_command
 from django.db import connections
 
 from conversations.models import Message, MessageDirection
-from conversations.services import account_create
 from memory.context.search import FTS5, FTS_TABLE, LIKE, PG_INDEX, search_index_kind, search_messages
 from qiwei_site.platform.errors import NotFound, ValidationFailed
+from qiwei_site.platform.services import account_create
 from qiwei_site.platform.tenancy import current_alias, use_account
 from tests.factories import CustomerFactory
 

@@ -12,12 +12,12 @@ from rest_framework.authtoken.models import Token
 
 from conversations.drafts import draft_approve
 from conversations.models import Customer, Delivery, DeliveryStatus, Draft, Message, MessageDirection
-from conversations.services import audit_record
 from knowledge.services import knowledge_index
 from memory.governance.services import memory_item_add, memory_item_edit
 from memory.models import CaptureJob, MemoryItem, MemorySnapshot, MemoryType
 from memory.profile import customer_profile_update
 from memory.snapshots import snapshot_refresh
+from qiwei_site.platform.audit import audit_record
 from qiwei_site.platform.middleware import SESSION_KEY
 from sessions_epoch.models import SessionEpoch
 from sessions_epoch.services import epoch_for_turn

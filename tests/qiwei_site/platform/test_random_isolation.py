@@ -10,8 +10,8 @@ import re
 import pytest
 
 from conversations.models import Message
-from conversations.services import account_create, membership_grant
 from memory.models import MemoryItem, MemorySnapshot
+from qiwei_site.platform.services import account_create, membership_grant
 from qiwei_site.platform.tenancy import use_account
 from tests.conftest import client_for
 from tests.factories import StaffUserFactory

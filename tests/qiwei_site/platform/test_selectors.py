@@ -7,9 +7,9 @@ from django.contrib.auth.models import AnonymousUser
 from django.db import connections
 from django.test.utils import CaptureQueriesContext
 
-from conversations.services import membership_grant
 from qiwei_site.platform.models import WeComAccount
 from qiwei_site.platform.selectors import user_can_access_account
+from qiwei_site.platform.services import membership_grant
 from tests.conftest import make_account
 from tests.factories import StaffUserFactory, UserFactory
 

@@ -10,9 +10,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
 
-from conversations.services import account_update, membership_grant
 from qiwei_site.platform.models import WeComAccount
 from qiwei_site.platform.selectors import _account_access_orm
+from qiwei_site.platform.services import account_update, membership_grant
 from qiwei_site.platform.sql import account_access, token_with_user
 from tests.conftest import make_account
 from tests.factories import StaffUserFactory, UserFactory

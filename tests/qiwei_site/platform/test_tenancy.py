@@ -11,11 +11,11 @@ from django.core.management.base import CommandError
 from django.db import connections
 
 from conversations.models import Customer, Message
-from conversations.services import account_create
 from memory.models import MemoryItem
 from qiwei_site.platform import tenancy
 from qiwei_site.platform.errors import ValidationFailed
 from qiwei_site.platform.models import WeComAccount
+from qiwei_site.platform.services import account_create
 from qiwei_site.platform.tenancy import CrossAccountAccess, NoAccountSelected, use_account
 from tests.factories import CustomerFactory, MemoryItemFactory, MessageFactory
 

@@ -20,11 +20,11 @@ from django.core.management import call_command
 from django.db import connections
 
 from conversations.models import Customer
-from conversations.services import membership_grant
 from qiwei_site.platform import connections as pool_module
 from qiwei_site.platform import tenancy
 from qiwei_site.platform.connections import AccountConnectionPool, ConnectionCapReached, account_pool
 from qiwei_site.platform.models import WeComAccount
+from qiwei_site.platform.services import membership_grant
 from qiwei_site.platform.tenancy import account_atomic, alias_for, use_account
 from tests.conftest import client_for, make_account
 from tests.factories import CustomerFactory, StaffUserFactory

@@ -7,9 +7,9 @@ import datetime as dt
 import pytest
 
 from conversations.models import Alert, AlertLevel, Delivery, DeliveryStatus, DraftStatus, MessageDirection, TaskStatus
-from conversations.services import audit_record
 from memory.models import MemoryType
 from memory.snapshots import snapshot_refresh
+from qiwei_site.platform.audit import audit_record
 from tests.factories import BASE_TIME, CustomerFactory, DraftFactory, MemoryItemFactory, MessageFactory, TaskFactory
 
 

@@ -167,7 +167,7 @@ def test_version_without_a_conversation_covers_the_list(agent_client, renting_cu
 
 def test_version_etag_of_one_account_never_matches_another(db, staff_user, account, other_account):
     # given acme and globex hold the same conversation id with the same (empty) data
-    from conversations.services import membership_grant
+    from qiwei_site.platform.services import membership_grant
 
     membership_grant(user=staff_user, account=other_account)
     CustomerFactory(conversation_id="wm_same_001", display_name="王先生")

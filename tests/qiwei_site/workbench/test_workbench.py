@@ -9,8 +9,8 @@ import pytest
 from django.contrib.staticfiles import finders
 from django.test import Client
 
-from conversations.services import membership_grant
 from qiwei_site.platform import tenancy
+from qiwei_site.platform.services import membership_grant
 from tests.conftest import client_for
 from tests.factories import CustomerFactory, MessageFactory, UserFactory
 

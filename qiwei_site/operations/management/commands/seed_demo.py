@@ -17,13 +17,13 @@ from django.utils import timezone
 
 from conversations.business import alert_create, recommendation_create, task_create
 from conversations.models import Customer, Message
-from conversations.services import account_create, membership_grant
 from memory.capture.ingest import messages_ingest
 from memory.capture.jobs import capture_inline
 from memory.providers import CaptureTurn, TurnHypothesis, get_provider
 from qiwei_site.operations.demo_data import DEMO_ACCOUNT_ID, DEMO_ACCOUNT_NAME, DEMO_CUSTOMERS
 from qiwei_site.platform.history import stamp_history
 from qiwei_site.platform.models import WeComAccount
+from qiwei_site.platform.services import account_create, membership_grant
 from qiwei_site.platform.tenancy import account_atomic, use_account
 
 

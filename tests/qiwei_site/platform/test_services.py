@@ -7,15 +7,15 @@ import pytest
 from django.urls import reverse
 
 from conversations.models import AuditAction, AuditEvent, RegistryAuditEvent
-from conversations.services import (
+from qiwei_site.platform.audit import audit_record
+from qiwei_site.platform.models import AccountMembership, WeComAccount
+from qiwei_site.platform.services import (
     account_create,
     account_delete,
     account_update,
-    audit_record,
     membership_grant,
     membership_revoke,
 )
-from qiwei_site.platform.models import AccountMembership, WeComAccount
 from qiwei_site.platform.tenancy import use_account
 from tests.factories import StaffUserFactory, UserFactory
 

@@ -1,5 +1,5 @@
-"""The account registry in the default database: accounts (created and changed through the account
-services), memberships and the registry's own audit."""
+"""Admin for the account registry in the default database: accounts (created and changed through
+the platform's account services), memberships and the registry's own audit journal."""
 
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from conversations.models import RegistryAuditEvent
-from conversations.services import account_create, account_update, membership_grant, membership_revoke
 from qiwei_site.platform.admin_site import ReadOnlyAdminMixin, ServiceFormAdminMixin
-from qiwei_site.platform.models import AccountMembership, WeComAccount
+from qiwei_site.platform.models import AccountMembership, RegistryAuditEvent, WeComAccount
+from qiwei_site.platform.services import account_create, account_update, membership_grant, membership_revoke
 
 
 @admin.register(WeComAccount)

@@ -4,8 +4,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from conversations.services import account_create
 from qiwei_site.platform.errors import ApplicationError
+from qiwei_site.platform.services import account_create
 
 
 class Command(BaseCommand):
