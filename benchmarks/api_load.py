@@ -93,7 +93,10 @@ def prepare(env: dict[str, str], root: Path | None = None) -> str:
     from django.contrib.auth import get_user_model
     from rest_framework.authtoken.models import Token
 
-    from qiwei_site.platform.services import account_create, membership_grant
+    try:
+        from qiwei_site.platform.services import account_create, membership_grant
+    except ImportError:  # an older revision's tree: the registry's services were in conversations
+        from conversations.services import account_create, membership_grant  # type: ignore[no-redef]
     from qiwei_site.platform.tenancy import use_account
 
     account = account_create(account_id=ACCOUNT, name="压测账号")
@@ -551,7 +554,10 @@ def multi_prepare(env: dict[str, str], backend: str, count: int, server: Private
     from django.db import connections
     from rest_framework.authtoken.models import Token
 
-    from qiwei_site.platform.services import account_create
+    try:
+        from qiwei_site.platform.services import account_create
+    except ImportError:  # an older revision's tree: the registry's services were in conversations
+        from conversations.services import account_create  # type: ignore[no-redef]
     from qiwei_site.platform.tenancy import account_connections_close, account_database_config, use_account
 
     call_command("migrate", verbosity=0, interactive=False)

@@ -388,7 +388,11 @@ def _run(args: argparse.Namespace, env: dict[str, str], queue: str) -> dict[str,
     from memory.capture.services import capture_message
     from memory.models import CaptureJob, CaptureJobStatus, MemoryItem, MemorySnapshot
     from qiwei_site.celery import app
-    from qiwei_site.platform.services import account_create
+
+    try:
+        from qiwei_site.platform.services import account_create
+    except ImportError:  # an older revision's tree: the registry's services were in conversations
+        from conversations.services import account_create  # type: ignore[no-redef]
     from qiwei_site.platform.tenancy import use_account
 
     app.conf.task_default_queue = queue

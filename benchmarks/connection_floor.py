@@ -78,7 +78,11 @@ def seed_account() -> None:
     from memory.items import memory_item_put
     from memory.models import MemoryType
     from memory.snapshots import snapshot_refresh
-    from qiwei_site.platform.services import account_create
+
+    try:
+        from qiwei_site.platform.services import account_create
+    except ImportError:  # an older revision's tree: the registry's services were in conversations
+        from conversations.services import account_create  # type: ignore[no-redef]
     from qiwei_site.platform.tenancy import use_account
 
     account_create(account_id=ACCOUNT, name="连接压测")

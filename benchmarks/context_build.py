@@ -397,7 +397,11 @@ def worker(args: argparse.Namespace) -> int:
     from django.db import connections
 
     from conversations.models import Customer
-    from qiwei_site.platform.services import account_create
+
+    try:
+        from qiwei_site.platform.services import account_create
+    except ImportError:  # an older revision's tree: the registry's services were in conversations
+        from conversations.services import account_create  # type: ignore[no-redef]
     from qiwei_site.platform.tenancy import use_account
 
     sizes = sorted(int(size) for size in args.sizes.split(","))

@@ -149,7 +149,11 @@ def prepare(env: dict[str, str], root: Path, history_file: Path) -> str:
     from rest_framework.authtoken.models import Token
 
     from conversations.models import Customer, CustomerProfile, Message
-    from qiwei_site.platform.services import account_create, membership_grant
+
+    try:
+        from qiwei_site.platform.services import account_create, membership_grant
+    except ImportError:  # an older revision's tree: the registry's services were in conversations
+        from conversations.services import account_create, membership_grant  # type: ignore[no-redef]
     from qiwei_site.platform.tenancy import account_atomic, use_account
 
     history = json.loads(history_file.read_text(encoding="utf-8"))

@@ -82,6 +82,29 @@ class Message(models.Model):
         return f"{self.get_direction_display()}消息 #{self.pk}"  # never the text: it may hold a secret
 
 
+class MessageSecret(models.Model):
+    """A message's words as received, sealed (`qiwei_site.platform.sealing`), kept only when the
+    reader found a credential or a personal number in them: the message row itself holds the
+    masked text, so search, recall, the prompt, the admin and every API see nothing else. Opened
+    only by the audited staff reveal and by the safety gate and extraction, which must judge what
+    the customer sent (`conversations.received`). Deleted with the message (erasure) and by forget
+    for the messages a forgotten item cites."""
+
+    message = models.OneToOneField(
+        Message, on_delete=models.CASCADE, primary_key=True, related_name="secret", verbose_name=_("消息")
+    )
+    sealed = models.TextField(_("密封原文"))
+    categories = models.JSONField(_("敏感类别"), default=list)
+    created_at = models.DateTimeField(_("密封时间"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("消息密封原文")
+        verbose_name_plural = _("消息密封原文")
+
+    def __str__(self) -> str:
+        return f"消息 #{self.pk} 的密封原文"
+
+
 def _profile_column(name: str) -> models.CharField:
     spec = next(spec for spec in PROFILE_FIELD_SPECS if spec.name == name)
     return models.CharField(spec.label, max_length=spec.max_length, blank=True)

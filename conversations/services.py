@@ -17,6 +17,7 @@ from conversations.models import (
     CustomerProfile,
     Message,
 )
+from conversations.received import received_text
 from qiwei_site.platform.audit import audit_record
 from qiwei_site.platform.errors import (
     PermissionDenied,
@@ -90,8 +91,9 @@ def customer_get_or_create(
 
 
 def message_reveal(*, message: Message, actor: Actor, reason: str) -> str:
-    """The message as received, for a supervisor who must read what masking hides (a credential,
-    an ID or card number). Audited with who, why and which message, never the text itself."""
+    """The message as received (its sealed original opened), for a supervisor who must read what
+    masking hides (a credential, an ID or card number). Audited with who, why and which message,
+    never the text itself."""
     if not (getattr(actor, "is_active", False) and getattr(actor, "is_staff", False)):
         raise PermissionDenied("只有主管可以查看未遮蔽的消息 (only staff may reveal a message).", code="reveal_denied")
     reason = (reason or "").strip()
@@ -106,7 +108,7 @@ def message_reveal(*, message: Message, actor: Actor, reason: str) -> str:
             reason=reason,
             payload={"message_id": message.pk, "direction": message.direction},
         )
-    return message.text
+    return received_text(message)
 
 
 def resolution_reason(reason: str) -> str:

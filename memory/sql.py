@@ -22,6 +22,7 @@ from conversations.models import (
     CustomerProfile,
     Message,
     MessageDirection,
+    MessageSecret,
     Recommendation,
     RecommendationFeedback,
     RecommendationStatus,
@@ -264,14 +265,17 @@ def _before(column: str) -> str:
 
 _CAPTURE_JOB = Statement(
     f"SELECT {columns(CaptureJob, _JOB_NAMES, 'j')}, {columns(Customer, _CUSTOMER_NAMES, 'c')},"
-    f" {columns(Message, _MESSAGE_NAMES, 'm')}, {_before('direction')}, {_before('text')}"
+    f" {columns(Message, _MESSAGE_NAMES, 'm')}, {_before('direction')}, {_before('text')},"
+    f" x.{name(MessageSecret, 'sealed')}"
     f" FROM {_J} j INNER JOIN {_C} c ON c.{name(Customer, 'pk')} = j.{name(CaptureJob, 'customer')}"
     f" LEFT OUTER JOIN {_M} m ON m.{name(Message, 'pk')} = j.{name(CaptureJob, 'message')}"
+    f" LEFT OUTER JOIN {table(MessageSecret)} x ON x.{name(MessageSecret, 'message')} = m.{name(Message, 'pk')}"
     f" WHERE j.{name(CaptureJob, 'pk')} = %s",
     [
         *fields(CaptureJob, _JOB_NAMES),
         *fields(Customer, _CUSTOMER_NAMES),
         *fields(Message, _MESSAGE_NAMES),
+        None,
         None,
         None,
     ],
@@ -284,8 +288,9 @@ _MESSAGE_ATTNAMES = attnames(Message, _MESSAGE_NAMES)
 
 
 def capture_job(job_id: int) -> CaptureJob | None:
-    """The job with its customer, its message and (`previous_direction`, `previous_text`) the
-    message before that one, in one statement. Twin: `memory.capture.selectors.capture_job_get`."""
+    """The job with its customer, its message (with `sealed_text`, its sealed original or None) and
+    (`previous_direction`, `previous_text`) the message before that one, in one statement.
+    Twin: `memory.capture.selectors.capture_job_get`."""
     system = MessageDirection.SYSTEM.value
     rows = _CAPTURE_JOB.rows(system, system, job_id)
     if not rows:
@@ -302,6 +307,7 @@ def capture_job(job_id: int) -> CaptureJob | None:
         message = Message.from_db(alias, _MESSAGE_ATTNAMES, message_values)
         if message.customer_id == customer.pk:
             message.customer = customer
+        message.sealed_text = row[ends[2] + 2]  # type: ignore[attr-defined]  # conversations.received
         job.message = message
     else:
         job.message = None

@@ -15,6 +15,7 @@ from typing import Any
 
 from conversations.drafts import draft_answering, draft_auto_send_blockers, draft_create, draft_send
 from conversations.models import AuditAction, Customer, Draft, Message, MessageDirection
+from conversations.received import received_text_of_row, sealed_originals
 from conversations.selectors import message_latest_inbound
 from memory.context.builder import AgentContextBuilder, MemoryFailure
 from memory.providers import CaptureTurn, MemoryProvider, PrefetchRequest, TurnHypothesis, get_provider
@@ -190,7 +191,7 @@ def ground_profile_updates(
     return dict(judged.kept), {key: list(ids) for key, ids in judged.evidence.items()}, list(judged.dropped)
 
 
-def _evidence_refusal(message: Mapping[str, Any] | None, customer: Customer) -> str | None:
+def _evidence_refusal(message: Mapping[str, Any] | None, customer: Customer, received: str) -> str | None:
     if message is None:
         return "依据的消息不存在"
     if message["customer_id"] != customer.pk:
@@ -199,15 +200,22 @@ def _evidence_refusal(message: Mapping[str, Any] | None, customer: Customer) -> 
         return "依据的消息不是客户原话"
     if not message["is_effective"]:
         return "依据的消息已失效"
-    scanned = scan(message["text"])
+    scanned = scan(received)
     if scanned.blocked:
         return "依据的消息被安全闸拦截"
-    remaining = without_personal_numbers(message["text"], scanned.spans)
+    remaining = without_personal_numbers(received, scanned.spans)
     if is_small_talk(remaining):
         return "依据的消息只是寒暄或应答，不含客户情况"
     if not carries_content(remaining):
         return "依据的消息除被遮蔽的个人号码外没有内容"
     return None
+
+
+def _evidence(message: Mapping[str, Any] | None, customer: Customer, originals: dict[int, str | None]) -> str | None:
+    received = "" if message is None else received_text_of_row(dict(message), originals)
+    if received is None:
+        return "依据的消息原文无法解封，无法核对"
+    return _evidence_refusal(message, customer, received)
 
 
 def ground_hypotheses(
@@ -225,6 +233,8 @@ def ground_hypotheses(
         row["id"]: row
         for row in Message.objects.filter(pk__in=ids).values("id", "customer_id", "direction", "is_effective", "text")
     }
+    # The words as received (sealed originals opened): the gate judges what the customer sent.
+    originals = sealed_originals(row["id"] for row in messages.values() if row["customer_id"] == customer.pk)
     kept: list[TurnHypothesis] = []
     dropped: list[dict[str, Any]] = []
     for index, hypothesis in enumerate(hypotheses):
@@ -232,7 +242,7 @@ def ground_hypotheses(
             (
                 reason
                 for message_id in hypothesis.message_ids
-                if (reason := _evidence_refusal(messages.get(message_id), customer))
+                if (reason := _evidence(messages.get(message_id), customer, originals))
             ),
             None,
         )

@@ -16,7 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db.models import F
+
 from conversations.models import Customer, Message, MessageDirection
+from conversations.received import received_text
 from memory.capture.selectors import previous_message_fields
 from memory.capture.services import account_place_names, extract_context
 from qiwei_site.reading.extract import extract_candidates
@@ -48,7 +51,7 @@ def _newest_inbound(customer: Customer) -> Any:
     return (
         Message.objects.filter(customer=customer, direction=MessageDirection.INBOUND, is_effective=True)
         .only("id", "customer_id", "text", "sent_at")
-        .annotate(**previous_message_fields("customer_id", "sent_at", "id"))
+        .annotate(sealed_text=F("secret__sealed"), **previous_message_fields("customer_id", "sent_at", "id"))
         .order_by("-sent_at", "-id")[:GROUNDING_WINDOW]
         .iterator(chunk_size=20)
     )
@@ -71,14 +74,15 @@ def profile_updates_ground(*, customer: Customer, updates: dict[str, str]) -> Pr
     if pending:
         places = account_place_names()
         for message in _newest_inbound(customer):
-            result = scan(message.text)
+            received = received_text(message)
+            result = scan(received)
             read += 1
             if result.blocked:
                 continue
             context = extract_context(
                 message, previous=(message.previous_direction, message.previous_text), places=places
             )
-            candidates = extract_candidates(without_personal_numbers(message.text, result.spans), context)
+            candidates = extract_candidates(without_personal_numbers(received, result.spans), context)
             for key, value in list(restated.items()):
                 if read_field(key, value, candidates, context):  # said once, since restated otherwise
                     dropped.append({"field": key, "value": value, "reason": RESTATED})

@@ -21,7 +21,8 @@ from django.db import DatabaseError, IntegrityError, connections
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from conversations.models import AuditAction, Customer, Message, MessageDirection
+from conversations.models import AuditAction, Customer, Message, MessageDirection, MessageSecret
+from conversations.received import stored_form
 from conversations.services import customer_get_or_create
 from memory.capture.jobs import enqueue_after_commit
 from memory.context.recall import recall_features_store
@@ -135,7 +136,13 @@ def _clean_sent_at(index: int, raw: Any, now: dt.datetime) -> dt.datetime:
 
 
 def _store(customer: Customer, cleaned: list[dict[str, Any]], actor: Actor, reason: str) -> IngestResult:
-    # Recall features are tokenised before the transaction, so SQLite's write lock is not held for it.
+    # Secrets are masked and their originals sealed, and recall features tokenised (from the masked
+    # text: the only text stored), before the transaction, so SQLite's write lock is not held for it.
+    sealed: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for item in cleaned:
+        item["text"], original, categories = stored_form(item["text"])
+        if original is not None:
+            sealed.setdefault(item["external_id"], (original, categories))
     text_features = [features(item["text"]) for item in cleaned]
     with account_atomic():
         connection = connections[current_alias()]
@@ -162,6 +169,13 @@ def _store(customer: Customer, cleaned: list[dict[str, Any]], actor: Actor, reas
         if not fresh:
             return result
         result.created = Message.objects.bulk_create(fresh)
+        MessageSecret.objects.bulk_create(
+            MessageSecret(
+                message=message, sealed=sealed[message.external_id][0], categories=list(sealed[message.external_id][1])
+            )
+            for message in result.created
+            if message.external_id in sealed
+        )
         # Stored with the messages, instead of tokenised again on every later turn's recall.
         recall_features_store(messages=result.created, computed=fresh_features)
         now = timezone.now()

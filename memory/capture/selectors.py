@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import OuterRef, Q, QuerySet, Subquery
+from django.db.models import F, OuterRef, Q, QuerySet, Subquery
 
 from conversations.models import Message, MessageDirection
 from memory.models import CaptureJob
@@ -44,10 +44,15 @@ def capture_job_get(job_id: int) -> CaptureJob | None:
     message before that one, in one query."""
     job = (
         CaptureJob.objects.select_related("customer", "message")
-        .annotate(**previous_message_fields("message__customer_id", "message__sent_at", "message_id"))
+        .annotate(
+            sealed_text=F("message__secret__sealed"),
+            **previous_message_fields("message__customer_id", "message__sent_at", "message_id"),
+        )
         .filter(pk=job_id)
         .first()
     )
-    if job is not None and job.message is not None and job.message.customer_id == job.customer_id:
-        job.message.customer = job.customer
+    if job is not None and job.message is not None:
+        if job.message.customer_id == job.customer_id:
+            job.message.customer = job.customer
+        job.message.sealed_text = job.sealed_text  # type: ignore[attr-defined]  # conversations.received
     return job

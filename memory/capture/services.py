@@ -32,6 +32,7 @@ from conversations.models import (
     Message,
     MessageDirection,
 )
+from conversations.received import received_text
 from conversations.services import alert_raise
 from knowledge.context import knowledge_version_token
 from knowledge.models import KnowledgeSection
@@ -266,12 +267,15 @@ def capture_plan(message: Message, *, context: ExtractContext | None = None) -> 
         )
     if not message.is_effective:
         return CapturePlan(message=message)
-    result = scan(message.text)
+    # What the customer sent (a sealed original opened): the gate and extraction judge that, and
+    # store nothing of it but what the guard lets through (a credential blocks, numbers are cut out).
+    received = received_text(message)
+    result = scan(received)
     if result.blocked:
         return CapturePlan(message=message, scan=result)
     found_releases: list[Candidate] = []
     candidates = extract_candidates(
-        without_personal_numbers(message.text, result.spans),
+        without_personal_numbers(received, result.spans),
         context if context is not None else extract_context(message),
         releases=found_releases,
     )

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from django.conf import settings
 from django.utils import timezone
 
-from conversations.models import AuditAction, AuditEvent, Customer, CustomerProfile, Draft, Message
+from conversations.models import AuditAction, AuditEvent, Customer, CustomerProfile, Draft, Message, MessageSecret
 from memory.capture.jobs import HYPOTHESIS_KEY_PREFIX
 from memory.decisions import decision_record
 from memory.governance.scrub import (
@@ -471,7 +471,8 @@ def memory_item_forget(*, item: MemoryItem, actor: Actor, reason: str) -> dict[s
     reason quoted is replaced (rule: `memory.governance.scrub.Quotes`), in audit, snapshot, history,
     draft and capture-job rows, and in the loopback outbox. On SQLite the deleted bytes are zeroed
     (`secure_delete`) and the WAL truncated after commit. The customer's messages are kept (a
-    separate policy; see `memory.governance.erasure.customer_erase`).
+    separate policy; see `memory.governance.erasure.customer_erase`), but the sealed originals of
+    the messages the item cites are deleted: only their masked text stays.
     """
     reason = reason_required(reason)
     with account_atomic():
@@ -486,6 +487,7 @@ def memory_item_forget(*, item: MemoryItem, actor: Actor, reason: str) -> dict[s
             stamp_history(dependant, actor=actor, reason=reason)
             dependant.save(update_fields=["superseded_by", "updated_at"])
         item_id, item_type = item.pk, item.type
+        cited = [int(i) for i in item.source_message_ids or [] if str(i).lstrip("-").isdigit()]
         # Every value the item ever had is refused from now on (each as a fingerprint only).
         decision_record(item=item, kind=DecisionKind.FORGOTTEN, contents=contents)
         profile_values = _forget_profile_value(customer, item.key, contents, actor=actor, reason=reason)
@@ -496,6 +498,8 @@ def memory_item_forget(*, item: MemoryItem, actor: Actor, reason: str) -> dict[s
         item.delete()
         # Deleting wrote one more history row (with the content): remove them all afterwards.
         history_deleted, _ = MemoryItem.history.filter(id=item_id).delete()
+        # The cited messages keep their masked text; the words as received, sealed, go.
+        sealed_deleted, _ = MessageSecret.objects.filter(message__customer=customer, message_id__in=cited).delete()
         # A new version first (the current one still shows the item), then the older ones lose it.
         snapshot, _created = snapshot_refresh(customer=customer, reason=reason)
         redacted = _snapshots_redact(customer, item_id, contents, quotes)
@@ -511,6 +515,7 @@ def memory_item_forget(*, item: MemoryItem, actor: Actor, reason: str) -> dict[s
                 "history_rows_deleted": history_deleted,
                 "snapshots_redacted": redacted,
                 "profile_field_cleared": bool(profile_values),
+                "sealed_originals_deleted": sealed_deleted,
             },
         )
         storage_purge_on_commit(conversation_id=customer.conversation_id, redact=quotes.scrub)

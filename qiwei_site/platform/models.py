@@ -76,6 +76,7 @@ class AuditAction(models.TextChoices):
     CUSTOMER_ERASED = "customer_erased", _("删除客户数据")
     MESSAGES_INGESTED = "messages_ingested", _("收到消息")
     MESSAGE_REVEALED = "message_revealed", _("查看未遮蔽消息")
+    MESSAGES_SEALED = "messages_sealed", _("遮蔽并密封存量消息中的敏感信息")
     MEMORY_ITEM_CAPTURED = "memory_item_captured", _("自动写入记忆")
     MEMORY_ITEM_BACKFILLED = "memory_item_backfilled", _("回填记忆")
     MEMORY_ITEM_ADDED = "memory_item_added", _("人工添加记忆")

@@ -1,6 +1,7 @@
-"""Masking for every place a message is quoted to a person or a model: the secrets and personal
-numbers the safety gate finds are replaced, what is left reads as before. The stored message
-stays as received; a supervisor sees it only through the audited reveal.
+"""Masking for what is stored and every place a message is quoted to a person or a model: the
+secrets and personal numbers the safety gate finds are replaced, what is left reads as before.
+Ingest stores the masked text and seals the original (`conversations.received`); a supervisor sees
+the original only through the audited reveal. Masking a masked text changes nothing.
 
 密码是abc123 → 密码是••••••  ·  110105194912310021 → 1101**********0021  ·  6222…0123 → ****0123
 13812345678 → 138****5678  ·  验证码482913 → 验证码••••••
@@ -60,11 +61,21 @@ def mask_span(text: str, span: Span) -> str:
 
 def mask_sensitive(text: str) -> str:
     """`text` with every credential, code, CVV, ID-card, bank-card and mobile number masked."""
+    return masked_with_categories(text)[0]
+
+
+def masked_with_categories(text: str) -> tuple[str, tuple[str, ...]]:
+    """(`text` masked as `mask_sensitive` masks it, the categories of what was masked, sorted): what
+    ingest stores, and what it seals the original for when the categories are not empty."""
     if not text:
-        return text
+        return text, ()
     spans = find_sensitive(text)
     if not spans:
-        return text
+        return text, ()
+    return _masked(text, spans), tuple(sorted({span.category for span in spans}))
+
+
+def _masked(text: str, spans: list[Span]) -> str:
     parts: list[str] = []
     last = 0
     for span in spans:
@@ -75,4 +86,4 @@ def mask_sensitive(text: str) -> str:
     return "".join(parts)
 
 
-__all__ = ["HIDDEN", "mask_sensitive", "mask_span"]
+__all__ = ["HIDDEN", "mask_sensitive", "mask_span", "masked_with_categories"]

@@ -56,6 +56,10 @@ QIWEI_AUTO_SEND_CONFIDENCE = env_float("QIWEI_AUTO_SEND_CONFIDENCE", 0.85, 0.0, 
 # empty = a random key made once in QIWEI_DATA_DIR (one host). Changing it makes earlier decisions
 # unrecognisable: set it once, the same on every host.
 QIWEI_MEMORY_FINGERPRINT_KEY = env_str("QIWEI_MEMORY_FINGERPRINT_KEY", "")
+# Fernet keys sealing the originals of messages that carry a credential or a personal number
+# (`qiwei_site.platform.sealing`), comma-separated, newest first: the first seals, any unseals.
+# Empty = a key made once in QIWEI_DATA_DIR/sealing.key (one host; back it up apart from the data).
+QIWEI_SEALING_KEYS = env_list("QIWEI_SEALING_KEYS", "")
 
 # --- Upstream WeCom gateway (spec §9) ---------------------------------------------------
 QIWEI_UPSTREAM_URL = env_str("QIWEI_UPSTREAM_URL", "")

@@ -26,3 +26,7 @@ QIWEI_TEST_ROOT = Path(QIWEI_DATA_DIR)
 # A file (not shared-cache memory) so threads and worker processes can share the test database.
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
     DATABASES["default"]["TEST"] = {"NAME": str(QIWEI_DATA_DIR / "test-default.sqlite3")}  # noqa: F405
+
+# A fixed sealing key (test data only), so worker processes and live servers started by a test open
+# what the test process sealed; `tests/qiwei_site/platform/test_sealing.py` covers the key file.
+QIWEI_SEALING_KEYS = QIWEI_SEALING_KEYS or ["YpPVYQ_IZbAFL5SbOEMHtaG7RCNxH4T47JFXEdyqDx4="]  # noqa: F405

@@ -143,6 +143,7 @@ def celery_worker_factory(settings, tmp_path) -> Iterator[Callable[..., WorkerPr
             "DATABASE_URL": f"sqlite:///{default_db}",
             "CELERY_BROKER_URL": broker_url,
             "QIWEI_ACCOUNT_DATABASE_URL": settings.QIWEI_ACCOUNT_DATABASE_URL,
+            "QIWEI_SEALING_KEYS": ",".join(settings.QIWEI_SEALING_KEYS),
         }
         worker = WorkerProcess(env, tmp_path / f"worker-{len(workers)}.log")
         worker.start(concurrency)

@@ -175,6 +175,7 @@ def embedded(settings, tmp_path, non_eager) -> Iterator[dict[str, str]]:
         "QIWEI_ACCOUNT_DATABASE_URL": settings.QIWEI_ACCOUNT_DATABASE_URL,
         "QIWEI_CAPTURE_STUCK_SECONDS": str(STUCK_SECONDS),
         "QIWEI_CAPTURE_RETRY_BASE_SECONDS": "1",
+        "QIWEI_SEALING_KEYS": ",".join(settings.QIWEI_SEALING_KEYS),
     }
     env.pop("CELERY_BROKER_URL", None)  # the embedded default
     try:

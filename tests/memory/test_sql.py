@@ -19,11 +19,13 @@ from conversations.models import (
     FeedbackVerdict,
     Message,
     MessageDirection,
+    MessageSecret,
     Recommendation,
     RecommendationFeedback,
     RecommendationStatus,
     TaskStatus,
 )
+from conversations.received import stored_form
 from memory import sql
 from memory.capture.selectors import capture_job_get
 from memory.context.builder import reads
@@ -62,6 +64,10 @@ def busy_customer(conversation_id: str = "wm_sql_wang") -> dict[str, Any]:
             MessageFactory(customer=customer, direction=direction, text=text, sent_at=at(index // 2), sender="王先生")
         )
     withdrawn = MessageFactory(customer=customer, text="这条撤回了", sent_at=at(2), is_effective=False)
+    # One message came with a mobile number: stored masked, its original sealed.
+    text, sealed, categories = stored_form("我手机13812345678，白天都能打")
+    messages.append(MessageFactory(customer=customer, text=text, sent_at=at(1.5)))
+    MessageSecret.objects.create(message=messages[-1], sealed=sealed, categories=list(categories))
     recall_features_store(messages=messages[:4])  # features stored for some messages only
     TaskFactory(customer=customer, title="周六上午带看两居室", due_at=at(600))
     TaskFactory(customer=customer, title="回访预算", due_at=None)
@@ -193,6 +199,7 @@ def job_as_values(job: CaptureJob | None) -> Any:
         job.previous_direction,  # type: ignore[attr-defined]
         job.previous_text,  # type: ignore[attr-defined]
         message is not None and message.customer is job.customer,
+        None if message is None else message.sealed_text,  # type: ignore[attr-defined]
     )
 
 
@@ -206,13 +213,13 @@ def test_sql_capture_job_equals_its_orm_twin(account):
         # as the ORM twin does
         assert job_as_values(sql.capture_job(job_id)) == job_as_values(capture_job_get(job_id))
     previous = [sql.capture_job(job.pk).previous_text for job in world["jobs"]]  # type: ignore[union-attr]
-    # (the system line is skipped; the fifth message's twin in time comes before it by id)
+    # (the system line is skipped; the message with a mobile number comes before the fifth, masked)
     assert previous[:5] == [
         None,
         "你好，想在浦东租个两居室",
         "王先生您好，请问预算大概多少？",
         "五千以内吧，最好近地铁",
-        "五千以内吧，最好近地铁",
+        "我手机138****5678，白天都能打",
     ]
 
 

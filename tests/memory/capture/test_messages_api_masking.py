@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from conversations.models import Message
+from conversations.received import received_text
 from tests.memory.conftest import wecom_message
 
 URL = "/api/accounts/acme/conversations/wm_zhao_002/messages/"
@@ -26,8 +27,9 @@ def test_message_list_api_answers_masked_text(agent_client):
     texts = [m["text"] for m in agent_client.get(URL).json()["results"]]
     # then the numbers and the code are masked, the rest reads as sent
     assert texts == ["门锁密码是 ••••••，看房时直接进", "周六下午方便看房，电话139****5678，身份证3101**********4568"]
-    # and the stored messages stay as received
-    assert sorted(Message.objects.values_list("text", flat=True)) == sorted([WITH_NUMBERS, WITH_PASSWORD])
+    # and the stored messages hold the masked text only, the words as received sealed beside them
+    assert sorted(Message.objects.values_list("text", flat=True)) == sorted(texts)
+    assert sorted(received_text(m) for m in Message.objects.all()) == sorted([WITH_NUMBERS, WITH_PASSWORD])
 
 
 def test_message_search_api_answers_masked_text(agent_client):

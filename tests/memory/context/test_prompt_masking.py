@@ -10,6 +10,7 @@ import re
 from django.utils import timezone
 
 from conversations.models import Message
+from conversations.received import received_text
 from memory.capture.ingest import messages_ingest
 from memory.context.builder import build_context
 
@@ -49,11 +50,13 @@ def test_prompt_quotes_credentials_and_personal_numbers_masked(account):
 
     # when the context is built
     prompt = build_context(customer=customer_get("wm_sun")).prompt
-    # then none of them is verbatim, each is masked, and the stored messages are unchanged
+    # then none of them is verbatim and each is masked (the stored messages hold the masked text,
+    # the originals are sealed)
     assert PASSWORD not in prompt and ID_CARD not in prompt and MOBILE not in prompt
     # (the prompt's neutralisation turns the mask's asterisks full-width, so they form no markup)
     assert re.search(r"1101[*＊]{10}002X", prompt) and re.search(r"138[*＊]{4}5678", prompt)
-    assert Message.objects.filter(text__contains=ID_CARD).exists()
+    assert not Message.objects.filter(text__contains=ID_CARD).exists()
+    assert any(ID_CARD in received_text(message) for message in Message.objects.all())
 
 
 def test_context_and_search_apis_answer_masked(account, staff_client):

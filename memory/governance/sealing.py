@@ -1,0 +1,114 @@
+"""Sealing what is already stored (`manage.py messages_seal`): messages stored before ingest masked
+them, or before the reader learned a shape, are re-read with the current reader; what it now finds
+is masked in the row and the words as received are sealed (`conversations.received`). Key rotation
+re-seals every sealed original with the newest key.
+
+Idempotent (a masked text masks to itself; a message sealed before keeps its first, true original)
+and resumable: each batch commits on its own, so a run that stops is simply run again. Audited per
+customer with the message ids and categories, never the text. On SQLite the old bytes go too
+(`secure_delete`, the search index merged, the WAL truncated); on PostgreSQL the old row versions
+stay until VACUUM (README, production deployment).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from conversations.models import AuditAction, Customer, Message, MessageSecret
+from memory.context.recall import recall_features_store
+from memory.governance.scrub import search_index_purge, secure_delete_on, wal_truncate
+from qiwei_site.platform.audit import audit_record
+from qiwei_site.platform.history import Actor
+from qiwei_site.platform.sealing import reseal, seal
+from qiwei_site.platform.tenancy import account_atomic, current_alias
+from qiwei_site.reading.masking import masked_with_categories
+
+SEAL_REASON = "按当前读取规则遮蔽存量消息中的凭证与个人号码，原文密封保存"
+
+
+@dataclass
+class SealReport:
+    messages_read: int = 0
+    messages_masked: int = 0
+    originals_sealed: int = 0
+    originals_resealed: int = 0
+    customers: set[int] = field(default_factory=set)
+
+
+def messages_seal(*, actor: Actor, batch_size: int = 500, rotate: bool = False) -> SealReport:
+    """Mask and seal, in the selected account, every stored message the reader now finds a
+    credential or a personal number in; with `rotate`, re-seal every original with the newest key."""
+    report = SealReport()
+    last = 0
+    while True:
+        rows = list(
+            Message.objects.filter(pk__gt=last).order_by("pk").values_list("pk", "customer_id", "text")[:batch_size]
+        )
+        if not rows:
+            break
+        last = rows[-1][0]
+        report.messages_read += len(rows)
+        found = []
+        for pk, customer_id, text in rows:
+            masked, categories = masked_with_categories(text)
+            if categories and masked != text:
+                found.append((pk, customer_id, text, masked, categories))
+        if found:
+            _seal_batch(found, actor, report)
+    if rotate:
+        _reseal_all(batch_size, report)
+    if report.messages_masked or report.originals_resealed:
+        search_index_purge()
+        wal_truncate(current_alias())
+    return report
+
+
+def _seal_batch(found: list[tuple[int, int, str, str, tuple[str, ...]]], actor: Actor, report: SealReport) -> None:
+    with account_atomic():
+        secure_delete_on()
+        ids = [pk for pk, *_ in found]
+        kept = dict(MessageSecret.objects.filter(message_id__in=ids).values_list("message_id", "categories"))
+        masked_messages: list[Message] = []
+        per_customer: dict[int, list[tuple[int, tuple[str, ...]]]] = defaultdict(list)
+        for pk, customer_id, text, masked, categories in found:
+            # Conditional on the text read: a message changed meanwhile is left for the next run.
+            if not Message.objects.filter(pk=pk, text=text).update(text=masked):
+                continue
+            if pk in kept:  # masked before, now more: its sealed original stays the one received
+                merged = sorted({*kept[pk], *categories})
+                MessageSecret.objects.filter(message_id=pk).update(categories=merged)
+            else:
+                MessageSecret.objects.create(message_id=pk, sealed=seal(text), categories=list(categories))
+                report.originals_sealed += 1
+            masked_messages.append(Message(pk=pk, text=masked))
+            per_customer[customer_id].append((pk, categories))
+        recall_features_store(messages=masked_messages)
+        conversations = dict(Customer.objects.filter(pk__in=per_customer).values_list("pk", "conversation_id"))
+        for customer_id, sealed in per_customer.items():
+            audit_record(
+                action=AuditAction.MESSAGES_SEALED,
+                conversation_id=conversations.get(customer_id, ""),
+                actor=actor,
+                reason=SEAL_REASON,
+                payload={
+                    "message_ids": [pk for pk, _ in sealed],
+                    "categories": sorted({category for _, categories in sealed for category in categories}),
+                },
+            )
+        report.messages_masked += len(masked_messages)
+        report.customers.update(per_customer)
+
+
+def _reseal_all(batch_size: int, report: SealReport) -> None:
+    last = 0
+    while True:
+        rows = list(MessageSecret.objects.filter(pk__gt=last).order_by("pk").values_list("pk", "sealed")[:batch_size])
+        if not rows:
+            return
+        last = rows[-1][0]
+        with account_atomic():
+            secure_delete_on()
+            for pk, sealed in rows:
+                MessageSecret.objects.filter(pk=pk, sealed=sealed).update(sealed=reseal(sealed))
+        report.originals_resealed += len(rows)

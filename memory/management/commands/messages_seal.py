@@ -1,0 +1,48 @@
+"""`manage.py messages_seal`: re-read stored messages with the current reader, mask in the row what
+it now finds (credentials, one-time codes, ID-card, bank-card and mobile numbers) and seal the words
+as received; `--rotate` re-seals every original with the newest of QIWEI_SEALING_KEYS. Idempotent
+and resumable (run it again); audited per customer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connections
+
+from memory.governance.sealing import messages_seal
+from qiwei_site.platform.errors import ApplicationError
+from qiwei_site.platform.sealing import SealBroken
+from qiwei_site.platform.selectors import account_ids_for_command
+from qiwei_site.platform.tenancy import current_alias, use_account
+
+
+class Command(BaseCommand):
+    help = "按当前读取规则遮蔽存量消息中的凭证与个人号码并密封原文（可重复执行）；--rotate 用最新密钥重新密封。"
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--account", help="只处理这个企微账号 ID（默认：所有启用的账号）")
+        parser.add_argument("--batch-size", type=int, default=500, help="每批处理的消息数（默认 500）")
+        parser.add_argument("--rotate", action="store_true", help="用 QIWEI_SEALING_KEYS 的第一个密钥重新密封全部原文")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        batch_size = options["batch_size"]
+        if batch_size < 1:
+            raise CommandError("--batch-size 必须大于 0 (batch size must be positive).")
+        try:
+            account_ids = account_ids_for_command(options.get("account"))
+        except ApplicationError as exc:
+            raise CommandError(exc.detail) from None
+        for current in account_ids:
+            with use_account(current):
+                try:
+                    report = messages_seal(actor="manage.py", batch_size=batch_size, rotate=options["rotate"])
+                except SealBroken as exc:
+                    raise CommandError(f"{current}: 密封原文无法用当前密钥打开 ({exc}).") from None
+                connections[current_alias()].close()
+            self.stdout.write(
+                f"{current}: 读取 {report.messages_read} 条，遮蔽 {report.messages_masked} 条，"
+                f"新密封 {report.originals_sealed} 条，重新密封 {report.originals_resealed} 条"
+                f" (read={report.messages_read} masked={report.messages_masked} sealed={report.originals_sealed}"
+                f" resealed={report.originals_resealed} customers={len(report.customers)})"
+            )

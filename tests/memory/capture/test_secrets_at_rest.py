@@ -1,0 +1,175 @@
+"""Secrets are masked at rest (issue 21, item 1): ingest stores the masked text and seals the words
+as received; no byte of the data directory holds a credential or a personal number in the clear,
+no search by an agent or by staff finds one, and capture, the reveal, forget and erase still see or
+remove what the customer sent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.urls import reverse
+
+from conversations.models import AlertKind, AuditAction, AuditEvent, Message, MessageSecret
+from conversations.received import received_text
+from conversations.services import message_reveal
+from memory.governance.erasure import customer_erase
+from memory.governance.services import memory_item_forget
+from memory.models import MemoryItem, MessageRecallFeatures
+from tests.memory.conftest import wecom_message
+
+URL = "/api/accounts/acme/conversations/wm_secret_001/messages/"
+SEARCH = "/api/accounts/acme/messages/"
+PASSWORD = "Lx9#qa2041"
+MOBILE = "13912345678"
+ID_CARD = "11010519491231002X"
+BANK_CARD = "6222021234567890128"
+CODE = "482913"
+WORDS = [
+    f"门锁密码是{PASSWORD}，看房时直接进",
+    f"我手机{MOBILE}，喜欢南向的两居室",
+    f"签合同用身份证{ID_CARD}，银行卡{BANK_CARD}付押金",
+    f"验证码{CODE}，帮我登录一下",
+]
+SECRETS = [PASSWORD, MOBILE, ID_CARD, BANK_CARD, CODE]
+
+
+@pytest.fixture
+def ingested(agent_client):
+    response = agent_client.post(URL, [wecom_message(text) for text in WORDS], format="json")
+    assert response.status_code == 201, response.content
+    return list(Message.objects.order_by("pk"))
+
+
+def data_dir_bytes() -> bytes:
+    """Every file under the data directory (databases, their WAL and journal, caches, the outbox)."""
+    root = Path(settings.QIWEI_DATA_DIR)
+    return b"".join(path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file())
+
+
+def test_ingest_stores_masked_text_and_seals_the_words_as_received(ingested):
+    # Given four customer messages with a door password, a mobile, an ID and a card number, and a code
+    # Then each row holds only the masked text, and its sealed original is the words as received
+    assert [message.text for message in ingested] == [
+        "门锁密码是••••••，看房时直接进",
+        "我手机139****5678，喜欢南向的两居室",
+        "签合同用身份证1101**********002X，银行卡****0128付押金",
+        "验证码••••••，帮我登录一下",
+    ]
+    assert [received_text(message) for message in ingested] == WORDS
+    assert MessageSecret.objects.count() == 4
+    assert all(secret not in secret_row.sealed for secret_row in MessageSecret.objects.all() for secret in SECRETS)
+    # And the recall features were read from the masked text
+    features = " ".join(MessageRecallFeatures.objects.values_list("features", flat=True))
+    assert all(secret not in features for secret in SECRETS)
+
+
+def test_no_byte_of_the_data_directory_holds_a_secret_in_the_clear(ingested):
+    # Given the messages ingested and captured (capture runs eagerly in tests)
+    assert MemoryItem.objects.exists()  # capture did read them: 喜欢南向的两居室
+    # When every file of the data directory is read, bytes as stored
+    stored = data_dir_bytes()
+    # Then no secret appears, in UTF-8 or in UTF-16 (SQLite may use either)
+    for secret in SECRETS:
+        assert secret.encode("utf-8") not in stored, secret
+        assert secret.encode("utf-16-le") not in stored, secret
+
+
+def test_no_search_by_an_agent_recovers_a_masked_value(agent_client, ingested):
+    # Given an agent who searches the conversation and the whole account, guessing a secret
+    # character by character after its keyword, and by every three-character part of it
+    guesses = [f"密码是{PASSWORD[:n]}" for n in range(1, len(PASSWORD) + 1)]
+    guesses += [secret[i : i + 3] for secret in SECRETS for i in range(len(secret) - 2)]
+    guesses += SECRETS
+    # (what the mask shows on purpose — a mobile's first three and last four digits, a card's
+    # last four — is searchable, as it is readable: only guesses at hidden characters count)
+    shown = " ".join(message.text for message in ingested)
+    guesses = [guess for guess in dict.fromkeys(guesses) if guess not in shown]
+    assert len(guesses) > 40
+    for guess in guesses:
+        for url in (URL, SEARCH):
+            # When they search
+            response = agent_client.get(url, {"q": guess})
+            # Then nothing is found: no answer can confirm a guess
+            assert response.status_code == 200, (url, guess, response.content)
+            assert response.json()["results"] == [], (url, guess)
+
+
+def test_no_admin_message_search_by_staff_recovers_a_masked_value(admin_client, ingested):
+    # Given a supervisor in the admin's message list
+    changelist = reverse("admin:conversations_message_changelist")
+    for guess in [PASSWORD, PASSWORD[:4], MOBILE, MOBILE[3:7], ID_CARD[4:10], BANK_CARD[-8:], CODE]:
+        # When they search it
+        response = admin_client.get(changelist, {"q": guess})
+        # Then no message matches (the stored text has no such characters)
+        assert response.status_code == 200
+        assert response.context["cl"].result_count == 0, guess
+    # (while a word that is there is found)
+    assert admin_client.get(changelist, {"q": "南向"}).context["cl"].result_count == 1
+
+
+def test_capture_still_judges_the_words_as_received(ingested):
+    # Given the messages above, stored masked
+    # Then the one with a credential was blocked by the gate (read from its sealed original),
+    blocked = AuditEvent.objects.filter(action=AuditAction.MEMORY_CAPTURE_BLOCKED)
+    assert sorted(event.payload["message_id"] for event in blocked) == [ingested[0].pk, ingested[3].pk]
+    # the personal numbers raised their alerts, and the preference beside the mobile was captured
+    alerts = ingested[0].customer.alerts.filter(kind=AlertKind.PERSONAL_NUMBER)
+    assert sorted(alert.cause for alert in alerts) == [f"message:{ingested[1].pk}", f"message:{ingested[2].pk}"]
+    contents = list(MemoryItem.objects.values_list("content", flat=True))
+    assert any("南向" in content for content in contents)
+    assert all(secret not in content for content in contents for secret in SECRETS)
+
+
+def test_reveal_opens_the_sealed_original_and_audits(ingested, staff_user):
+    # When a supervisor reveals the message with the password, saying why
+    original = message_reveal(message=ingested[0], actor=staff_user, reason="客户说门锁打不开，核对密码")
+    # Then they read it as received, and the audit says who and why, never the text
+    assert original == WORDS[0]
+    event = AuditEvent.objects.get(action=AuditAction.MESSAGE_REVEALED)
+    assert event.payload == {"message_id": ingested[0].pk, "direction": "inbound"} and PASSWORD not in str(
+        event.payload
+    )
+
+
+def test_forget_deletes_the_sealed_originals_the_item_cites(ingested, staff_user):
+    # Given the item captured from the message with the mobile number
+    item = MemoryItem.objects.get(content__contains="南向")
+    assert ingested[1].pk in item.source_message_ids
+    # When a supervisor forgets it
+    memory_item_forget(item=item, actor=staff_user, reason="客户要求删除")
+    # Then that message's sealed original is gone (its masked text stays); the others are kept
+    assert not MessageSecret.objects.filter(message_id=ingested[1].pk).exists()
+    assert Message.objects.get(pk=ingested[1].pk).text == "我手机139****5678，喜欢南向的两居室"
+    assert MessageSecret.objects.count() == 3
+    event = AuditEvent.objects.get(action=AuditAction.MEMORY_ITEM_FORGOTTEN)
+    assert event.payload["sealed_originals_deleted"] == 1
+
+
+def test_erase_deletes_every_sealed_original(ingested, staff_user):
+    # When the customer is erased
+    counts = customer_erase(customer=ingested[0].customer, actor=staff_user, reason="客户要求注销")
+    # Then the sealed originals went with the messages
+    assert counts["conversations.MessageSecret"] == 4
+    assert not MessageSecret.objects.exists()
+
+
+def test_a_hypothesis_citing_a_sealed_credential_message_is_refused(ingested):
+    # Given the model proposes inferences citing the message with the password (stored masked, so
+    # the masked text alone would pass the gate) and the one with the mobile and a preference
+    from memory.providers import TurnHypothesis
+    from sessions_epoch.pipeline import ground_hypotheses
+
+    customer = ingested[0].customer
+    on_password = TurnHypothesis(
+        key="hypothesis:门锁", text="客户愿意让我们直接进门看房", confidence=0.5, message_ids=(ingested[0].pk,)
+    )
+    on_mobile = TurnHypothesis(
+        key="hypothesis:朝向", text="客户偏好采光好的房子", confidence=0.5, message_ids=(ingested[1].pk,)
+    )
+    # When they are grounded
+    kept, dropped = ground_hypotheses(customer=customer, hypotheses=[on_password, on_mobile])
+    # Then the gate judged the words as received: the credential message is no evidence
+    assert kept == [on_mobile]
+    assert [entry["reason"] for entry in dropped] == ["依据的消息被安全闸拦截"]

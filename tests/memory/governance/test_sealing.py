@@ -1,0 +1,110 @@
+"""`manage.py messages_seal` (issue 21, item 1): messages stored in the clear by an earlier release
+are masked in place with their originals sealed, recall features re-read, each customer audited;
+a second run changes nothing; `--rotate` moves every original to the newest key; bad input exits
+non-zero with a message."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from cryptography.fernet import Fernet
+from django.conf import settings
+from django.core.management import CommandError, call_command
+
+from conversations.models import AuditAction, AuditEvent, Message, MessageSecret
+from conversations.received import received_text
+from memory.context.recall import recall_features_store
+from memory.context.search import search_messages
+from memory.models import MessageRecallFeatures
+from tests.factories import CustomerFactory, MessageFactory
+
+PASSWORD = "Lx9#qa2041"
+CLEAR = [
+    f"门锁密码是{PASSWORD}，看房时直接进",
+    "我手机13912345678，晚上联系",
+    "想在徐汇租两居室，预算8000",
+]
+
+
+@pytest.fixture
+def clear_messages(account):
+    """Messages as an earlier release stored them: in the clear, with recall features."""
+    wang = CustomerFactory(conversation_id="wm_seal_wang", display_name="王先生")
+    li = CustomerFactory(conversation_id="wm_seal_li", display_name="李女士")
+    messages = [MessageFactory(customer=wang, text=CLEAR[0]), MessageFactory(customer=li, text=CLEAR[1])]
+    messages.append(MessageFactory(customer=li, text=CLEAR[2]))
+    recall_features_store(messages=messages)
+    return messages
+
+
+def run(*args: str) -> str:
+    out = io.StringIO()
+    call_command("messages_seal", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_messages_seal_masks_stored_messages_and_seals_their_originals(account, clear_messages):
+    # When the command runs over the account
+    output = run("--account", account.id)
+    # Then the two messages with a secret are masked in place, their originals sealed
+    texts = [Message.objects.get(pk=m.pk).text for m in clear_messages]
+    assert texts == ["门锁密码是••••••，看房时直接进", "我手机139****5678，晚上联系", CLEAR[2]]
+    assert [received_text(Message.objects.get(pk=m.pk)) for m in clear_messages] == CLEAR
+    assert MessageSecret.objects.count() == 2
+    # And the recall features and the search index no longer hold them
+    features = " ".join(MessageRecallFeatures.objects.values_list("features", flat=True))
+    assert "lx9" not in features.casefold() and "13912345678" not in features
+    assert search_messages(query=PASSWORD, conversation_id=None) == []
+    # And each customer's audit lists the message ids and the categories, never the text
+    events = AuditEvent.objects.filter(action=AuditAction.MESSAGES_SEALED).order_by("conversation_id")
+    assert [(e.conversation_id, e.payload) for e in events] == [
+        ("wm_seal_li", {"message_ids": [clear_messages[1].pk], "categories": ["mobile"]}),
+        ("wm_seal_wang", {"message_ids": [clear_messages[0].pk], "categories": ["credential"]}),
+    ]
+    assert "masked=2" in output and "sealed=2" in output
+
+
+def test_messages_seal_a_second_run_changes_nothing(account, clear_messages):
+    run("--account", account.id)
+    sealed = list(MessageSecret.objects.values_list("message_id", "sealed"))
+    # When it runs again
+    output = run("--account", account.id)
+    # Then nothing changed and nothing more was audited
+    assert list(MessageSecret.objects.values_list("message_id", "sealed")) == sealed
+    assert AuditEvent.objects.filter(action=AuditAction.MESSAGES_SEALED).count() == 2
+    assert "masked=0" in output
+
+
+def test_messages_seal_leaves_no_clear_bytes_in_the_account_database(account, clear_messages):
+    def files() -> list[Path]:
+        return sorted(Path(settings.QIWEI_DATA_DIR, "accounts").glob(f"{account.id}.sqlite3*"))
+
+    # Given the password in the clear in the account database's files
+    assert any(PASSWORD.encode() in path.read_bytes() for path in files())
+    # When the command runs (secure delete, the search index merged, the WAL truncated)
+    run("--account", account.id)
+    # Then the account database's files no longer hold it
+    assert all(PASSWORD.encode() not in path.read_bytes() for path in files())
+
+
+def test_messages_seal_rotate_moves_originals_to_the_newest_key(account, clear_messages, settings):
+    # Given originals sealed with the old key
+    old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    settings.QIWEI_SEALING_KEYS = [old]
+    run("--account", account.id)
+    # When a new key is put first and the originals are re-sealed
+    settings.QIWEI_SEALING_KEYS = [new, old]
+    output = run("--account", account.id, "--rotate")
+    # Then the old key can be retired: every original opens with the new one alone
+    settings.QIWEI_SEALING_KEYS = [new]
+    assert [received_text(Message.objects.get(pk=m.pk)) for m in clear_messages] == CLEAR
+    assert "resealed=2" in output
+
+
+def test_messages_seal_refuses_bad_input(account):
+    with pytest.raises(CommandError, match="不存在"):
+        run("--account", "nosuch")
+    with pytest.raises(CommandError, match="batch"):
+        run("--batch-size", "0")
