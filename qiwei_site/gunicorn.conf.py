@@ -13,5 +13,9 @@ keepalive = 5
 max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", 2000))
 max_requests_jitter = 200
 accesslog = os.environ.get("GUNICORN_ACCESS_LOG", "-")
+# The path without its query string, and no referer: a search (`?q=`) names what an agent or a
+# supervisor looked for, and an access log outlives forget and erasure. Method, path, status, size,
+# time taken and the client stay.
+access_log_format = '%(h)s %(l)s %(u)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(M)sms "%(a)s"'
 errorlog = "-"
 loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")
