@@ -162,6 +162,9 @@ def draft_approve(*, draft: Draft, actor: Actor, reason: str = "审核通过", t
             )
         if text is None and not locked.reply.strip():
             raise ValidationFailed("草稿内容为空，请填写回复后再批准 (empty draft needs a text).", code="empty_text")
+        if Delivery.objects.filter(draft=locked).exclude(status=DeliveryStatus.FAILED).exists():
+            # The send read the text under this lock already: an edit now would never reach the customer.
+            raise Conflict("草稿正在发送或已发送，不能再修改 (draft is being sent).", code="draft_sending")
         edited = text is not None and text != locked.reply
         _review(locked, actor=actor, reason=reason, status=DraftStatus.APPROVED, final_text=text)
         audit_record(
@@ -196,14 +199,26 @@ def draft_reject(*, draft: Draft, actor: Actor, reason: str = "审核拒绝") ->
     return locked
 
 
-def _claim(draft: Draft, *, text: str, auto: bool) -> tuple[Delivery, bool]:
-    """(delivery, claimed): claimed is true only for the one caller that must call the upstream."""
+def _sendable_text(draft: Draft, *, auto: bool) -> str:
+    """Under the draft's lock: refuse a draft that may not be sent; else the text to send, read
+    there, so a reviewer's edit is either in it or refused (`draft_approve` refuses an edit once a
+    delivery is under way)."""
+    _check_sendable(draft, auto=auto)
+    text = (draft.final_text or draft.reply).strip()
+    if not text:
+        raise ValidationFailed("草稿内容为空，不能发送 (nothing to send).", code="empty_text")
+    return text
+
+
+def _claim(draft: Draft, *, auto: bool) -> tuple[Delivery, bool]:
+    """(delivery, claimed): claimed is true only for the one caller that must call the upstream;
+    the delivery's text is the draft's as read under its lock."""
     existing = Delivery.objects.filter(draft=draft).first()
     if existing is None:
         try:
             with account_atomic():
-                # Re-check under the draft's lock: a reviewer may have rejected it since the first look.
-                _check_sendable(Draft.objects.select_for_update().get(pk=draft.pk), auto=auto)
+                # Re-read under the draft's lock: a reviewer may have edited or rejected it since.
+                text = _sendable_text(Draft.objects.select_for_update().get(pk=draft.pk), auto=auto)
                 delivery = Delivery.objects.create(
                     draft=draft,
                     idempotency_key=idempotency_key_for(draft),
@@ -223,7 +238,7 @@ def _claim(draft: Draft, *, text: str, auto: bool) -> tuple[Delivery, bool]:
         return existing, False
     # A conditional update: of many retries, exactly one re-claims the failed or abandoned row.
     with account_atomic():
-        _check_sendable(Draft.objects.select_for_update().get(pk=draft.pk), auto=auto)
+        text = _sendable_text(Draft.objects.select_for_update().get(pk=draft.pk), auto=auto)
         claimed = Delivery.objects.filter(
             pk=existing.pk, status=existing.status, updated_at=existing.updated_at
         ).update(
@@ -257,13 +272,11 @@ def draft_send(*, draft: Draft, actor: Actor, reason: str = "发送回复", auto
         return existing
     draft = Draft.objects.select_related("customer").get(pk=draft.pk)
     if existing is None or existing.status == DeliveryStatus.FAILED:
-        _check_sendable(draft, auto=auto)
-    text = (draft.final_text or draft.reply).strip()
-    if not text:
-        raise ValidationFailed("草稿内容为空，不能发送 (nothing to send).", code="empty_text")
-    delivery, claimed = _claim(draft, text=text, auto=auto)
+        _sendable_text(draft, auto=auto)  # refuse early, before any lock
+    delivery, claimed = _claim(draft, auto=auto)
     if not claimed:
         return delivery
+    text = delivery.text
 
     conversation_id = draft.customer.conversation_id
     try:
