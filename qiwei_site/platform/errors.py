@@ -4,6 +4,7 @@ errors are the storage's state (`storage_fault`) rather than a bug."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 IDENTIFIER_MAX_CHARS = 128
@@ -112,11 +113,15 @@ def storage_fault(exc: BaseException) -> str | None:
     return None
 
 
+_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+
+
 def validate_identifier(
     value: object, *, field: str, code: str = "invalid", max_chars: int = IDENTIFIER_MAX_CHARS
 ) -> str:
     """A conversation or message id: a string of 1–`max_chars` printable characters (surrounding
-    ASCII spaces dropped) with no control, format (bidi, zero-width) or path characters (`/`, `\\`, `..`).
+    ASCII spaces dropped) with no control, format (bidi, zero-width) or path characters (`/`, `\\`, `..`)
+    and no `%XX` escape (what is left of a path that was not valid UTF-8).
     Anything else — a bool or number included — is refused, never coerced."""
     if not isinstance(value, str):
         raise ValidationFailed(f"{field} 必须是字符串 ({field} must be a string).", code=code)
@@ -125,6 +130,13 @@ def validate_identifier(
         raise ValidationFailed(f"{field} 必须是 1–{max_chars} 个字符 ({field} must be 1–{max_chars} chars).", code=code)
     # isprintable() is False for control (Cc), format (Cf: bidi overrides, zero-width), surrogate,
     # private-use, unassigned, line/paragraph separators and every space but U+0020.
+    if _PERCENT_ESCAPE.search(cleaned):
+        # Django keeps the bytes of a path that is not valid UTF-8 as "%FF" text, and a doubly
+        # encoded id arrives the same way: either names nothing, and must not become a customer.
+        raise ValidationFailed(
+            f"{field} 不是有效的 UTF-8 文本（含 %XX 转义）({field} must be UTF-8 text, not %XX escapes).",
+            code=code,
+        )
     if not cleaned.isprintable() or "/" in cleaned or "\\" in cleaned or ".." in cleaned:
         raise ValidationFailed(
             f"{field} 不能包含控制字符、双向或零宽字符、特殊空白或路径字符（/ \\ ..）"

@@ -112,6 +112,10 @@ BAD_CONVERSATION_IDS = [
     ("backslash", "wm%5Cwang"),
     ("NUL", "wm%00wang"),
     ("129 characters", "w" * 129),
+    # Not valid UTF-8 (a stray byte; an encoded surrogate): Django would keep them as "%FF" text.
+    ("stray byte %FF", "wm%FFwang"),
+    ("encoded surrogate", "wm%ED%A0%80wang"),
+    ("overlong slash", "wm%C0%AFwang"),
 ]
 BAD_QUERIES: list[tuple[str, str, int | None]] = [
     ("limit beyond 64 bits", "limit=99999999999999999999", 400),
