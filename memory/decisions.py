@@ -10,14 +10,18 @@ backfill, grounding), so every path is held to the same rules:
 - an expired (key, value), or a profile field a supervisor cleared, comes back only from a customer
   message newer than the decision;
 - a human add, edit or confirm outranks automatic evidence older than it; a newer customer
-  statement of a different value supersedes it (the customer changed their mind);
+  statement of a different value supersedes it (the customer changed their mind), but not one
+  that repeats the value the human replaced (刘姐 edited to 刘女士: "叫我刘姐" again is refused,
+  "叫我小刘" is captured) unless a supervisor set that value back;
 - an older statement never overrides a newer one (retried jobs run out of order, backfill replays).
 
 Evidence time is when we received the message, or when it says it was sent if that is earlier:
 a client clock in the future cannot make old words look newer than a decision.
 
 Decisions keep no content: only keyed fingerprints (HMAC-SHA256 with a server-side key) of the
-key and of (key, value), so a forgotten value is recognised without being kept.
+key and of (key, value) — each value twice, by its words and by its meaning
+(`qiwei_site.reading.meaning`: 八千 = 8000元左右 = 8k, 下个月15号 said in November = 2026-12-15,
+浦东 = 浦东新区) — so a forgotten value is recognised, in any spelling, without being kept.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from django.utils import timezone
 
 from conversations.models import Customer, Message
 from memory.models import DecisionKind, MemoryCreatedBy, MemoryDecision, MemoryItem, MemoryStatus
+from qiwei_site.reading.meaning import meaning
 from qiwei_site.reading.normalise import normalize_content
 
 HUMAN_KINDS = (DecisionKind.ADDED, DecisionKind.EDITED, DecisionKind.CONFIRMED)
@@ -80,6 +85,18 @@ def value_fingerprint(customer: Customer, key: str, content: str) -> str:
     return _fingerprint(customer, "value", key, normalize_content(content))
 
 
+def meaning_fingerprint(customer: Customer, key: str, content: str, *, on: datetime | None) -> str:
+    """The value's meaning, keyed (`qiwei_site.reading.meaning`): any spelling of one amount,
+    date, place or wording gives the same fingerprint. `on`: when relative dates in it were said."""
+    today = timezone.localdate(on) if on is not None else None
+    return _fingerprint(customer, "meaning", key, meaning(content, today=today))
+
+
+def value_fingerprints(customer: Customer, key: str, content: str, *, on: datetime | None) -> frozenset[str]:
+    """Both keys of a value: its words (what decisions recorded before meanings existed) and its meaning."""
+    return frozenset({value_fingerprint(customer, key, content), meaning_fingerprint(customer, key, content, on=on)})
+
+
 def decision_record(
     *,
     item: MemoryItem | None = None,
@@ -98,16 +115,23 @@ def decision_record(
     if item is not None:
         values.add(normalize_content(item.content))
     at = at or timezone.now()
+    # Each value by its words and by its meaning (relative dates read as of when it was said, or
+    # else as of the decision), so no other spelling of it passes either.
+    said_on = _said_on(item) or at
+    fingerprints = sorted({fp for value in values for fp in value_fingerprints(customer, key, value, on=said_on)})
+    key_fp = key_fingerprint(customer, key)
     return MemoryDecision.objects.bulk_create(
-        MemoryDecision(
-            customer=customer,
-            kind=kind,
-            key_fingerprint=key_fingerprint(customer, key),
-            value_fingerprint=value_fingerprint(customer, key, value),
-            decided_at=at,
-        )
-        for value in sorted(values)
+        MemoryDecision(customer=customer, kind=kind, key_fingerprint=key_fp, value_fingerprint=fp, decided_at=at)
+        for fp in fingerprints
     )
+
+
+def _said_on(item: MemoryItem | None) -> datetime | None:
+    """When the item's newest cited message was sent (relative dates in it mean that day's)."""
+    if item is None or not item.source_message_ids:
+        return None
+    ids = [int(i) for i in item.source_message_ids if str(i).lstrip("-").isdigit()]
+    return Message.objects.filter(customer_id=item.customer_id, pk__in=ids).aggregate(newest=Max("sent_at"))["newest"]
 
 
 def _received(customer: Customer, ids: Sequence[int]) -> datetime | None:
@@ -148,16 +172,29 @@ class CustomerDecisions:
         """Decisions recorded during the batch count for its later writes too."""
         self.rows += [(d.kind, d.key_fingerprint, d.value_fingerprint, d.decided_at) for d in decisions]
 
-    def last(self, kinds: Sequence[str], *, key: str = "", value: str = "") -> datetime | None:
-        """When the latest decision of these kinds on this key (or value) fingerprint was made."""
+    def last(self, kinds: Sequence[str], *, key: str = "", values: frozenset[str] = frozenset()) -> datetime | None:
+        """When the latest decision of these kinds on this key fingerprint (or any of these value
+        fingerprints) was made."""
         return max(
             (
                 decided_at
                 for kind, key_fp, value_fp, decided_at in self.rows
-                if kind in kinds and (key_fp == key if key else value_fp == value)
+                if kind in kinds and (key_fp == key if key else value_fp in values)
             ),
             default=None,
         )
+
+
+def _is_current(
+    active: Callable[[str], MemoryItem | None] | None,
+    customer: Customer,
+    key: str,
+    values: frozenset[str],
+    on: datetime | None,
+) -> bool:
+    """Whether the active item under `key` holds this value (a supervisor set it back)."""
+    item = active(key) if active is not None else None
+    return item is not None and bool(value_fingerprints(customer, key, item.content, on=on) & values)
 
 
 def automatic_write_refusal(
@@ -190,10 +227,13 @@ def automatic_write_refusal(
 
     content = normalize_content(content)
     if decisions.rows:
-        value = value_fingerprint(customer, key, content)
-        if decisions.last(FINAL_KINDS, value=value) is not None:
+        values = value_fingerprints(customer, key, content, on=evidence_at)
+        if decisions.last(FINAL_KINDS, values=values) is not None:
             return "该值已被主管拒绝或遗忘"
-        dated_at = decisions.last(DATED_KINDS, value=value)
+        replaced_at = decisions.last((DecisionKind.REPLACED,), values=values)
+        if replaced_at is not None and not _is_current(active, customer, key, values, evidence_at):
+            return "主管已把该值改成了别的值"
+        dated_at = decisions.last(DATED_KINDS, values=values)
         if dated_at is not None and _older(evidence_at, dated_at):
             return "该值已过期或被清空，证据早于该决定"
         key_fp = key_fingerprint(customer, key)

@@ -128,6 +128,7 @@ class DecisionKind(models.TextChoices):
     EXPIRED = "expired", _("已过期")
     CLEARED = "cleared", _("画像字段已清空")
     FORGOTTEN = "forgotten", _("已遗忘")
+    REPLACED = "replaced", _("被人工改掉的值")
 
 
 class MemoryDecision(models.Model):

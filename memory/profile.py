@@ -102,6 +102,7 @@ def customer_profile_update(
         for field in touched:
             value = cleaned[field]
             if value:
+                before = batch.active(profile_item_key(field))
                 result = batch.put(
                     ItemPut(
                         type=MemoryType.FACT,
@@ -123,6 +124,16 @@ def customer_profile_update(
                     changed = [name for name in changed if name != field]
                 elif not grounded and result.item is not None and field in changed:
                     batch.decisions.add(decision_record(item=result.item, kind=DecisionKind.EDITED))
+                    if before is not None and before.content != result.item.content:
+                        # The value the supervisor replaced: customer words repeating it do not undo the edit.
+                        batch.decisions.add(
+                            decision_record(
+                                customer=customer,
+                                key=profile_item_key(field),
+                                kind=DecisionKind.REPLACED,
+                                contents=[before.content],
+                            )
+                        )
             elif grounded:
                 changed = [name for name in changed if name != field]  # the model never clears a field
             else:

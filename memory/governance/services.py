@@ -241,12 +241,16 @@ def memory_item_edit(
         )
         if not changes:
             return item
+        replaced = item.content if "content" in changes else None
         for field, value in changes.items():
             setattr(item, field, value)
         item.created_by = MemoryCreatedBy.HUMAN
         item_row_save(item, actor=actor, reason=reason, update_fields=[*changes, "created_by"])
         profile_follow(item, actor=actor, reason=reason)
         decision_record(item=item, kind=DecisionKind.EDITED)
+        if replaced is not None:
+            # The value the supervisor replaced: customer words repeating it do not undo the edit.
+            decision_record(customer=item.customer, key=item.key, kind=DecisionKind.REPLACED, contents=[replaced])
         _audit(AuditAction.MEMORY_ITEM_EDITED, item, actor=actor, reason=reason, fields=sorted(changes))
         snapshot_refresh(customer=item.customer, reason=reason)
     return item

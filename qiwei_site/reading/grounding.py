@@ -15,11 +15,11 @@ a message once its personal numbers are cut out if that is only the number's lab
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable
 from datetime import date
 
 from qiwei_site.reading.extract import Candidate, ExtractContext
+from qiwei_site.reading.meaning import DECORATION, words_only
 from qiwei_site.reading.normalise import fold_compatibility, normalise_for_grounding, normalise_statement
 from qiwei_site.reading.values import Amount, DateSpan, Place, amounts_in, dates_in, places_in
 
@@ -39,18 +39,6 @@ FIELD_KINDS: dict[str, str] = {
     "layout": TEXT,
 }
 
-# What may stand beside a value's amount, dates or places and still be that value: units, bounds,
-# brackets and separators ("4500元/月", "下个月15号（2026-06-15）", "浦东、徐汇"). Anything else
-# beside them ("5000元，两居室") makes the proposal more than the value the reader read.
-_DECORATION = frozenset(
-    "元块圆万千百kw每月年左右以内上下约大概不超过至到之间起套号日周天前后初中底入住搬家区市附近一带那边和或及"
-)
-
-
-def _words_only(text: str) -> str:
-    """Letters, digits and CJK characters only: punctuation, symbols, emoji and spaces dropped."""
-    return "".join(char for char in text if unicodedata.category(char)[0] in "LN")
-
 
 def _remainder_is_decoration(text: str, spans: Iterable[tuple[int, int]]) -> bool:
     kept: list[str] = []
@@ -60,7 +48,7 @@ def _remainder_is_decoration(text: str, spans: Iterable[tuple[int, int]]) -> boo
             kept.append(text[last:start])
             last = end
     kept.append(text[last:])
-    return all(char in _DECORATION for char in _words_only("".join(kept)).casefold())
+    return all(char in DECORATION for char in words_only("".join(kept)).casefold())
 
 
 def _amount_numbers(amounts: Iterable[Amount]) -> tuple[float, ...]:
@@ -156,7 +144,7 @@ _NUMBER_LABEL_RE = re.compile(
 def is_small_talk(text: str) -> bool:
     """True when `text` is only greetings, acknowledgements and fillers ("你好", "好的～", "嗯嗯 谢谢")
     — or nothing at all once punctuation, symbols and emoji are set aside."""
-    words = _words_only(fold_compatibility(text).casefold())
+    words = words_only(fold_compatibility(text).casefold())
     return not words or _SMALL_TALK_RE.fullmatch(words) is not None
 
 
@@ -165,6 +153,6 @@ def carries_content(text: str) -> bool:
     talk and the label of a number that is no longer there."""
     if is_small_talk(text):
         return False
-    words = _words_only(fold_compatibility(text).casefold())
+    words = words_only(fold_compatibility(text).casefold())
     stripped = _SMALL_TALK_RE.sub("", _NUMBER_LABEL_RE.sub("", words))
     return bool(stripped)

@@ -101,12 +101,14 @@ def test_forgotten_value_never_returns_and_is_kept_only_as_a_fingerprint(custome
         capture_message(message=message)
     _say(customer, "叫我刘姐就好", sent_at=_later())
     customer_backfill(customer=customer, totals=Totals())
-    # then it stays forgotten, and the decision row holds no content
+    # then it stays forgotten, and the decision rows (its words and its meaning) hold no content
     assert _active(customer, "profile:preferred_name") is None
     assert _profile(customer).preferred_name == ""
-    decision = MemoryDecision.objects.get(customer=customer, kind="forgotten")
-    assert "刘姐" not in f"{decision.key_fingerprint}{decision.value_fingerprint}"
-    assert len(decision.value_fingerprint) == 64
+    decisions = list(MemoryDecision.objects.filter(customer=customer, kind="forgotten"))
+    assert len(decisions) == 2
+    for decision in decisions:
+        assert "刘姐" not in f"{decision.key_fingerprint}{decision.value_fingerprint}"
+        assert len(decision.value_fingerprint) == 64
 
 
 # --- expire ------------------------------------------------------------------------------------
@@ -127,6 +129,87 @@ def test_expired_value_is_not_revived_by_old_evidence_but_is_by_a_new_statement(
     _say(customer, "入住时间是12月1号", sent_at=_later())
     assert _active(customer, "profile:move_in_date") is not None
     assert _profile(customer).move_in_date.startswith("12月1号")
+
+
+# --- decisions are keyed by meaning, not spelling (issue 21, item 3) ---------------------------
+
+
+def test_rejected_amount_does_not_return_in_another_spelling(customer):
+    # given a budget the supervisor rejected
+    _say(customer, "预算八千以内")
+    memory_item_reject(item=_active(customer, "profile:budget"), actor=SUPERVISOR, reason="客户说错了")
+    # when the customer later writes the same amount other ways
+    for words in ("预算8000以内", "预算8k以内", "预算8千以内"):
+        _say(customer, words, sent_at=_later())
+    # then none of them brings it back; a different amount still does
+    assert _active(customer, "profile:budget") is None
+    _say(customer, "预算9000以内", sent_at=_later(10))
+    assert _profile(customer).budget == "9000以内"
+
+
+def test_forgotten_district_does_not_return_by_its_short_name(customer):
+    _say(customer, "想在浦东新区附近找房")
+    memory_item_forget(item=_active(customer, "profile:district"), actor=SUPERVISOR, reason="客户要求删除")
+    _say(customer, "想在浦东附近找房", sent_at=_later())
+    assert _active(customer, "profile:district") is None and _profile(customer).district == ""
+
+
+def test_expired_date_does_not_return_when_the_model_proposes_it_without_the_date(customer):
+    # given a move-in date said on 20 November (下个月15号 → 2026-12-15) that a supervisor expired
+    said = dt.datetime(2026, 11, 20, 10, 0, tzinfo=dt.UTC)
+    message = _say(customer, "下个月15号入住", sent_at=said)
+    item = _active(customer, "profile:move_in_date")
+    assert item is not None and "2026-12-15" in item.content
+    memory_item_expire(item=item, actor=SUPERVISOR, reason="日期已过")
+    # when the model proposes the relative words alone, grounded in that message
+    customer_profile_update(
+        customer=customer,
+        changes={"move_in_date": "下个月15号"},
+        actor="pipeline",
+        reason="模型画像更新",
+        source_message_ids=[message.pk],
+    )
+    # then the expired date stays expired
+    assert _active(customer, "profile:move_in_date") is None
+    assert _profile(customer).move_in_date == ""
+
+
+def test_customer_words_repeating_a_replaced_value_do_not_undo_the_edit(customer):
+    # given the customer asked to be called 刘姐 and a supervisor changed it to 刘女士
+    _say(customer, "叫我刘姐就好")
+    memory_item_edit(
+        item=_active(customer, "profile:preferred_name"),
+        content="称呼：刘女士",
+        actor=SUPERVISOR,
+        reason="客户要求正式称呼",
+    )
+    # when the customer later says 刘姐 again
+    _say(customer, "叫我刘姐就好", sent_at=_later())
+    # then the supervisor's value stands
+    assert _profile(customer).preferred_name == "刘女士"
+    assert _active(customer, "profile:preferred_name").content == "称呼：刘女士"
+    # and a genuinely new value is still captured
+    _say(customer, "叫我小刘就行", sent_at=_later(10))
+    assert _profile(customer).preferred_name == "小刘"
+
+
+def test_a_profile_edit_replacing_a_value_holds_against_its_repeat(customer):
+    _say(customer, "预算7500以内")
+    customer_profile_update(customer=customer, changes={"budget": "8000以内"}, actor=SUPERVISOR, reason="电话确认")
+    _say(customer, "预算七千五以内", sent_at=_later())
+    assert _profile(customer).budget == "8000以内"
+
+
+def test_a_replaced_value_a_supervisor_sets_back_takes_evidence_again(customer):
+    _say(customer, "叫我刘姐就好")
+    item = _active(customer, "profile:preferred_name")
+    memory_item_edit(item=item, content="称呼：刘女士", actor=SUPERVISOR, reason="正式称呼")
+    memory_item_edit(
+        item=_active(customer, "profile:preferred_name"), content="称呼：刘姐", actor=SUPERVISOR, reason="客户坚持"
+    )
+    said = _say(customer, "叫我刘姐就好", sent_at=_later())
+    current = _active(customer, "profile:preferred_name")
+    assert current.content == "称呼：刘姐" and said.pk in current.source_message_ids
 
 
 # --- human edits outrank older evidence --------------------------------------------------------

@@ -1,8 +1,10 @@
 """Random sequences of every operation on profile and memory, from every path, hold two
 invariants after each step (issue 14): the built prompt shows one value per profile field, the
 same in the structured state and in core memory; no automatic path brings back a value a
-supervisor rejected or forgot until a human writes it again; and a confirmed hypothesis is a
-lasting fact that the expiry sweep, run past the hypothesis TTL, never supersedes (issue 21).
+supervisor rejected or forgot — in any spelling: 八千 for 8000, 浦东 for 浦东新区 — until a human
+writes it again; customer words repeating a value a supervisor replaced never undo the edit; and
+a confirmed hypothesis is a lasting fact that the expiry sweep, run past the hypothesis TTL, never
+supersedes (issue 21).
 
 Runs 10 sequences of 50 steps (500 steps) in CI; QIWEI_PROPERTY_EXAMPLES raises it locally.
 """
@@ -34,17 +36,19 @@ from memory.governance.services import (
     memory_item_reject,
     memory_items_expire_due,
 )
-from memory.models import MemoryItem, MemoryStatus, MemoryType
+from memory.models import MemoryCreatedBy, MemoryItem, MemoryStatus, MemoryType
 from memory.profile import customer_profile_update
 from qiwei_site.reading.fields import PROFILE_FIELD_LABELS, profile_item_value
+from qiwei_site.reading.meaning import meaning
 from tests.factories import CustomerFactory, MessageFactory
 
-# How a customer states each field (the extractor reads these), and the values they use.
+# How a customer states each field (the extractor reads these), and the values they use, each in
+# the spellings customers and supervisors use for it.
 SAYINGS = {
-    "budget": ("预算{}以内", ("7500", "8000", "6000元")),
-    "layout": ("我想要{}", ("一居室", "两居室", "三居室")),
-    "preferred_name": ("叫我{}就好", ("刘姐", "王先生", "小陈")),
-    "district": ("想在{}附近找房", ("静安区", "徐汇区", "浦东新区")),
+    "budget": ("预算{}以内", (("7500", "七千五"), ("8000", "八千", "8k"), ("6000元", "六千元"))),
+    "layout": ("我想要{}", (("一居室",), ("两居室",), ("三居室",))),
+    "preferred_name": ("叫我{}就好", (("刘姐",), ("王先生",), ("小陈",))),
+    "district": ("想在{}附近找房", (("静安区", "静安"), ("徐汇区", "徐汇"), ("浦东新区", "浦东"))),
 }
 FIELDS = sorted(SAYINGS)
 # What a supervisor asks the agent to check with the customer (hypotheses by hand).
@@ -58,10 +62,21 @@ def _stated(field: str, value: str) -> str:
     return f"{value}以内" if field == "budget" else value
 
 
+def _spelling(field: str, choice: int, spelling: int) -> str:
+    spellings = SAYINGS[field][1][choice]
+    return spellings[spelling % len(spellings)]
+
+
+def _meaning(field: str, value: str) -> tuple[str, str]:
+    """A field's value by what it means (as decisions key it), not by how it is spelt."""
+    return field, meaning(value, today=None)
+
+
 class ProfileAndMemory(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.banned: set[tuple[str, str]] = set()  # (field, value) a supervisor rejected or forgot
+        self.banned: set[tuple[str, str]] = set()  # (field, meaning) a supervisor rejected or forgot
+        self.replaced: set[tuple[str, str]] = set()  # (field, meaning) a supervisor edited away
         self.confirmed: set[int] = set()  # ids of hypotheses a supervisor confirmed
         self.messages: list = []
         self.clock = timezone.now() + dt.timedelta(minutes=1)
@@ -78,15 +93,24 @@ class ProfileAndMemory(RuleBasedStateMachine):
         ).first()
 
     def _human_wrote(self, field: str, value: str) -> None:
-        self.banned.discard((field, value))
+        self.banned.discard(_meaning(field, value))
+        self.replaced.discard(_meaning(field, value))
+
+    def _human_replaces(self, field: str, value: str) -> None:
+        item = self._active(field)
+        if item is not None:
+            old = profile_item_value(field, item.content)
+            if old != value:
+                self.replaced.add(_meaning(field, old))
 
     # --- automatic paths -------------------------------------------------------------------------
 
-    @rule(field=st.sampled_from(FIELDS), choice=st.integers(0, 2))
-    def customer_says(self, field: str, choice: int) -> None:
-        template, values = SAYINGS[field]
+    @rule(field=st.sampled_from(FIELDS), choice=st.integers(0, 2), spelling=st.integers(0, 2))
+    def customer_says(self, field: str, choice: int, spelling: int) -> None:
+        template = SAYINGS[field][0]
         self.clock += dt.timedelta(minutes=1)
-        message = MessageFactory(customer=self.customer, text=template.format(values[choice]), sent_at=self.clock)
+        text = template.format(_spelling(field, choice, spelling))
+        message = MessageFactory(customer=self.customer, text=text, sent_at=self.clock)
         self.messages.append(message)
         capture_message(message=message)
 
@@ -104,9 +128,13 @@ class ProfileAndMemory(RuleBasedStateMachine):
         if not self.messages:
             return
         message = data.draw(st.sampled_from(self.messages))
-        field = next(f for f, (template, _) in SAYINGS.items() if template.split("{}")[0] in message.text)
-        template, values = SAYINGS[field]
-        value = next(v for v in values if template.format(v) == message.text)
+        field, value = next(
+            (field, spelt)
+            for field, (template, values) in SAYINGS.items()
+            for spellings in values
+            for spelt in spellings
+            if template.format(spelt) == message.text
+        )
         customer_profile_update(
             customer=self.customer,
             changes={field: _stated(field, value)},
@@ -117,27 +145,29 @@ class ProfileAndMemory(RuleBasedStateMachine):
 
     # --- human paths -------------------------------------------------------------------------------
 
-    @rule(field=st.sampled_from(FIELDS), choice=st.integers(0, 3))
-    def supervisor_edits_profile(self, field: str, choice: int) -> None:
-        values = SAYINGS[field][1]
-        value = "" if choice == 3 else _stated(field, values[choice])
+    @rule(field=st.sampled_from(FIELDS), choice=st.integers(0, 3), spelling=st.integers(0, 2))
+    def supervisor_edits_profile(self, field: str, choice: int, spelling: int) -> None:
+        value = "" if choice == 3 else _stated(field, _spelling(field, choice, spelling))
+        if value:
+            self._human_replaces(field, value)
         customer_profile_update(customer=self.customer, changes={field: value}, actor=SUPERVISOR, reason="电话确认")
         if value:
             self._human_wrote(field, value)
 
-    @rule(field=st.sampled_from(FIELDS), choice=st.integers(0, 2))
-    def supervisor_adds_item(self, field: str, choice: int) -> None:
-        value = _stated(field, SAYINGS[field][1][choice])
+    @rule(field=st.sampled_from(FIELDS), choice=st.integers(0, 2), spelling=st.integers(0, 2))
+    def supervisor_adds_item(self, field: str, choice: int, spelling: int) -> None:
+        value = _stated(field, _spelling(field, choice, spelling))
         memory_item_add(
             customer=self.customer, content=value, key=f"profile:{field}", actor=SUPERVISOR, reason="人工补充"
         )
         self._human_wrote(field, value)
 
-    @rule(field=st.sampled_from(FIELDS), choice=st.integers(0, 2))
-    def supervisor_edits_item(self, field: str, choice: int) -> None:
+    @rule(field=st.sampled_from(FIELDS), choice=st.integers(0, 2), spelling=st.integers(0, 2))
+    def supervisor_edits_item(self, field: str, choice: int, spelling: int) -> None:
         item = self._active(field)
         if item is not None:
-            value = _stated(field, SAYINGS[field][1][choice])
+            value = _stated(field, _spelling(field, choice, spelling))
+            self._human_replaces(field, value)
             memory_item_edit(item=item, content=value, actor=SUPERVISOR, reason="修正")
             self._human_wrote(field, value)
 
@@ -149,10 +179,10 @@ class ProfileAndMemory(RuleBasedStateMachine):
         value = profile_item_value(field, item.content)
         if how == "reject":
             memory_item_reject(item=item, actor=SUPERVISOR, reason="不对")
-            self.banned.add((field, value))
+            self.banned.add(_meaning(field, value))
         elif how == "forget":
             memory_item_forget(item=item, actor=SUPERVISOR, reason="客户要求删除")
-            self.banned.add((field, value))
+            self.banned.add(_meaning(field, value))
         else:
             memory_item_expire(item=item, actor=SUPERVISOR, reason="已过时")
 
@@ -212,7 +242,20 @@ class ProfileAndMemory(RuleBasedStateMachine):
         for field in FIELDS:
             item = self._active(field)
             if item is not None:
-                assert (field, profile_item_value(field, item.content)) not in self.banned, (field, item.content)
+                assert _meaning(field, profile_item_value(field, item.content)) not in self.banned, (
+                    field,
+                    item.content,
+                )
+
+    @invariant()
+    def replaced_values_are_not_brought_back_by_customer_words(self) -> None:
+        if not hasattr(self, "customer"):
+            return
+        for field in FIELDS:
+            item = self._active(field)
+            if item is not None and item.created_by != MemoryCreatedBy.HUMAN:
+                value = profile_item_value(field, item.content)
+                assert _meaning(field, value) not in self.replaced, (field, item.content)
 
     @invariant()
     def confirmed_hypotheses_stay_facts(self) -> None:
@@ -239,9 +282,13 @@ def test_profile_and_memory_agree_under_random_operations(account):
 
 @pytest.mark.parametrize("field", FIELDS)
 def test_sayings_are_read_as_the_profile_value(account, field):
-    # the property test relies on the extractor reading each saying as that field's value
-    customer = CustomerFactory(conversation_id=f"wm_saying_{field}")
+    # the property test relies on the extractor reading each saying as that field's value, and
+    # each spelling of a value as that value's meaning
     template, values = SAYINGS[field]
-    message = MessageFactory(customer=customer, text=template.format(values[0]))
-    capture_message(message=message)
-    assert getattr(CustomerProfile.objects.get(customer=customer), field) == _stated(field, values[0])
+    for index, spelling in enumerate(spelt for spellings in values for spelt in spellings):
+        customer = CustomerFactory(conversation_id=f"wm_saying_{field}_{index}")
+        capture_message(message=MessageFactory(customer=customer, text=template.format(spelling)))
+        stored = getattr(CustomerProfile.objects.get(customer=customer), field)
+        if spelling == values[0][0]:
+            assert stored == _stated(field, spelling)
+        assert _meaning(field, stored) == _meaning(field, _stated(field, spelling)), (spelling, stored)
