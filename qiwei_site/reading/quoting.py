@@ -14,6 +14,18 @@ from collections.abc import Callable
 
 from qiwei_site.reading.masking import mask_sensitive
 
+# How the prompt introduces each memory item (by item type), and a supervisor's note: ours, so a
+# customer's words that carry one of them are copying the prompt (`guard.PROMPT_LABEL_RE`).
+MEMORY_LABELS: dict[str, str] = {
+    "fact": "客户陈述的事实",
+    "preference": "客户表达的偏好",
+    "constraint": "客户的约束",
+    "event": "事件",
+    "hypothesis": "待确认推断",
+}
+NOTE_LABEL = "主管备注"
+OTHER_MEMORY_LABEL = "客户记忆"
+
 # Default-ignorable code points: zero-width, bidi controls, variation selectors, tags, fillers.
 _INVISIBLE_RE = re.compile(
     "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f"

@@ -15,18 +15,14 @@ from conversations.models import (
 )
 from memory.context import recall as recall_module
 from memory.models import MemoryType
-from qiwei_site.reading.quoting import neutralise, quoted_text
+from qiwei_site.reading.quoting import MEMORY_LABELS as READER_MEMORY_LABELS
+from qiwei_site.reading.quoting import NOTE_LABEL, OTHER_MEMORY_LABEL, neutralise, quoted_text
 
 DISPLAY_TZ = ZoneInfo(settings.TIME_ZONE)
 
-# How each memory item is introduced: what it is, never an imperative.
-MEMORY_LABELS: dict[str, str] = {
-    MemoryType.FACT: "客户陈述的事实",
-    MemoryType.PREFERENCE: "客户表达的偏好",
-    MemoryType.CONSTRAINT: "客户的约束",
-    MemoryType.EVENT: "事件",
-    MemoryType.HYPOTHESIS: "待确认推断",
-}
+# How each memory item is introduced: what it is, never an imperative (the reader's, so the guard
+# refuses customer words that copy them).
+MEMORY_LABELS: dict[str, str] = {str(memory_type): READER_MEMORY_LABELS[str(memory_type)] for memory_type in MemoryType}
 HUMAN_KINDS: dict[str, str] = {
     MemoryType.FACT: "事实",
     MemoryType.PREFERENCE: "偏好",
@@ -65,7 +61,7 @@ def _quote(message: Message | recall_module.RecalledMessage) -> str:
 def memory_line(*, memory_type: str, content: str, human: bool = False) -> str:
     """One core-memory item, introduced as what it is (a hypothesis stays 待确认推断 whoever added it)."""
     if human and memory_type in HUMAN_KINDS:
-        label = f"主管备注（{HUMAN_KINDS[memory_type]}）"
+        label = f"{NOTE_LABEL}（{HUMAN_KINDS[memory_type]}）"
     else:
-        label = MEMORY_LABELS.get(memory_type, "客户记忆")
+        label = MEMORY_LABELS.get(memory_type, OTHER_MEMORY_LABEL)
     return f"- {label}：{quoted_text(content)}"
