@@ -18,16 +18,16 @@ from typing import Any
 
 from conversations.models import MessageSecret
 from qiwei_site.platform.sealing import SealBroken, seal, unseal
-from qiwei_site.reading.masking import masked_with_categories
+from qiwei_site.reading.masking import masked_after
 
 logger = logging.getLogger(__name__)
 _UNREAD = object()
 
 
-def stored_form(text: str) -> tuple[str, str | None, tuple[str, ...]]:
+def stored_form(text: str, previous: str | None = None) -> tuple[str, str | None, tuple[str, ...]]:
     """(the text to store, the original sealed or None when nothing needed masking, the categories
-    masked)."""
-    masked, categories = masked_with_categories(text)
+    masked). `previous`: the customer's message before, which may announce a secret this one is."""
+    masked, categories = masked_after(text, previous)
     if not categories or masked == text:
         return text, None, ()
     return masked, seal(text), categories

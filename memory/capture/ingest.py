@@ -23,6 +23,7 @@ from django.utils.dateparse import parse_datetime
 
 from conversations.models import AuditAction, Customer, Message, MessageDirection, MessageSecret
 from conversations.received import stored_form
+from conversations.selectors import message_latest_inbound
 from conversations.services import customer_get_or_create
 from memory.capture.jobs import enqueue_after_commit
 from memory.context.recall import recall_features_store
@@ -32,6 +33,7 @@ from qiwei_site.platform.errors import StorageUnavailable, ValidationFailed, sto
 from qiwei_site.platform.history import Actor, stamp_history
 from qiwei_site.platform.tenancy import account_atomic, current_alias
 from qiwei_site.reading.recall import features
+from qiwei_site.reading.safety import CREDENTIAL, VERIFICATION_CODE, bare_secret
 
 logger = logging.getLogger(__name__)
 
@@ -135,14 +137,28 @@ def _clean_sent_at(index: int, raw: Any, now: dt.datetime) -> dt.datetime:
     return sent_at
 
 
+def _previous_inbound(customer: Customer, cleaned: list[dict[str, Any]]) -> str | None:
+    """The customer's latest stored message, when the batch's first inbound one could be a secret
+    announced there ("密码发你" … "Lm20461qa"); otherwise nothing is read."""
+    first = next((item for item in cleaned if item["direction"] == MessageDirection.INBOUND), None)
+    if first is None or not (bare_secret(first["text"], CREDENTIAL) or bare_secret(first["text"], VERIFICATION_CODE)):
+        return None
+    latest = message_latest_inbound(customer) if customer.pk is not None else None
+    return latest.text if latest is not None else None
+
+
 def _store(customer: Customer, cleaned: list[dict[str, Any]], actor: Actor, reason: str) -> IngestResult:
     # Secrets are masked and their originals sealed, and recall features tokenised (from the masked
     # text: the only text stored), before the transaction, so SQLite's write lock is not held for it.
     sealed: dict[str, tuple[str, tuple[str, ...]]] = {}
+    previous = _previous_inbound(customer, cleaned)
     for item in cleaned:
-        item["text"], original, categories = stored_form(item["text"])
+        words = item["text"]
+        item["text"], original, categories = stored_form(words, previous)
         if original is not None:
             sealed.setdefault(item["external_id"], (original, categories))
+        if item["direction"] == MessageDirection.INBOUND:
+            previous = words
     text_features = [features(item["text"]) for item in cleaned]
     with account_atomic():
         connection = connections[current_alias()]

@@ -17,6 +17,8 @@ from qiwei_site.reading.safety import (
     ID_CARD,
     MOBILE,
     Span,
+    announced_secret,
+    bare_secret,
     find_sensitive,
 )
 
@@ -25,8 +27,11 @@ HIDDEN = "••••••"
 _COUNTRY_CODE_RE = re.compile(r"^(?:\+|00)?86")
 
 
+_DIGIT_NUMERALS = str.maketrans("零〇一二三四五六七八九幺", "001234567891")
+
+
 def _number(value: str) -> str:
-    folded = unicodedata.normalize("NFKC", value)
+    folded = unicodedata.normalize("NFKC", value).translate(_DIGIT_NUMERALS)
     return re.sub(r"[^0-9X]", "", folded.upper())
 
 
@@ -75,6 +80,18 @@ def masked_with_categories(text: str) -> tuple[str, tuple[str, ...]]:
     return _masked(text, spans), tuple(sorted({span.category for span in spans}))
 
 
+def masked_after(text: str, previous: str | None) -> tuple[str, tuple[str, ...]]:
+    """As `masked_with_categories`, knowing the customer's message before: after "密码发你" or
+    "验证码等下发你", a message that is nothing but a value is that secret, masked whole."""
+    masked, categories = masked_with_categories(text)
+    if categories or not previous:
+        return masked, categories
+    category = announced_secret(previous)
+    if category is not None and bare_secret(text, category):
+        return HIDDEN, (category,)
+    return masked, categories
+
+
 def _masked(text: str, spans: list[Span]) -> str:
     parts: list[str] = []
     last = 0
@@ -86,4 +103,4 @@ def _masked(text: str, spans: list[Span]) -> str:
     return "".join(parts)
 
 
-__all__ = ["HIDDEN", "mask_sensitive", "mask_span", "masked_with_categories"]
+__all__ = ["HIDDEN", "mask_sensitive", "mask_span", "masked_after", "masked_with_categories"]

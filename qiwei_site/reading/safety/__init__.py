@@ -69,6 +69,7 @@ from qiwei_site.reading.safety.categories import (
     SECRET_CATEGORIES,
     VERIFICATION_CODE,
 )
+from qiwei_site.reading.safety.credentials import announced_secret, bare_secret
 from qiwei_site.reading.safety.injection import _weak_signals_combine, injection_signals
 from qiwei_site.reading.safety.markers import _hidden_characters
 from qiwei_site.reading.safety.spans import Span, _find_sensitive, find_sensitive, without_personal_numbers
@@ -122,6 +123,8 @@ __all__ = [
     "VERIFICATION_CODE",
     "ScanResult",
     "Span",
+    "announced_secret",
+    "bare_secret",
     "find_sensitive",
     "injection_signals",
     "scan",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -46,6 +47,10 @@ def _zh_password_value(value: str) -> bool:
     if any(value.startswith(word) for word in _VALUE_STOPWORDS_ZH):
         return False
     return any(c.isdigit() for c in value) or len(value) >= 6
+
+
+def _pinyin_password_value(value: str) -> bool:
+    return any(c.isdigit() for c in value) and _zh_password_value(value)
 
 
 def _en_password_value(value: str) -> bool:
@@ -219,10 +224,39 @@ _SECRET_RULES: tuple[_Rule, ...] = (
         r"[\"'“「]?(?P<v>[A-Za-z0-9!@#$%^&*()_+\-=.~]{3,})",
         _zh_password_value,
     ),
+    # Handovers: "密码我发你了：X", "登录密码发你：X", "账号密码：wang123 / X" (a filler, then a colon).
+    _rule(
+        "password_handover_zh",
+        CREDENTIAL,
+        r"(?:密码|口令|密令)[^\n:：，。？！?\d]{1,8}?[:：]\s*"
+        r"(?P<v>[A-Za-z0-9!@#$%^&*()_+\-=.~]{3,}(?:\s*[/|,，]\s*[A-Za-z0-9!@#$%^&*()_+\-=.~]{3,})?)",
+        _zh_password_value,
+    ),
+    # "你用这个登：X", "用这个账号密码登录：user / X": what to sign in with, handed over.
+    _rule(
+        "login_handover_zh",
+        CREDENTIAL,
+        r"(?:用|拿)这个(?:账号|帐号)?(?:密码)?(?:去)?登(?:录|陆)?[^\n:：，。？！?]{0,4}[:：]\s*"
+        r"(?P<v>[A-Za-z0-9!@#$%^&*()_+\-=.~]{3,}(?:\s*[/|,，]\s*[A-Za-z0-9!@#$%^&*()_+\-=.~]{3,})?)",
+        _zh_password_value,
+    ),
+    # Pinyin keywords ("mima shi abc123"): a value only with a digit ("mima shi shenme" asks).
+    _rule(
+        "password_pinyin",
+        CREDENTIAL,
+        r"\b(?:mi\s?ma|kou\s?ling)\b(?:\s+(?:shi|wei)\b|\s*[:：=])?\s*(?P<v>[A-Za-z0-9!@#$%^&*()_+\-=.~]{3,})",
+        _pinyin_password_value,
+    ),
+    _rule(
+        "verification_code_pinyin",
+        VERIFICATION_CODE,
+        r"\b(?:yan\s?zheng\s?ma|dong\s?tai\s?ma|jiao\s?yan\s?ma)\b(?:\s+(?:shi|wei)\b|\s*[:：=])?\s*"
+        r"(?P<v>(?<![0-9])\d{4,8})(?![0-9])",
+    ),
     _rule(
         "password_zh_tight",
         CREDENTIAL,
-        r"(?:登录|支付|银行卡|取款|开门|门锁|账户|账号|邮箱|微信|支付宝)密码\s*(?P<v>\d{4,})",
+        r"(?:登录|支付|银行卡|取款|开门|门锁|账户|账号|帐号|邮箱|微信|支付宝)密码\s*(?P<v>\d{4,})",
     ),
     _rule(
         "password_en",
@@ -456,3 +490,36 @@ def _secret_hits(text: str) -> Iterator[tuple[str, str, int, int]]:
         for token in _HEX_RE.finditer(outside):
             if any(c.isalpha() for c in token.group()) and any(c.isdigit() for c in token.group()):
                 yield "hex_secret", CREDENTIAL, token.start(), token.end()
+
+
+# --- a credential announced in one message and sent in the next ---------------------------------
+
+_ANNOUNCE_CODE_RE = re.compile(r"验证码|动态码|校验码|短信码|yan\s?zheng\s?ma|\b(?:code|otp)\b", re.IGNORECASE)
+_ANNOUNCE_RE = re.compile(
+    r"(?:密码|口令|验证码|动态码|校验码|短信码|\bpin\b|password|passcode|\bcode\b|\bmi\s?ma\b|yan\s?zheng\s?ma)"
+    r"[^\n？?]{0,8}?(?:发你|给你|发给你|发过去|发过来|等下发|马上发|稍后发|\bcoming\b|\bincoming\b|to\s+follow|"
+    r"next\s+message|send(?:ing)?\s+(?:it\s+)?(?:to\s+)?you)"
+    r"|(?:发你|给你|发给你)(?:我的)?(?:门锁|登录|支付|开门)?(?:密码|口令|验证码)",
+    re.IGNORECASE,
+)
+_QUESTION_AFTER_RE = re.compile(r"^[^\n]{0,4}[吗？?]")
+_BARE_VALUE_RE = re.compile(r"[A-Za-z0-9!@#$%^&*()_+\-=.~]{4,40}")
+
+
+def announced_secret(previous: str) -> str | None:
+    """The category a customer's message announces will follow ("密码发你", "验证码等下发你",
+    "password coming"), or None (a question — "密码发你了吗？" — announces nothing)."""
+    folded = unicodedata.normalize("NFKC", previous or "")
+    match = _ANNOUNCE_RE.search(folded)
+    if match is None or _QUESTION_AFTER_RE.match(folded[match.end() :]):
+        return None
+    return VERIFICATION_CODE if _ANNOUNCE_CODE_RE.search(match.group()) else CREDENTIAL
+
+
+def bare_secret(text: str, category: str) -> bool:
+    """Whether a whole message is nothing but a secret value of this category: one token with a
+    digit (a code: 4–8 digits)."""
+    value = unicodedata.normalize("NFKC", text or "").strip()
+    if category == VERIFICATION_CODE:
+        return re.fullmatch(r"\d{4,8}", value) is not None
+    return _BARE_VALUE_RE.fullmatch(value) is not None and any(c.isdigit() for c in value)

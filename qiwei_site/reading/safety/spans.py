@@ -8,6 +8,7 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from qiwei_site.reading.safety.categories import (
     BANK_CARD,
@@ -80,10 +81,43 @@ def _squeezed_view(view: _View) -> _View:
     return _View("".join(text[i] for i in keep), tuple(view.origin[i] for i in keep))
 
 
+# Chinese numerals that stand for one digit each ("验证码四八二九一三", "一三八…"): read as digits in
+# the plain view, so the same rules see "验证码482913". 两, 十 and 百 are not digits of a number
+# read out digit by digit.
+_DIGIT_NUMERALS = str.maketrans("零〇一二三四五六七八九幺", "001234567891")
+
+
+@lru_cache(maxsize=1)
+def _to_simplified() -> Any:
+    import opencc
+
+    return opencc.OpenCC("t2s")
+
+
+def _decoration(char: str) -> bool:
+    """An emoji or symbol, or what modifies one (variation selectors, skin tones)."""
+    return unicodedata.category(char) == "So" or "\ufe00" <= char <= "\ufe0f" or "\U0001f3fb" <= char <= "\U0001f3ff"
+
+
+def _plain_view(view: _View) -> _View:
+    """The folded view as its keywords are meant: symbols and emoji between words dropped
+    ("密码🔑是…"), traditional characters simplified ("密碼" → "密码"), Chinese digit numerals as
+    digits. One character in, at most one out, so every index still maps back."""
+    kept = [(char, origin) for char, origin in zip(view.text, view.origin, strict=True) if not _decoration(char)]
+    text = "".join(char for char, _ in kept)
+    simplified = _to_simplified().convert(text)
+    if len(simplified) == len(text):
+        text = simplified
+    return _View(text.translate(_DIGIT_NUMERALS), tuple(origin for _, origin in kept))
+
+
 def _views(raw: str) -> list[_View]:
     folded = _folded_view(raw)
-    squeezed = _squeezed_view(folded)
-    return [folded] if squeezed.text == folded.text else [folded, squeezed]
+    views = [folded]
+    for view in (_squeezed_view(folded), _plain_view(folded)):
+        if all(view.text != seen.text for seen in views):
+            views.append(view)
+    return views
 
 
 @dataclass(frozen=True, order=True)

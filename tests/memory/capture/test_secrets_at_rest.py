@@ -173,3 +173,16 @@ def test_a_hypothesis_citing_a_sealed_credential_message_is_refused(ingested):
     # Then the gate judged the words as received: the credential message is no evidence
     assert kept == [on_mobile]
     assert [entry["reason"] for entry in dropped] == ["依据的消息被安全闸拦截"]
+
+
+def test_a_secret_sent_after_its_announcement_is_stored_masked(agent_client):
+    # Given a customer who announces the door code, then sends it in a separate request
+    assert agent_client.post(URL, [wecom_message("门锁密码发你")], format="json").status_code == 201
+    assert agent_client.post(URL, [wecom_message("6023")], format="json").status_code == 201
+    # And, in one batch, announces a code and sends it
+    batch = [wecom_message("验证码等下发你"), wecom_message("581203")]
+    assert agent_client.post(URL, batch, format="json").status_code == 201
+    # Then both values are stored masked, their originals sealed
+    texts = list(Message.objects.order_by("pk").values_list("text", flat=True))
+    assert texts == ["门锁密码发你", "••••••", "验证码等下发你", "••••••"]
+    assert sorted(received_text(m) for m in Message.objects.filter(text="••••••")) == ["581203", "6023"]
