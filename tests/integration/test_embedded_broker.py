@@ -28,6 +28,7 @@ from django.db import connections
 from conversations.models import AuditEvent, Message
 from memory.capture.ingest import messages_ingest
 from memory.models import CaptureJob, CaptureJobStatus, MemoryItem, MemoryStatus
+from qiwei_site.broker import STALE_SECONDS
 from qiwei_site.celery import app
 from qiwei_site.platform.services import account_create
 from qiwei_site.platform.tenancy import use_account
@@ -228,9 +229,17 @@ def test_embedded_worker_survives_50_start_kill_cycles_under_load(embedded, tmp_
         def all_done() -> bool:
             return not CaptureJob.objects.exclude(status=CaptureJobStatus.DONE).exists()
 
+        queue = Path(str(app.conf.broker_transport_options["data_folder_in"]))
+
+        def claims_given_back() -> bool:
+            # A worker SIGKILLed after claiming a message leaves its claim; the broker gives it back
+            # once it is STALE_SECONDS old (the job itself is re-queued by the sweep meanwhile).
+            return not [p for p in queue.iterdir() if p.name.startswith(".claimed-")]
+
         drain_started = time.monotonic()
         drained = wait_until(all_done, timeout=120, interval=0.5)
         drain_seconds = time.monotonic() - drain_started
+        wait_until(claims_given_back, timeout=STALE_SECONDS + 20, interval=0.5)
         final_exit = final.signal(signal.SIGTERM)
 
         jobs = list(CaptureJob.objects.all())
