@@ -209,6 +209,8 @@ class MemoryItemDetailApi(AccountAPIView):
 
     @extend_schema(
         request=GovernanceReasonInput,
+        # drf-spectacular drops DELETE bodies: `qiwei_site.platform.schema` puts this one back.
+        extensions={"x-request-body": "GovernanceReasonInputRequest"},
         # Forgetting answers 200 with what was redacted (drf-spectacular would assume 204 for DELETE).
         responses={
             200: inline_serializer(

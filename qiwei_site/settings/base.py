@@ -233,6 +233,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "qiwei_site.platform.schema.governance_reasons",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "MessageDirectionEnum": "conversations.models.MessageDirection",
         "MemoryDirectionEnum": "memory.models.MemoryDirection",
