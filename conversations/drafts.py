@@ -27,8 +27,10 @@ from conversations.models import (
     DraftStatus,
     Message,
     MessageDirection,
+    MessageSecret,
     SessionMode,
 )
+from conversations.received import stored_form
 from qiwei_site.platform.audit import audit_record
 from qiwei_site.platform.errors import Conflict, ValidationFailed
 from qiwei_site.platform.errors import UpstreamUnavailable as UpstreamUnavailableError
@@ -338,17 +340,21 @@ def _reply_into_thread(*, draft: Draft, delivery_id: int, text: str, sent_at: dt
     """A delivered reply joins the conversation as our outbound message, so the next context and the
     Workbench show what we already told the customer."""
     _identity, sender = actor_identity(actor)
+    # Stored as ingest stores a message: masked, the words as sent sealed (a door code an agent typed).
+    stored, sealed, categories = stored_form(text)
     message, created = Message.objects.get_or_create(
         customer=draft.customer,
         external_id=reply_external_id(delivery_id),
         defaults={
             "direction": MessageDirection.OUTBOUND,
             "sender": "自动回复" if sender in ("pipeline", "system") else sender[:100],
-            "text": text,
+            "text": stored,
             "sent_at": sent_at,
             "is_effective": True,
         },
     )
+    if created and sealed is not None:
+        MessageSecret.objects.create(message=message, sealed=sealed, categories=list(categories))
     if created and (draft.customer.last_message_at is None or draft.customer.last_message_at < sent_at):
         Customer.objects.filter(pk=draft.customer.pk).update(last_message_at=sent_at)
     return message

@@ -92,6 +92,12 @@ def meaning_fingerprint(customer: Customer, key: str, content: str, *, on: datet
     return _fingerprint(customer, "meaning", key, meaning(content, today=today))
 
 
+def same_meaning(first: str, second: str) -> bool:
+    """Whether two contents are one value however spelt (relative dates read as of today)."""
+    today = timezone.localdate()
+    return meaning(normalize_content(first), today=today) == meaning(normalize_content(second), today=today)
+
+
 def value_fingerprints(customer: Customer, key: str, content: str, *, on: datetime | None) -> frozenset[str]:
     """Both keys of a value: its words (what decisions recorded before meanings existed) and its meaning."""
     return frozenset({value_fingerprint(customer, key, content), meaning_fingerprint(customer, key, content, on=on)})

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from conversations.models import AuditAction, Customer, CustomerProfile
-from memory.decisions import decision_record
+from memory.decisions import decision_record, same_meaning
 from memory.items import (
     REFUSED,
     ItemPut,
@@ -124,7 +124,7 @@ def customer_profile_update(
                     changed = [name for name in changed if name != field]
                 elif not grounded and result.item is not None and field in changed:
                     batch.decisions.add(decision_record(item=result.item, kind=DecisionKind.EDITED))
-                    if before is not None and before.content != result.item.content:
+                    if before is not None and not same_meaning(before.content, result.item.content):
                         # The value the supervisor replaced: customer words repeating it do not undo the edit.
                         batch.decisions.add(
                             decision_record(

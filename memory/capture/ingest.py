@@ -23,7 +23,7 @@ from django.utils.dateparse import parse_datetime
 
 from conversations.models import AuditAction, Customer, Message, MessageDirection, MessageSecret
 from conversations.received import stored_form
-from conversations.selectors import message_latest_inbound
+from conversations.selectors import messages_up_to
 from conversations.services import customer_get_or_create
 from memory.capture.jobs import enqueue_after_commit
 from memory.context.recall import recall_features_store
@@ -137,28 +137,39 @@ def _clean_sent_at(index: int, raw: Any, now: dt.datetime) -> dt.datetime:
     return sent_at
 
 
-def _previous_inbound(customer: Customer, cleaned: list[dict[str, Any]]) -> str | None:
-    """The customer's latest stored message, when the batch's first inbound one could be a secret
-    announced there ("密码发你" … "Lm20461qa"); otherwise nothing is read."""
-    first = next((item for item in cleaned if item["direction"] == MessageDirection.INBOUND), None)
-    if first is None or not (bare_secret(first["text"], CREDENTIAL) or bare_secret(first["text"], VERIFICATION_CODE)):
+# A value counts as the secret a customer announced ("密码发你" … "Lm20461qa") only right after the
+# announcement: the customer's very next message, within this long, with nothing of ours between.
+ANNOUNCEMENT_WINDOW = dt.timedelta(minutes=30)
+
+
+def _announcement_before(customer: Customer, cleaned: list[dict[str, Any]]) -> tuple[str, dt.datetime] | None:
+    """The customer's latest stored message (text, sent time), when it is theirs and the batch's
+    first message is theirs and could be a bare secret; otherwise nothing is read."""
+    first = cleaned[0] if cleaned else None
+    if first is None or first["direction"] != MessageDirection.INBOUND or customer.pk is None:
         return None
-    latest = message_latest_inbound(customer) if customer.pk is not None else None
-    return latest.text if latest is not None else None
+    if not (bare_secret(first["text"], CREDENTIAL) or bare_secret(first["text"], VERIFICATION_CODE)):
+        return None
+    latest = messages_up_to(customer, None).first()
+    if latest is None or latest.direction != MessageDirection.INBOUND:
+        return None
+    return latest.text, latest.sent_at
 
 
 def _store(customer: Customer, cleaned: list[dict[str, Any]], actor: Actor, reason: str) -> IngestResult:
     # Secrets are masked and their originals sealed, and recall features tokenised (from the masked
     # text: the only text stored), before the transaction, so SQLite's write lock is not held for it.
+    # On copies: a retried attempt starts again from the words as received.
+    cleaned = [dict(item) for item in cleaned]
     sealed: dict[str, tuple[str, tuple[str, ...]]] = {}
-    previous = _previous_inbound(customer, cleaned)
+    previous = _announcement_before(customer, cleaned)
     for item in cleaned:
         words = item["text"]
-        item["text"], original, categories = stored_form(words, previous)
+        announced = previous[0] if previous and item["sent_at"] - previous[1] <= ANNOUNCEMENT_WINDOW else None
+        item["text"], original, categories = stored_form(words, announced)
         if original is not None:
             sealed.setdefault(item["external_id"], (original, categories))
-        if item["direction"] == MessageDirection.INBOUND:
-            previous = words
+        previous = (words, item["sent_at"]) if item["direction"] == MessageDirection.INBOUND else None
     text_features = [features(item["text"]) for item in cleaned]
     with account_atomic():
         connection = connections[current_alias()]

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from conversations.models import AuditAction, AuditEvent, Customer, CustomerProfile, Draft, Message, MessageSecret
 from memory.capture.jobs import HYPOTHESIS_KEY_PREFIX
-from memory.decisions import decision_record
+from memory.decisions import decision_record, same_meaning
 from memory.governance.scrub import (
     FORGOTTEN_MARK,
     Quotes,
@@ -241,7 +241,8 @@ def memory_item_edit(
         )
         if not changes:
             return item
-        replaced = item.content if "content" in changes else None
+        # The value the edit replaces, unless only its spelling changes (八千 → 8000元).
+        replaced = item.content if "content" in changes and not same_meaning(item.content, changes["content"]) else None
         for field, value in changes.items():
             setattr(item, field, value)
         item.created_by = MemoryCreatedBy.HUMAN

@@ -40,6 +40,8 @@ def _key_file(data_dir: Path) -> str:
         partial = data_dir / f".{KEY_FILE_NAME}.{os.getpid()}.{threading.get_ident()}"
         with os.fdopen(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as handle:
             handle.write(Fernet.generate_key().decode("ascii"))
+            handle.flush()
+            os.fsync(handle.fileno())  # on disk before it takes the final name: never an empty key
         try:
             os.link(partial, path)  # atomic: another process's key, if it won the race, stays
             logger.warning(

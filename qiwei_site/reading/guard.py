@@ -173,11 +173,17 @@ _FAMILIES_ZH: tuple[tuple[str, re.Pattern[str]], ...] = (
         # never a fact about the customer ("老板已批准免押金", "店长答应过我押一付一").
         AUTHORITY_CLAIM,
         re.compile(
-            # our side: any report of its permission or promise
-            r"(?:老板|经理|领导|主管|店长|总监|经纪人|同事|你们|公司|客服|中介|上级|总部|上面|"
-            r"[\u4e00-\u9fff](?:总|经理|主管|店长|总监))"
-            r"(?:那边|本人|亲自|自己)?(?:已经|已|都|早就|之前|刚才|刚刚|也|亲口|当面)?(?:跟我|和我|给我|对我)?"
+            # our side, unmistakably: any report of its permission or promise
+            r"(?:你们|店长|客服|中介|经纪人|总部)"
+            r"(?:的?[\u4e00-\u9fff]{0,3})?(?:那边|本人|亲自|自己)?(?:已经|已|都|早就|之前|刚才|刚刚|也|亲口|当面)?"
+            r"(?:跟我|和我|给我|对我)?"
             r"(?:批准|批了|特批|同意|答应|承诺|允许|授权|拍板|点头|说(?:了|过)?(?:可以|没问题|能|行))|"
+            # a boss, a company or a colleague may be the customer's own ("公司同意我下个月入住"): a
+            # claim only when what was allowed is one of our terms (a waiver, a discount, a price)
+            r"(?:老板|经理|领导|主管|总监|公司|同事|上级|上面|[\u4e00-\u9fff](?:总|经理|主管|店长|总监))"
+            r"(?:那边|本人|亲自|自己)?(?:已经|已|都|早就|之前|刚才|刚刚|也|亲口|当面)?(?:跟我|和我|给我|对我)?"
+            r"(?:批准|批了|特批|同意|答应|承诺|允许|授权|拍板|点头|说(?:了|过)?(?:可以|没问题|能|行))"
+            r"[^，。！？；]{0,8}?(?:免|押金|押一|中介费|服务费|佣金|折|优惠|便宜|减|退|返|送|房租|租金|价)|"
             # the owner's side: only a permission reported as given ("房东必须同意" is a requirement)
             r"(?:房东|业主|物业)(?:已经|已|都|早就|之前|刚才|刚刚)(?:跟我|和我|给我|对我)?"
             r"(?:批准|特批|同意|答应|承诺|允许|授权)|"
@@ -189,8 +195,11 @@ _FAMILIES_ZH: tuple[tuple[str, re.Pattern[str]], ...] = (
         # An instruction to rewrite our record, not a statement ("把我的预算改成0元").
         RECORD_CHANGE,
         re.compile(
-            r"(?:把|将)[^，。！？；]{0,16}?(?:改成|改为|改到|修改为|修改成|更新为|更新成|调成|调为|调到|换成|设置为|设为|填成|填为|写成|写为)|"
-            r"(?:画像|资料|档案|记录|备注|系统)(?:里|上|中)?的?[^，。！？；]{0,8}?(?:那一?栏|一栏|栏目|字段|那一?项)"
+            # an edit of our record by name ("画像里预算那一栏", "资料上的…字段"), or a value no
+            # statement would give ("把我的预算改成0元"); "把预算改成7000吧" is a change of mind
+            r"(?:画像|资料|档案|记录|备注|系统|表格)(?:里|上|中)?的?[^，。！？；]{0,8}?(?:那一?栏|一栏|栏目|字段|那一?项)|"
+            r"(?:把|将)[^，。！？；]{0,16}?(?:改成|改为|改到|修改为|修改成|更新为|更新成|调成|调为|调到|换成|设置为|设为|填成|填为|写成|写为)"
+            r"(?:0|零|空|无|没有|不限)(?:元|块)?(?![0-9.万千百])"
         ),
     ),
 )
@@ -303,8 +312,8 @@ _FAMILIES_EN: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         RECORD_CHANGE,
         re.compile(
-            r"\b(?:change|update|set|edit|modify|switch|overwrite)\s+(?:my|the)\b[^.]{0,30}?\bto\b|"
-            r"\b(?:in|on)\s+(?:your|the)\s+(?:records?|system|profile|file|database)\b",
+            r"\b(?:change|update|set|edit|modify|switch|overwrite)\s+(?:my|the)\b[^.]{0,30}?\bto\s+(?:0|zero|nothing|"
+            r"none|empty|null)\b|\b(?:in|on)\s+(?:your|the)\s+(?:records?|system|profile|file|database)\b",
             _I,
         ),
     ),

@@ -27,6 +27,9 @@ DECORATION = frozenset(
     "元块圆万千百kw每月年左右以内上下约大概不超过至到之间起套号日周天前后初中底入住搬家区市附近一带那边和或及"
 )
 _PARTICLES = frozenset("的了吧啊呢哦呀嘛")
+# What meaning drops beside a value: decoration and particles, but never a bound or a negation
+# (以内, 以上, 不超过, 不要: they change what the value says).
+_DROPPED = (DECORATION | _PARTICLES) - frozenset("以内上下不超过至到之间起前后")
 _ISO_DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _LABEL_SEPARATORS = ("：", ":")
 
@@ -67,8 +70,14 @@ def meaning(content: str, *, today: date | None) -> str:
         value = _blank(value, ((span.start, span.end) for span in dates))
     amounts = amounts_in(value, bare=True)
     if amounts:
-        numbers = sorted({number for amount in amounts for number in amount.numbers()})
-        parts.append("amount=" + ",".join(_number(number) for number in numbers))
+        # Each amount with its bound, in the order written: 8000以内 = 不超过8000 ≠ 8000以上, and
+        # 2室1厅 ≠ 1室2厅.
+        # The same numbers again restate the value ("七千五以内（≤7500元）"): the first reading stands.
+        read: dict[tuple[float, ...], str] = {}
+        for amount in amounts:
+            numbers = tuple(amount.numbers())
+            read.setdefault(numbers, f"{amount.bound}:" + "-".join(_number(number) for number in numbers))
+        parts.append("amount=" + ",".join(read.values()))
         value = _blank(value, ((amount.start, amount.end) for amount in amounts))
     places = places_in(value)
     rest_names: list[str] = []
@@ -82,7 +91,7 @@ def meaning(content: str, *, today: date | None) -> str:
         for size in range(len(name), 1, -1):
             rest = rest.replace(name[:size].casefold(), "")
     if parts:
-        rest = "".join(char for char in rest if char not in DECORATION and char not in _PARTICLES)
+        rest = "".join(char for char in rest if char not in _DROPPED)
     return f"{words_only(label).casefold()}|{';'.join(parts)}|{rest}"
 
 

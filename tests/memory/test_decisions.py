@@ -212,6 +212,27 @@ def test_a_replaced_value_a_supervisor_sets_back_takes_evidence_again(customer):
     assert current.content == "称呼：刘姐" and said.pk in current.source_message_ids
 
 
+def test_a_spelling_only_edit_does_not_block_the_value_later(customer):
+    # given a budget a supervisor only respelt (found by review: it recorded a replaced value)
+    _say(customer, "预算八千以内")
+    memory_item_edit(
+        item=_active(customer, "profile:budget"), content="预算：8000元以内", actor=SUPERVISOR, reason="统一写法"
+    )
+    # when the customer changes their mind and then comes back to it
+    _say(customer, "预算9000以内", sent_at=_later())
+    _say(customer, "还是预算8000以内吧", sent_at=_later(10))
+    # then the value is captured again
+    assert "8000" in _profile(customer).budget
+
+
+def test_a_rejected_lower_bound_does_not_refuse_the_upper_bound(customer):
+    # 8000以上 and 8000以内 are different values (found by review: meaning dropped the bound)
+    _say(customer, "预算8000以上")
+    memory_item_reject(item=_active(customer, "profile:budget"), actor=SUPERVISOR, reason="客户说反了")
+    _say(customer, "预算8000以内", sent_at=_later())
+    assert _active(customer, "profile:budget") is not None
+
+
 # --- human edits outrank older evidence --------------------------------------------------------
 
 

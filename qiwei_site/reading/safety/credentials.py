@@ -228,7 +228,7 @@ _SECRET_RULES: tuple[_Rule, ...] = (
     _rule(
         "password_handover_zh",
         CREDENTIAL,
-        r"(?:密码|口令|密令)[^\n:：，。？！?\d]{1,8}?[:：]\s*"
+        r"(?:密码(?![锁箱柜器本学])|口令|密令)[^\n:：，。？！?\d]{0,8}?[:：]\s*"
         r"(?P<v>[A-Za-z0-9!@#$%^&*()_+\-=.~]{3,}(?:\s*[/|,，]\s*[A-Za-z0-9!@#$%^&*()_+\-=.~]{3,})?)",
         _zh_password_value,
     ),
@@ -496,7 +496,8 @@ def _secret_hits(text: str) -> Iterator[tuple[str, str, int, int]]:
 
 _ANNOUNCE_CODE_RE = re.compile(r"验证码|动态码|校验码|短信码|yan\s?zheng\s?ma|\b(?:code|otp)\b", re.IGNORECASE)
 _ANNOUNCE_RE = re.compile(
-    r"(?:密码|口令|验证码|动态码|校验码|短信码|\bpin\b|password|passcode|\bcode\b|\bmi\s?ma\b|yan\s?zheng\s?ma)"
+    r"(?:密码(?![锁箱柜器本学])|口令|验证码|动态码|校验码|短信码|\bpin\b|password|passcode|\bcode\b|\bmi\s?ma\b|"
+    r"yan\s?zheng\s?ma)"
     r"[^\n？?]{0,8}?(?:发你|给你|发给你|发过去|发过来|等下发|马上发|稍后发|\bcoming\b|\bincoming\b|to\s+follow|"
     r"next\s+message|send(?:ing)?\s+(?:it\s+)?(?:to\s+)?you)"
     r"|(?:发你|给你|发给你)(?:我的)?(?:门锁|登录|支付|开门)?(?:密码|口令|验证码)",

@@ -4,6 +4,7 @@ message, mapped back to its characters; overlaps resolved by priority.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -111,12 +112,21 @@ def _plain_view(view: _View) -> _View:
     return _View(text.translate(_DIGIT_NUMERALS), tuple(origin for _, origin in kept))
 
 
+# The plain view is read only when it could hold what the other views missed: a keyword or a run
+# of digits (most messages with 一 or a traditional character hold neither).
+_PLAIN_TRIGGER_RE = re.compile(r"密码|口令|码|登|手机|电话|号|卡|\d{4,}|mi\s?ma|pin|pass|code|otp", re.IGNORECASE)
+
+
 def _views(raw: str) -> list[_View]:
     folded = _folded_view(raw)
     views = [folded]
-    for view in (_squeezed_view(folded), _plain_view(folded)):
-        if all(view.text != seen.text for seen in views):
-            views.append(view)
+    squeezed = _squeezed_view(folded)
+    if squeezed.text != folded.text:
+        views.append(squeezed)
+    if not folded.text.isascii():
+        plain = _plain_view(folded)
+        if all(plain.text != seen.text for seen in views) and _PLAIN_TRIGGER_RE.search(plain.text):
+            views.append(plain)
     return views
 
 

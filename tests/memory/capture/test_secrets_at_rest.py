@@ -186,3 +186,55 @@ def test_a_secret_sent_after_its_announcement_is_stored_masked(agent_client):
     texts = list(Message.objects.order_by("pk").values_list("text", flat=True))
     assert texts == ["门锁密码发你", "••••••", "验证码等下发你", "••••••"]
     assert sorted(received_text(m) for m in Message.objects.filter(text="••••••")) == ["581203", "6023"]
+
+
+def test_a_retried_ingest_still_seals_the_original(agent_client, monkeypatch):
+    # Given a first attempt that fails inside its transaction (found by review: the retry re-read
+    # the already masked text and sealed nothing)
+    from django.db import IntegrityError
+
+    from memory.capture import ingest as ingest_module
+
+    real = ingest_module.recall_features_store
+    calls = {"n": 0}
+
+    def fails_once(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise IntegrityError("concurrent ingest")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ingest_module, "recall_features_store", fails_once)
+    # When a message with a password is ingested
+    response = agent_client.post(URL, [wecom_message(WORDS[0])], format="json")
+    # Then it is stored masked with its original sealed
+    assert response.status_code == 201 and calls["n"] == 2
+    message = Message.objects.get()
+    assert message.text == "门锁密码是••••••，看房时直接进" and received_text(message) == WORDS[0]
+
+
+def test_an_announcement_counts_only_right_before_the_value(agent_client):
+    # Given "密码发你", then our reply, then a bare number (found by review: any later number was
+    # taken for the announced secret)
+    agent_client.post(URL, [wecom_message("门锁密码发你")], format="json")
+    agent_client.post(URL, [wecom_message("请问预算大概多少？", direction="outbound")], format="json")
+    agent_client.post(URL, [wecom_message("8000")], format="json")
+    # Then the number is stored as sent
+    assert list(Message.objects.order_by("pk").values_list("text", flat=True))[-1] == "8000"
+
+
+def test_a_reply_sent_from_a_draft_is_stored_masked(account, staff_user):
+    # Given an approved draft in which the agent typed the door code
+    from conversations.drafts import draft_approve, draft_send
+    from tests.factories import CustomerFactory, DraftFactory
+
+    customer = CustomerFactory(conversation_id="wm_secret_reply", display_name="王先生")
+    draft = DraftFactory(
+        customer=customer, requires_human=True, confidence=0.7, reply="王先生您好，门锁密码是Lx9#qa2041"
+    )
+    draft_approve(draft=draft, actor=staff_user, reason="通过")
+    # When it is sent and joins the thread
+    draft_send(draft=draft, actor=staff_user, reason="发送")
+    # Then the thread holds it masked, the words as sent sealed (found by review)
+    reply = Message.objects.get(customer=customer, direction="outbound")
+    assert reply.text == "王先生您好，门锁密码是••••••" and received_text(reply) == "王先生您好，门锁密码是Lx9#qa2041"

@@ -24,6 +24,8 @@ from qiwei_site.reading.masking import masked_after, masked_with_categories
         ("登录密码发你：gh7788kk", "gh7788kk", "credential"),
         ("你用这个登：ab12cd34", "ab12cd34", "credential"),
         ("用这个账号密码登录：wang123 / Zz998877", "Zz998877", "credential"),
+        ("账号密码：wang123 / lx9qa2041", "lx9qa2041", "credential"),  # found by review: no filler
+        ("账号密码：wang123/Lx9#qa2041", "Lx9#qa2041", "credential"),
     ],
 )
 def test_credential_shapes_are_masked(text, secret, category):
@@ -60,6 +62,9 @@ def test_credential_announced_in_the_message_before_is_masked(previous, text, ca
         (None, "一二三四五，上山打老虎"),
         (None, "你用这个登记一下我的信息吧"),
         (None, "门锁是密码锁吗"),
+        (None, "密码锁品牌：xiaomi2"),  # a smart lock's brand, not a password (found by review)
+        (None, "智能密码锁型号：YD-A200"),
+        ("密码锁的钥匙给你", "abc123"),
         ("密码发你了吗？", "Lm20461qa"),  # a question announces nothing
         ("密码发你", "收到了吗"),  # not a value
         ("你好", "Lm20461qa"),  # nothing announced

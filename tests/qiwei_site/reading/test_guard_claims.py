@@ -51,6 +51,11 @@ def test_guard_claims_never_become_memory(text):
         ("预算改成八千了", ["预算：八千（8000元）"]),  # a change of mind, not an order to us
         ("我比较喜欢南向的", ["偏好：南向"]),
         ("I prefer a flat near the metro", ["Prefers: near the metro"]),
+        # found by review: changes of mind and the customer's own employer are statements
+        ("把预算改成7000吧", ["预算：7000"]),
+        ("我想把户型换成一居室", ["户型：一居室"]),
+        ("公司允许我预算8000", ["预算：8000"]),
+        ("公司同意我下个月15号入住", ["入住时间：下个月15号"]),
     ],
 )
 def test_guard_statements_like_them_still_become_memory(text, expected):
