@@ -234,3 +234,25 @@ class MessageRecallFeatures(models.Model):
 
     def __str__(self) -> str:
         return f"召回特征 v{self.version} #{self.pk}"  # never the features: they spell the text
+
+
+class StorageScrub(models.Model):
+    """A forget or an erasure whose WAL checkpoint a reader blocked (SQLite): the -wal file keeps the
+    old pages until a checkpoint completes. Retried every minute by `memory.tasks.storage_scrub_all`
+    (at most `STORAGE_SCRUB_MAX_ATTEMPTS` times) and shown, while pending, on the supervisor's start
+    page and on /readyz. Names the conversation, never the content."""
+
+    cause = models.CharField(_("原因"), max_length=32)
+    conversation_id = models.CharField(_("会话 ID"), max_length=128, blank=True)
+    attempts = models.PositiveIntegerField(_("尝试次数"), default=1)
+    created_at = models.DateTimeField(_("创建时间"), auto_now_add=True)
+    last_attempt_at = models.DateTimeField(_("最近尝试"), auto_now=True)
+    done_at = models.DateTimeField(_("完成时间"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("待完成的存储清理")
+        verbose_name_plural = _("待完成的存储清理")
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"存储清理 #{self.pk}（{self.cause}）"

@@ -15,7 +15,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 
-from memory.models import CaptureJob, MemorySnapshot
+from memory.models import CaptureJob, MemorySnapshot, StorageScrub
 from memory.selectors import snapshot_list
 from qiwei_site.platform.admin_site import AccountScopedAdminMixin, ReadOnlyAdminMixin
 from qiwei_site.reading.masking import mask_sensitive
@@ -132,3 +132,12 @@ class CaptureJobAdmin(AccountScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAd
     def short_error(self, obj: CaptureJob) -> str:
         error = mask_sensitive(obj.last_error)
         return error if len(error) <= 80 else error[:80] + "…"
+
+
+@admin.register(StorageScrub)
+class StorageScrubAdmin(AccountScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Forgets and erasures whose WAL checkpoint a reader blocked, retried every minute."""
+
+    list_display = ["id", "cause", "conversation_id", "attempts", "created_at", "last_attempt_at", "done_at"]
+    list_filter = ["cause", ("done_at", admin.EmptyFieldListFilter)]
+    search_fields = ["=conversation_id"]

@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from conversations.models import AuditAction, DraftStatus
 from memory.attention import attention_counts, review_confidence_below, shanghai_day
+from memory.governance.scrub import storage_scrubs_pending
 from memory.models import CaptureJobStatus
 from qiwei_site.platform.admin_site import StartPageCount
 
@@ -83,6 +84,20 @@ def memory_start_page_counts(request: HttpRequest) -> list[StartPageCount]:
             ),
         ),
     ]
+    pending_scrubs = storage_scrubs_pending()
+    if pending_scrubs:  # shown only while there is one: it is rare, and it needs an operator's eye
+        candidates.append(
+            (
+                "memory.view_storagescrub",
+                StartPageCount(
+                    label="待完成的存储清理",
+                    count=pending_scrubs,
+                    url=_list("admin:memory_storagescrub_changelist", done_at__isempty="1"),
+                    help_text="遗忘或删除后，有读取占用数据库，旧数据页暂留在 WAL 文件中，后台每分钟重试",
+                    order=60,
+                ),
+            )
+        )
     # Like the admin's own check: viewing is allowed with the view or the change permission.
     return [
         count

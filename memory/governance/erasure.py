@@ -55,5 +55,5 @@ def customer_erase(*, customer: Customer, actor: Actor, reason: str) -> dict[str
             reason=quotes.scrub(reason),
             payload={"counts": counts},
         )
-        storage_purge_on_commit(conversation_id=conversation_id, drop=True)
+        storage_purge_on_commit(conversation_id=conversation_id, drop=True, cause="erase")
     return counts

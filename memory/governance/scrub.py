@@ -15,14 +15,17 @@ from __future__ import annotations
 import logging
 import string
 from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
 from typing import Any
 
 from django.apps import apps
-from django.db import connections, models
+from django.db import connections, models, transaction
+from django.db.models import F
+from django.utils import timezone
 
 from conversations.gateway import LoopbackGateway
-from conversations.models import AuditEvent, Customer, Draft
-from memory.models import CaptureJob, MemorySnapshot
+from conversations.models import AuditAction, AuditEvent, Customer, Draft
+from memory.models import CaptureJob, MemorySnapshot, StorageScrub
 from qiwei_site.platform.tenancy import current_alias, is_account_model, on_account_commit
 
 logger = logging.getLogger(__name__)
@@ -356,15 +359,68 @@ def wal_truncate(alias: str) -> bool:
 
 
 def storage_purge_on_commit(
-    *, conversation_id: str, drop: bool = False, redact: Callable[[str], str] | None = None
+    *, conversation_id: str, drop: bool = False, redact: Callable[[str], str] | None = None, cause: str = "forget"
 ) -> None:
     """After the transaction commits: scrub the conversation's lines in the loopback outbox (drop
     them, or redact quotes), then truncate the WAL. Files are not transactional, so nothing here
-    runs if the deletion rolls back."""
+    runs if the deletion rolls back. A checkpoint a reader blocks is recorded as a pending scrub
+    (`StorageScrub`, audited) and retried in the background (`storage_scrubs_retry`)."""
     alias = current_alias()
 
     def purge() -> None:
         LoopbackGateway.outbox_scrub(conversation_id=conversation_id, drop=drop, redact=redact)
-        wal_truncate(alias)
+        if not wal_truncate(alias):
+            _scrub_pending(alias, conversation_id=conversation_id, cause=cause)
 
     on_account_commit(purge)
+
+
+# A blocked checkpoint is retried once a minute for this many minutes; after that it stays pending
+# (and visible) until an operator ends the reader that holds the WAL.
+STORAGE_SCRUB_MAX_ATTEMPTS = 60
+
+
+def _scrub_pending(alias: str, *, conversation_id: str, cause: str) -> None:
+    with transaction.atomic(using=alias):
+        scrub = StorageScrub.objects.using(alias).create(cause=cause, conversation_id=conversation_id)
+        AuditEvent.objects.using(alias).create(
+            action=AuditAction.STORAGE_SCRUB_PENDING,
+            conversation_id=conversation_id,
+            actor_name="storage",
+            reason="有读取占用数据库，旧数据页暂留在 WAL 文件中，后台每分钟重试清理",
+            payload={"scrub_id": scrub.pk, "cause": cause},
+        )
+
+
+def storage_scrubs_retry(*, now: datetime | None = None) -> int:
+    """In the selected account: one more checkpoint for the pending scrubs that have attempts left;
+    returns how many completed."""
+    alias = current_alias()
+    pending = list(
+        StorageScrub.objects.filter(done_at__isnull=True, attempts__lt=STORAGE_SCRUB_MAX_ATTEMPTS).order_by("pk")
+    )
+    if not pending:
+        return 0
+    now = now or timezone.now()
+    if not wal_truncate(alias):
+        StorageScrub.objects.filter(pk__in=[scrub.pk for scrub in pending]).update(
+            attempts=F("attempts") + 1, last_attempt_at=now
+        )
+        return 0
+    with transaction.atomic(using=alias):
+        StorageScrub.objects.filter(pk__in=[scrub.pk for scrub in pending]).update(done_at=now, last_attempt_at=now)
+        for scrub in pending:
+            AuditEvent.objects.create(
+                action=AuditAction.STORAGE_SCRUBBED,
+                conversation_id=scrub.conversation_id,
+                actor_name="storage",
+                reason="WAL 已清空，旧数据页不再保留",
+                payload={"scrub_id": scrub.pk, "cause": scrub.cause, "attempts": scrub.attempts + 1},
+            )
+    wal_truncate(alias)  # the rows just written leave nothing to keep either
+    return len(pending)
+
+
+def storage_scrubs_pending() -> int:
+    """Scrubs of the selected account still waiting for a checkpoint."""
+    return StorageScrub.objects.filter(done_at__isnull=True).count()

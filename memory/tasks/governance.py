@@ -6,11 +6,12 @@ import logging
 
 from celery import shared_task
 
+from memory.governance.scrub import storage_scrubs_retry
 from memory.governance.services import memory_items_expire_due
 from qiwei_site.platform.models import WeComAccount
 from qiwei_site.platform.tenancy import use_account
 
-__all__ = ["memory_expire_account", "memory_expire_all"]
+__all__ = ["memory_expire_account", "memory_expire_all", "storage_scrub_account", "storage_scrub_all"]
 
 logger = logging.getLogger(__name__)
 
@@ -30,4 +31,22 @@ def memory_expire_all() -> int:
     account_ids = list(WeComAccount.objects.filter(is_active=True).values_list("id", flat=True))
     for account_id in account_ids:
         memory_expire_account.delay(account_id)
+    return len(account_ids)
+
+
+@shared_task(name="memory.tasks.storage_scrub_account")
+def storage_scrub_account(account_id: str) -> int:
+    with use_account(account_id):
+        done = storage_scrubs_retry()
+    if done:
+        logger.info("storage scrub: %s pending scrubs completed in account %s", done, account_id)
+    return done
+
+
+@shared_task(name="memory.tasks.storage_scrub_all")
+def storage_scrub_all() -> int:
+    """Once a minute: retry the checkpoints readers blocked, one task per active account."""
+    account_ids = list(WeComAccount.objects.filter(is_active=True).values_list("id", flat=True))
+    for account_id in account_ids:
+        storage_scrub_account.delay(account_id)
     return len(account_ids)

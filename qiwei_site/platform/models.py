@@ -77,6 +77,8 @@ class AuditAction(models.TextChoices):
     MESSAGES_INGESTED = "messages_ingested", _("收到消息")
     MESSAGE_REVEALED = "message_revealed", _("查看未遮蔽消息")
     MESSAGES_SEALED = "messages_sealed", _("遮蔽并密封存量消息中的敏感信息")
+    STORAGE_SCRUB_PENDING = "storage_scrub_pending", _("存储清理被读取占用，稍后重试")
+    STORAGE_SCRUBBED = "storage_scrubbed", _("完成存储清理")
     MEMORY_ITEM_CAPTURED = "memory_item_captured", _("自动写入记忆")
     MEMORY_ITEM_BACKFILLED = "memory_item_backfilled", _("回填记忆")
     MEMORY_ITEM_ADDED = "memory_item_added", _("人工添加记忆")

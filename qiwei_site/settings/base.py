@@ -272,6 +272,7 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(QIWEI_DATA_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE: dict = {
     "capture-sweep": {"task": "memory.tasks.capture_sweep_all", "schedule": 30.0},
     "memory-expire": {"task": "memory.tasks.memory_expire_all", "schedule": 60.0},
+    "storage-scrub": {"task": "memory.tasks.storage_scrub_all", "schedule": 60.0},
     "upstream-status": {"task": "conversations.tasks.upstream_status_refresh", "schedule": 30.0},
     "knowledge-reindex": {"task": "knowledge.tasks.knowledge_reindex", "schedule": 60.0},
 }

@@ -14,7 +14,7 @@ from conversations.drafts import draft_approve
 from conversations.models import Customer, Delivery, DeliveryStatus, Draft, Message, MessageDirection
 from knowledge.services import knowledge_index
 from memory.governance.services import memory_item_add, memory_item_edit
-from memory.models import CaptureJob, MemoryItem, MemorySnapshot, MemoryType
+from memory.models import CaptureJob, MemoryItem, MemorySnapshot, MemoryType, StorageScrub
 from memory.profile import customer_profile_update
 from memory.snapshots import snapshot_refresh
 from qiwei_site.platform.audit import audit_record
@@ -99,6 +99,7 @@ def account_rows(account, staff_user, knowledge_root) -> AccountRows:
     )
     epoch = epoch_for_turn(customer=customer)
     CaptureJob.objects.create(customer=customer, message=message)
+    StorageScrub.objects.create(cause="forget", conversation_id=customer.conversation_id)
     audit_record(action="memory_capture_blocked", conversation_id=customer.conversation_id, actor="capture")
     from conversations.services import alert_raise
 
