@@ -18,7 +18,7 @@ from typing import Any
 
 from conversations.models import MessageSecret
 from qiwei_site.platform.sealing import SealBroken, seal, unseal
-from qiwei_site.reading.masking import masked_after
+from qiwei_site.reading.masking import HIDDEN, masked_after
 
 logger = logging.getLogger(__name__)
 _UNREAD = object()
@@ -31,6 +31,12 @@ def stored_form(text: str, previous: str | None = None) -> tuple[str, str | None
     if not categories or masked == text:
         return text, None, ()
     return masked, seal(text), categories
+
+
+def wholly_masked(stored_text: str) -> bool:
+    """Whether the whole stored message is one mask: a secret the customer announced in the message
+    before ("密码发你" … "Lm20461qa"), which the gate, reading one message, cannot see as one."""
+    return (stored_text or "").strip() == HIDDEN
 
 
 def sealed_originals(message_ids: Iterable[int]) -> dict[int, str | None]:
@@ -65,4 +71,4 @@ def received_text_of_row(row: dict[str, Any], originals: dict[int, str | None]) 
     return originals[row["id"]] if row["id"] in originals else row["text"]
 
 
-__all__ = ["received_text", "received_text_of_row", "sealed_originals", "stored_form"]
+__all__ = ["received_text", "received_text_of_row", "sealed_originals", "stored_form", "wholly_masked"]

@@ -15,7 +15,7 @@ from typing import Any
 
 from conversations.drafts import draft_answering, draft_auto_send_blockers, draft_create, draft_send
 from conversations.models import AuditAction, Customer, Draft, Message, MessageDirection
-from conversations.received import received_text_of_row, sealed_originals
+from conversations.received import received_text_of_row, sealed_originals, wholly_masked
 from conversations.selectors import message_latest_inbound
 from memory.context.builder import AgentContextBuilder, MemoryFailure
 from memory.providers import CaptureTurn, MemoryProvider, PrefetchRequest, TurnHypothesis, get_provider
@@ -201,7 +201,7 @@ def _evidence_refusal(message: Mapping[str, Any] | None, customer: Customer, rec
     if not message["is_effective"]:
         return "依据的消息已失效"
     scanned = scan(received)
-    if scanned.blocked:
+    if scanned.blocked or wholly_masked(message["text"]):
         return "依据的消息被安全闸拦截"
     remaining = without_personal_numbers(received, scanned.spans)
     if is_small_talk(remaining):

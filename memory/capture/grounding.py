@@ -19,7 +19,7 @@ from typing import Any
 from django.db.models import F
 
 from conversations.models import Customer, Message, MessageDirection
-from conversations.received import received_text
+from conversations.received import received_text, wholly_masked
 from memory.capture.selectors import previous_message_fields
 from memory.capture.services import account_place_names, extract_context
 from qiwei_site.reading.extract import extract_candidates
@@ -77,7 +77,7 @@ def profile_updates_ground(*, customer: Customer, updates: dict[str, str]) -> Pr
             received = received_text(message)
             result = scan(received)
             read += 1
-            if result.blocked:
+            if result.blocked or wholly_masked(message.text):
                 continue
             context = extract_context(
                 message, previous=(message.previous_direction, message.previous_text), places=places

@@ -32,7 +32,7 @@ from conversations.models import (
     Message,
     MessageDirection,
 )
-from conversations.received import received_text
+from conversations.received import received_text, wholly_masked
 from conversations.services import alert_raise
 from knowledge.context import knowledge_version_token
 from knowledge.models import KnowledgeSection
@@ -51,7 +51,7 @@ from qiwei_site.reading.extract import (
     extract_candidates,
     release_targets,
 )
-from qiwei_site.reading.safety import PERSONAL_NUMBER_CATEGORIES, ScanResult, scan, without_personal_numbers
+from qiwei_site.reading.safety import CREDENTIAL, PERSONAL_NUMBER_CATEGORIES, ScanResult, scan, without_personal_numbers
 from qiwei_site.reading.values import PlaceNames, parse_place_list
 from qiwei_site.reading.values.places import PLACE_HEADING_RE
 
@@ -271,6 +271,9 @@ def capture_plan(message: Message, *, context: ExtractContext | None = None) -> 
     # store nothing of it but what the guard lets through (a credential blocks, numbers are cut out).
     received = received_text(message)
     result = scan(received)
+    if not result.blocked and wholly_masked(message.text):
+        # A secret announced in the message before: blocked (and alerted) as the credential it is.
+        result = ScanResult(blocked=True, categories=[CREDENTIAL], rules=["announced_secret"], spans=result.spans)
     if result.blocked:
         return CapturePlan(message=message, scan=result)
     found_releases: list[Candidate] = []

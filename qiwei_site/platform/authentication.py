@@ -1,9 +1,12 @@
 """Token authentication that slows down guessing: after QIWEI_TOKEN_FAILURES_PER_MINUTE wrong tokens
-from one address within a minute, further token attempts from it get 429 with Retry-After until the
-minute is over (sign-in pages are throttled by django-axes)."""
+from one address within a minute, further unknown tokens from it get 429 with Retry-After until the
+minute is over, while a token known to be valid is still evaluated (sign-in pages are throttled by
+django-axes)."""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import time
 from typing import Any
 
@@ -17,6 +20,8 @@ from rest_framework.request import Request
 from qiwei_site.platform.sql import token_with_user
 
 WINDOW_SECONDS = 60
+# A valid token is remembered this long (by its hash) as one the limit must never refuse.
+KNOWN_TOKEN_SECONDS = 90 * 24 * 3600
 
 
 def _client_address(request: Request) -> str:
@@ -34,19 +39,45 @@ class ThrottledTokenAuthentication(TokenAuthentication):
         return (token.user, token)
 
     def authenticate(self, request: Request) -> Any:
+        """Wrong tokens from one address are limited per minute; a token known to be valid is
+        always evaluated, so the limit never refuses it (known: it signed in before, or was just
+        made). Each unknown token takes a slot of the limit before it is evaluated, so parallel
+        guesses cannot overshoot it; a valid one gives its slot back."""
         offered = get_authorization_header(request).split()
         if not offered or offered[0].lower() != self.keyword.lower().encode():
             return None  # no token offered: nothing to count
         window = int(time.time() // WINDOW_SECONDS)
         key = f"qiwei:token-failures:{_client_address(request)}:{window}"
         limit = settings.QIWEI_TOKEN_FAILURES_PER_MINUTE
-        if int(cache.get(key, 0)) >= limit:
-            raise exceptions.Throttled(wait=WINDOW_SECONDS - time.time() % WINDOW_SECONDS)
-        try:
-            return super().authenticate(request)
-        except exceptions.AuthenticationFailed:
+        known = len(offered) == 2 and token_known_valid(offered[1])
+        if not known:
+            cache.add(key, 0, WINDOW_SECONDS * 2)
             try:
-                cache.incr(key)
-            except ValueError:
+                taken = int(cache.incr(key))
+            except ValueError:  # expired between add and incr
                 cache.set(key, 1, WINDOW_SECONDS * 2)
-            raise
+                taken = 1
+            if taken > limit:
+                raise exceptions.Throttled(wait=WINDOW_SECONDS - time.time() % WINDOW_SECONDS)
+        result = super().authenticate(request)  # a wrong token keeps its slot: it is a failure
+        if not known:
+            with contextlib.suppress(ValueError):
+                cache.decr(key)
+            token_remember_valid(offered[1])
+        return result
+
+
+def _known_key(token: str) -> str:
+    return "qiwei:token-known:" + hashlib.sha256(token.encode("utf-8", "replace")).hexdigest()
+
+
+def token_known_valid(token: bytes | str) -> bool:
+    """Whether this token authenticated before (or was just made): it is always evaluated, never
+    throttled. Being known lets it be checked, not accepted: a revoked token still fails."""
+    text = token.decode("utf-8", "replace") if isinstance(token, bytes) else token
+    return bool(cache.get(_known_key(text)))
+
+
+def token_remember_valid(token: bytes | str) -> None:
+    text = token.decode("utf-8", "replace") if isinstance(token, bytes) else token
+    cache.set(_known_key(text), True, KNOWN_TOKEN_SECONDS)

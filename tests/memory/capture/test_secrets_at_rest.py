@@ -186,6 +186,10 @@ def test_a_secret_sent_after_its_announcement_is_stored_masked(agent_client):
     texts = list(Message.objects.order_by("pk").values_list("text", flat=True))
     assert texts == ["门锁密码发你", "••••••", "验证码等下发你", "••••••"]
     assert sorted(received_text(m) for m in Message.objects.filter(text="••••••")) == ["581203", "6023"]
+    # And capture blocked both as the credentials they are (the gate reads one message at a time)
+    blocked = AuditEvent.objects.filter(action=AuditAction.MEMORY_CAPTURE_BLOCKED)
+    masked_ids = sorted(Message.objects.filter(text="••••••").values_list("pk", flat=True))
+    assert sorted(event.payload["message_id"] for event in blocked) == masked_ids
 
 
 def test_a_retried_ingest_still_seals_the_original(agent_client, monkeypatch):
