@@ -26,6 +26,7 @@ from django.utils import timezone
 from conversations.gateway import LoopbackGateway
 from conversations.models import AuditAction, AuditEvent, Customer, Draft
 from memory.models import CaptureJob, MemorySnapshot, StorageScrub
+from qiwei_site.platform.audit import audit_fields, audit_record
 from qiwei_site.platform.tenancy import current_alias, is_account_model, on_account_commit
 
 logger = logging.getLogger(__name__)
@@ -383,12 +384,15 @@ STORAGE_SCRUB_MAX_ATTEMPTS = 60
 def _scrub_pending(alias: str, *, conversation_id: str, cause: str) -> None:
     with transaction.atomic(using=alias):
         scrub = StorageScrub.objects.using(alias).create(cause=cause, conversation_id=conversation_id)
+        # After the commit, with the alias named: the audit writer's own columns, on that database.
         AuditEvent.objects.using(alias).create(
-            action=AuditAction.STORAGE_SCRUB_PENDING,
             conversation_id=conversation_id,
-            actor_name="storage",
-            reason="有读取占用数据库，旧数据页暂留在 WAL 文件中，后台每分钟重试清理",
-            payload={"scrub_id": scrub.pk, "cause": cause},
+            **audit_fields(
+                AuditAction.STORAGE_SCRUB_PENDING,
+                "storage",
+                "有读取占用数据库，旧数据页暂留在 WAL 文件中，后台每分钟重试清理",
+                {"scrub_id": scrub.pk, "cause": cause},
+            ),
         )
 
 
@@ -410,10 +414,10 @@ def storage_scrubs_retry(*, now: datetime | None = None) -> int:
     with transaction.atomic(using=alias):
         StorageScrub.objects.filter(pk__in=[scrub.pk for scrub in pending]).update(done_at=now, last_attempt_at=now)
         for scrub in pending:
-            AuditEvent.objects.create(
+            audit_record(
                 action=AuditAction.STORAGE_SCRUBBED,
                 conversation_id=scrub.conversation_id,
-                actor_name="storage",
+                actor="storage",
                 reason="WAL 已清空，旧数据页不再保留",
                 payload={"scrub_id": scrub.pk, "cause": scrub.cause, "attempts": scrub.attempts + 1},
             )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from celery import shared_task
 
@@ -25,13 +26,17 @@ def memory_expire_account(account_id: str) -> int:
     return expired
 
 
-@shared_task(name="memory.tasks.memory_expire_all")
-def memory_expire_all() -> int:
+def _per_active_account(task: Any) -> int:
     """Fan out one task per active account, so one slow or broken account delays no other."""
     account_ids = list(WeComAccount.objects.filter(is_active=True).values_list("id", flat=True))
     for account_id in account_ids:
-        memory_expire_account.delay(account_id)
+        task.delay(account_id)
     return len(account_ids)
+
+
+@shared_task(name="memory.tasks.memory_expire_all")
+def memory_expire_all() -> int:
+    return _per_active_account(memory_expire_account)
 
 
 @shared_task(name="memory.tasks.storage_scrub_account")
@@ -46,7 +51,4 @@ def storage_scrub_account(account_id: str) -> int:
 @shared_task(name="memory.tasks.storage_scrub_all")
 def storage_scrub_all() -> int:
     """Once a minute: retry the checkpoints readers blocked, one task per active account."""
-    account_ids = list(WeComAccount.objects.filter(is_active=True).values_list("id", flat=True))
-    for account_id in account_ids:
-        storage_scrub_account.delay(account_id)
-    return len(account_ids)
+    return _per_active_account(storage_scrub_account)

@@ -9,8 +9,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from conversations.models import Customer
 from memory.capture.backfill import Totals, customer_backfill
+from qiwei_site.platform.commands import command_account_ids
 from qiwei_site.platform.errors import ApplicationError
-from qiwei_site.platform.selectors import account_ids_for_command
 from qiwei_site.platform.tenancy import account_atomic, use_account
 
 
@@ -26,10 +26,7 @@ class Command(BaseCommand):
         parser.add_argument("--dry-run", action="store_true", help="只统计，不写入（所有改动回滚）")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        try:
-            account_ids = account_ids_for_command(options.get("account"))
-        except ApplicationError as exc:
-            raise CommandError(exc.detail) from None
+        account_ids = command_account_ids(options.get("account"))
         dry_run = bool(options.get("dry_run"))
         totals = Totals()
         for current in account_ids:

@@ -7,8 +7,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory.governance.services import memory_items_expire_due
+from qiwei_site.platform.commands import command_account_ids
 from qiwei_site.platform.errors import ApplicationError
-from qiwei_site.platform.selectors import account_ids_for_command
 from qiwei_site.platform.tenancy import use_account
 
 
@@ -19,10 +19,7 @@ class Command(BaseCommand):
         parser.add_argument("--account", help="只处理该账号；缺省处理所有启用的账号 (account id; default: all active).")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        try:
-            account_ids = account_ids_for_command(options.get("account"))
-        except ApplicationError as exc:
-            raise CommandError(exc.detail) from None
+        account_ids = command_account_ids(options.get("account"))
         total = 0
         for current in account_ids:
             try:

@@ -11,9 +11,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
 from memory.governance.sealing import messages_seal
-from qiwei_site.platform.errors import ApplicationError
+from qiwei_site.platform.commands import command_account_ids
 from qiwei_site.platform.sealing import SealBroken
-from qiwei_site.platform.selectors import account_ids_for_command
 from qiwei_site.platform.tenancy import current_alias, use_account
 
 
@@ -29,10 +28,7 @@ class Command(BaseCommand):
         batch_size = options["batch_size"]
         if batch_size < 1:
             raise CommandError("--batch-size 必须大于 0 (batch size must be positive).")
-        try:
-            account_ids = account_ids_for_command(options.get("account"))
-        except ApplicationError as exc:
-            raise CommandError(exc.detail) from None
+        account_ids = command_account_ids(options.get("account"))
         for current in account_ids:
             with use_account(current):
                 try:

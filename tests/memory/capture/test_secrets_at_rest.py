@@ -242,3 +242,17 @@ def test_a_reply_sent_from_a_draft_is_stored_masked(account, staff_user):
     # Then the thread holds it masked, the words as sent sealed (found by review)
     reply = Message.objects.get(customer=customer, direction="outbound")
     assert reply.text == "王先生您好，门锁密码是••••••" and received_text(reply) == "王先生您好，门锁密码是Lx9#qa2041"
+
+
+def test_backfill_judges_the_words_as_received_and_stores_no_secret(ingested):
+    # Given the stored (masked) messages, and memory emptied as if before a backfill
+    from memory.capture.backfill import Totals, customer_backfill
+
+    customer = ingested[0].customer
+    MemoryItem.objects.all().delete()
+    # When backfill re-reads the conversation
+    customer_backfill(customer=customer, totals=Totals())
+    # Then it read the originals (the preference beside the mobile comes back) and kept no secret
+    contents = list(MemoryItem.objects.values_list("content", flat=True))
+    assert any("南向" in content for content in contents)
+    assert all(secret not in content for content in contents for secret in SECRETS)
