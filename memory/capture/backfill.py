@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.db.models import F
+
 from conversations.models import AuditAction, Customer, CustomerProfile, Message, MessageDirection
 from memory.capture.services import capture_message
 from memory.items import REFUSED, UNCHANGED, memory_item_put
@@ -56,8 +58,11 @@ def customer_backfill(*, customer: Customer, totals: Totals) -> None:
         else:
             totals.written += 1
             changed = True
-    inbound = Message.objects.filter(customer=customer, direction=MessageDirection.INBOUND, is_effective=True).order_by(
-        "sent_at", "id"
+    # Each with its sealed original on the row (`conversations.received`), not one lookup per message.
+    inbound = (
+        Message.objects.filter(customer=customer, direction=MessageDirection.INBOUND, is_effective=True)
+        .annotate(sealed_text=F("secret__sealed"))
+        .order_by("sent_at", "id")
     )
     for message in inbound.iterator():
         totals.messages += 1
