@@ -3,13 +3,15 @@
 `/healthz` answers from the process alone. `/readyz` proves the dependencies can take work, not
 merely that they answer: the default database runs a query, the broker accepts a message (a tiny
 one, published to a health queue of its own and purged again), and account databases accept a
-write (DDL inside a transaction that is rolled back). Every check is bounded in time; a failure
+write (DDL inside a transaction that is rolled back) and, on SQLite, sit on a filesystem with free
+space. Every check is bounded in time; a failure
 answers 503 with the failing checks named.
 """
 
 from __future__ import annotations
 
 import itertools
+import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -17,6 +19,7 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 
+from django.conf import settings
 from django.db import DatabaseError, connections, transaction
 from django.http import HttpRequest, JsonResponse
 from kombu import Exchange, Producer, Queue
@@ -165,6 +168,8 @@ def _probe_account_write(account_id: str) -> str:
     connection = connections[alias]
     if connection.vendor == "sqlite" and not Path(connection.settings_dict["NAME"]).exists():
         return "error: missing database file"  # connecting would create an empty one
+    if connection.vendor == "sqlite" and (shortage := _disk_shortage(Path(connection.settings_dict["NAME"]))):
+        return shortage
     try:
         with connection.cursor() as cursor:
             if connection.vendor == "sqlite":
@@ -180,6 +185,15 @@ def _probe_account_write(account_id: str) -> str:
         return _pending_scrubs(alias)
     finally:
         connection.close()
+
+
+def _disk_shortage(path: Path) -> str:
+    """An error when the file's filesystem is short of space, else ''. The probe's write is rolled
+    back inside SQLite's page cache, so a full disk only shows at a real commit (a customer's)."""
+    free_mb = shutil.disk_usage(path.parent).free // (1024 * 1024)
+    if free_mb < settings.QIWEI_READYZ_MIN_FREE_MB:
+        return f"error: disk full ({free_mb} MB free, {settings.QIWEI_READYZ_MIN_FREE_MB} MB needed)"
+    return ""
 
 
 def _pending_scrubs(alias: str) -> str:

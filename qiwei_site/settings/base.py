@@ -61,6 +61,10 @@ QIWEI_MEMORY_FINGERPRINT_KEY = env_str("QIWEI_MEMORY_FINGERPRINT_KEY", "")
 # Empty = a key made once in QIWEI_DATA_DIR/sealing.key (one host; back it up apart from the data).
 QIWEI_SEALING_KEYS = env_list("QIWEI_SEALING_KEYS", "")
 
+# /readyz fails an account whose SQLite file sits on a filesystem with less free space than this
+# (MB): SQLite keeps a transaction's pages in memory, so a rolled-back probe cannot see a full disk.
+QIWEI_READYZ_MIN_FREE_MB = env_int("QIWEI_READYZ_MIN_FREE_MB", 64, 0, 10**9)
+
 # --- Upstream WeCom gateway (spec §9) ---------------------------------------------------
 QIWEI_UPSTREAM_URL = env_str("QIWEI_UPSTREAM_URL", "")
 QIWEI_UPSTREAM_PROBE_TIMEOUT_SECONDS = env_float("QIWEI_UPSTREAM_PROBE_TIMEOUT_SECONDS", 2.5, 0.1, 2.5)

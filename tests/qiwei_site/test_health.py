@@ -182,6 +182,30 @@ def test_readyz_read_only_account_database_is_503_naming_it(db, client, account,
     assert body["checks"]["broker"] == "ok"
 
 
+def test_readyz_account_database_on_a_full_disk_is_503_naming_it(db, client, account, filesystem_broker, settings):
+    # Given the filesystem holding the account's SQLite file has less free space than required
+    path = Path(connections[alias_for(account.id)].settings_dict["NAME"])
+    free_mb = shutil.disk_usage(path.parent).free // (1024 * 1024)
+    settings.QIWEI_READYZ_MIN_FREE_MB = free_mb + 1024
+    # When readiness is asked
+    response = client.get("/readyz")
+    # Then it is unavailable because of that account's disk, with the figures
+    body = response.json()
+    assert response.status_code == 503
+    assert body["failing"] == ["account_databases"]
+    assert body["checks"]["account_databases"].startswith("error: acme: disk full (")
+    assert f"{free_mb + 1024} MB needed" in body["checks"]["account_databases"]
+
+
+def test_readyz_account_database_with_enough_free_space_is_ready(db, client, account, filesystem_broker, settings):
+    # Given the default threshold, far below what this machine has free
+    settings.QIWEI_READYZ_MIN_FREE_MB = 1
+    # When readiness is asked
+    response = client.get("/readyz")
+    # Then the account database is ready
+    assert response.json()["checks"]["account_databases"] == "ok"
+
+
 def test_readyz_missing_account_database_is_503_and_creates_nothing(db, client, account, filesystem_broker):
     # Given an active account whose SQLite file has gone
     alias = alias_for(account.id)
