@@ -204,14 +204,19 @@ def customer_texts(customer: Customer) -> Iterator[str]:
 
 
 def _scrub_column(queryset: models.QuerySet[Any], field: str, quotes: Quotes, *, is_json: bool = False) -> int:
-    """Rewrite one column where it quotes; queryset updates, so no history row records the old value."""
+    return column_rewrite(queryset, field, quotes.scrub_json if is_json else quotes.scrub)
+
+
+def column_rewrite(queryset: models.QuerySet[Any], field: str, rewrite: Callable[[Any], Any]) -> int:
+    """Rewrite one column where `rewrite` changes it; queryset updates, so no history row records
+    the old value."""
     changed = 0
     for pk, value in queryset.values_list("pk", field):
         if value in (None, "", [], {}):
             continue
-        scrubbed = quotes.scrub_json(value) if is_json else quotes.scrub(value)
-        if scrubbed != value:
-            queryset.model._default_manager.filter(pk=pk).update(**{field: scrubbed})
+        rewritten = rewrite(value)
+        if rewritten != value:
+            queryset.model._default_manager.filter(pk=pk).update(**{field: rewritten})
             changed += 1
     return changed
 
@@ -263,11 +268,11 @@ def _prompt_quotes(quotes: Quotes) -> Quotes:
     return Quotes([*quotes.contents, *(quoted_text(content) for content in quotes.contents)])
 
 
-def prompt_redact(prompt: str, trace: dict[str, Any], quotes: Quotes) -> tuple[str, dict[str, Any]]:
-    """(prompt, trace) with every quote of `quotes` in the customer's sections replaced by
-    `FORGOTTEN_MARK`. Each section is scrubbed on its own and the trace's offsets are recomputed,
-    so the sections still split the stored prompt; the trace says it was redacted. A prompt
-    without section offsets is scrubbed whole."""
+def prompt_redact(prompt: str, trace: dict[str, Any], scrub: Callable[[str], str]) -> tuple[str, dict[str, Any]]:
+    """(prompt, trace) with the customer's sections rewritten by `scrub` (a forget's quotes replaced
+    by `FORGOTTEN_MARK`, or a secret masked). Each section is scrubbed on its own and the trace's
+    offsets are recomputed, so the sections still split the stored prompt; the trace says it was
+    redacted. A prompt without section offsets is scrubbed whole."""
     sections = trace.get("prompt_sections")
     layout_ok = isinstance(sections, list) and all(
         isinstance(entry, dict)
@@ -277,7 +282,7 @@ def prompt_redact(prompt: str, trace: dict[str, Any], quotes: Quotes) -> tuple[s
         for entry in sections
     )
     if not layout_ok or not sections:
-        scrubbed = quotes.scrub(prompt)
+        scrubbed = scrub(prompt)
         return scrubbed, ({**trace, "prompt_redacted": True} if scrubbed != prompt else trace)
     parts: list[str] = []
     entries: list[dict[str, Any]] = []
@@ -287,7 +292,7 @@ def prompt_redact(prompt: str, trace: dict[str, Any], quotes: Quotes) -> tuple[s
         parts.append(prompt[cursor:start] if start >= cursor else "")  # separators between sections
         text = prompt[start:end]
         if entry.get("key") not in _OWN_PROMPT_SECTIONS:
-            text = quotes.scrub(text)
+            text = scrub(text)
         new_start = sum(len(part) for part in parts)
         parts.append(text)
         entries.append({**entry, "start": new_start, "end": new_start + len(text), "chars": len(text)})
@@ -308,7 +313,7 @@ def prompts_scrub(customer: Customer, quotes: Quotes) -> int:
     changed = 0
     rows = Draft.objects.filter(customer_id=customer.pk).exclude(prompt="")
     for pk, prompt, trace in rows.values_list("pk", "prompt", "context_trace"):
-        scrubbed, new_trace = prompt_redact(prompt, trace if isinstance(trace, dict) else {}, prompt_quotes)
+        scrubbed, new_trace = prompt_redact(prompt, trace if isinstance(trace, dict) else {}, prompt_quotes.scrub)
         if scrubbed != prompt:
             Draft.objects.filter(pk=pk).update(prompt=scrubbed, context_trace=new_trace)
             changed += 1

@@ -1,6 +1,9 @@
 """Sealing what is already stored (`manage.py messages_seal`): messages stored before ingest masked
 them, or before the reader learned a shape, are re-read with the current reader; what it now finds
-is masked in the row and the words as received are sealed (`conversations.received`). Key rotation
+is masked in the row and the words as received are sealed (`conversations.received`). Drafts kept
+from those messages are re-read too: the prompt the model was shown (every draft, section offsets
+kept true) and, once a draft is done (sent or rejected), its reply, final text, their history rows
+and the delivery's text; a pending or approved draft is still to be sent as written. Key rotation
 re-seals every sealed original with the newest key.
 
 Idempotent (a masked text masks to itself; a message sealed before keeps its first, true original)
@@ -15,14 +18,14 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from conversations.models import AuditAction, Customer, Message, MessageSecret
+from conversations.models import AuditAction, Customer, Delivery, Draft, DraftStatus, Message, MessageSecret
 from memory.context.recall import recall_features_store
-from memory.governance.scrub import search_index_purge, secure_delete_on, wal_truncate
+from memory.governance.scrub import column_rewrite, prompt_redact, search_index_purge, secure_delete_on, wal_truncate
 from qiwei_site.platform.audit import audit_record
 from qiwei_site.platform.history import Actor
 from qiwei_site.platform.sealing import reseal, seal
 from qiwei_site.platform.tenancy import account_atomic, current_alias
-from qiwei_site.reading.masking import masked_with_categories
+from qiwei_site.reading.masking import mask_sensitive, masked_with_categories
 
 SEAL_REASON = "按当前读取规则遮蔽存量消息中的凭证与个人号码，原文密封保存"
 
@@ -33,6 +36,7 @@ class SealReport:
     messages_masked: int = 0
     originals_sealed: int = 0
     originals_resealed: int = 0
+    drafts_masked: int = 0
     customers: set[int] = field(default_factory=set)
 
 
@@ -56,9 +60,10 @@ def messages_seal(*, actor: Actor, batch_size: int = 500, rotate: bool = False) 
                 found.append((pk, customer_id, text, masked, categories))
         if found:
             _seal_batch(found, actor, report)
+    _drafts_mask(batch_size, actor, report)
     if rotate:
         _reseal_all(batch_size, report)
-    if report.messages_masked or report.originals_resealed:
+    if report.messages_masked or report.originals_resealed or report.drafts_masked:
         search_index_purge()
         wal_truncate(current_alias())
     return report
@@ -98,6 +103,64 @@ def _seal_batch(found: list[tuple[int, int, str, str, tuple[str, ...]]], actor: 
             )
         report.messages_masked += len(masked_messages)
         report.customers.update(per_customer)
+
+
+_DONE = (DraftStatus.SENT, DraftStatus.REJECTED)
+
+
+def _drafts_mask(batch_size: int, actor: Actor, report: SealReport) -> None:
+    last = 0
+    while True:
+        rows = list(
+            Draft.objects.filter(pk__gt=last)
+            .order_by("pk")
+            .values_list("pk", "customer_id", "status", "prompt", "context_trace", "reply", "final_text")[:batch_size]
+        )
+        if not rows:
+            return
+        last = rows[-1][0]
+        per_customer: dict[int, list[int]] = defaultdict(list)
+        with account_atomic():
+            secure_delete_on()
+            for pk, customer_id, status, prompt, trace, reply, final_text in rows:
+                if _draft_mask(pk, status, prompt, trace, reply, final_text):
+                    per_customer[customer_id].append(pk)
+            conversations = dict(Customer.objects.filter(pk__in=per_customer).values_list("pk", "conversation_id"))
+            for customer_id, draft_ids in per_customer.items():
+                audit_record(
+                    action=AuditAction.MESSAGES_SEALED,
+                    conversation_id=conversations.get(customer_id, ""),
+                    actor=actor,
+                    reason=SEAL_REASON,
+                    payload={"draft_ids": draft_ids},
+                )
+        report.drafts_masked += sum(len(ids) for ids in per_customer.values())
+        report.customers.update(per_customer)
+
+
+def _draft_mask(pk: int, status: str, prompt: str, trace: object, reply: str, final_text: str) -> bool:
+    """Mask one draft's kept texts; True when anything changed. Queryset updates: no history row
+    records the old value (the history's own copies are masked too)."""
+    changes: dict[str, object] = {}
+    if prompt:
+        masked_prompt, masked_trace = prompt_redact(prompt, trace if isinstance(trace, dict) else {}, mask_sensitive)
+        if masked_prompt != prompt:
+            changes.update(prompt=masked_prompt, context_trace=masked_trace)
+    changed = 0
+    if status in _DONE:
+        changes.update(
+            {
+                name: masked
+                for name, value in (("reply", reply), ("final_text", final_text))
+                if (masked := mask_sensitive(value)) != value
+            }
+        )
+        for name in ("reply", "final_text"):
+            changed += column_rewrite(Draft.history.filter(id=pk), name, mask_sensitive)
+        changed += column_rewrite(Delivery.objects.filter(draft_id=pk), "text", mask_sensitive)
+    if changes:
+        Draft.objects.filter(pk=pk).update(**changes)
+    return bool(changes) or changed > 0
 
 
 def _reseal_all(batch_size: int, report: SealReport) -> None:

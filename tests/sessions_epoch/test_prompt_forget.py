@@ -79,10 +79,10 @@ def test_forget_of_another_item_leaves_prompts_untouched(customer, remembered, s
 def test_prompt_redact_scrubs_a_prompt_without_offsets_whole():
     # given a prompt kept without section offsets (a provider that gives no trace)
     prompt = f"## 客户最新消息\n> {NOTE}\n\n## 输出要求\n只输出 JSON。"
-    scrubbed, trace = prompt_redact(prompt, {}, Quotes([NOTE]))
+    scrubbed, trace = prompt_redact(prompt, {}, Quotes([NOTE]).scrub)
     assert NOTE not in scrubbed and FORGOTTEN_MARK in scrubbed and trace == {"prompt_redacted": True}
     # and one that quotes nothing is returned as it was
-    assert prompt_redact("只输出 JSON。", {}, Quotes([NOTE])) == ("只输出 JSON。", {})
+    assert prompt_redact("只输出 JSON。", {}, Quotes([NOTE]).scrub) == ("只输出 JSON。", {})
 
 
 def test_erasing_the_customer_takes_the_prompts_with_the_drafts(customer, remembered, staff_user):

@@ -13,12 +13,21 @@ from cryptography.fernet import Fernet
 from django.conf import settings
 from django.core.management import CommandError, call_command
 
-from conversations.models import AuditAction, AuditEvent, Message, MessageSecret
+from conversations.models import (
+    AuditAction,
+    AuditEvent,
+    Delivery,
+    DeliveryStatus,
+    Draft,
+    DraftStatus,
+    Message,
+    MessageSecret,
+)
 from conversations.received import received_text
 from memory.context.recall import recall_features_store
 from memory.context.search import search_messages
 from memory.models import MessageRecallFeatures
-from tests.factories import CustomerFactory, MessageFactory
+from tests.factories import CustomerFactory, DraftFactory, MessageFactory
 
 PASSWORD = "Lx9#qa2041"
 CLEAR = [
@@ -108,3 +117,49 @@ def test_messages_seal_refuses_bad_input(account):
         run("--account", "nosuch")
     with pytest.raises(CommandError, match="batch"):
         run("--batch-size", "0")
+
+
+@pytest.fixture
+def clear_drafts(clear_messages):
+    """Drafts an earlier release kept from those messages: the prompt quoted the password, one sent
+    reply repeated it, and one pending reply (still to be sent as written) repeats it too."""
+    wang = clear_messages[0].customer
+    head = "一、规则\n只输出 JSON。\n"
+    quoted = f"三、最近对话\n- 客户：{CLEAR[0]}\n"
+    prompt = head + quoted
+    trace = {
+        "prompt_sections": [
+            {"key": "instructions", "start": 0, "end": len(head), "chars": len(head)},
+            {"key": "conversation", "start": len(head), "end": len(prompt), "chars": len(quoted)},
+        ]
+    }
+    echo = f"好的，门锁密码是{PASSWORD}，周六见"
+    sent = DraftFactory(customer=wang, prompt=prompt, context_trace=trace, reply=echo, final_text=echo)
+    sent.status = DraftStatus.SENT
+    sent.save()  # a history row with the echo
+    Delivery.objects.create(draft=sent, idempotency_key="seal-1", text=echo, status=DeliveryStatus.SENT)
+    pending = DraftFactory(customer=wang, reply=echo, final_text=echo)
+    return sent, pending
+
+
+def test_messages_seal_masks_the_prompts_and_done_replies_drafts_kept(account, clear_drafts):
+    sent, pending = clear_drafts
+    # When the command runs
+    output = run("--account", account.id)
+    # Then the sent draft's prompt, reply, final text, history and delivery no longer hold the password
+    sent = Draft.objects.get(pk=sent.pk)
+    kept = [sent.prompt, sent.reply, sent.final_text, Delivery.objects.get(draft=sent).text]
+    kept += [h.reply + h.final_text for h in Draft.history.filter(id=sent.pk)]
+    assert all(PASSWORD not in text for text in kept)
+    assert "门锁密码是••••••" in sent.prompt
+    # And the prompt's sections still split it, the trace saying it was redacted
+    sections = sent.context_trace["prompt_sections"]
+    assert sent.prompt[sections[1]["start"] : sections[1]["end"]].startswith("三、最近对话")
+    assert sections[1]["end"] == len(sent.prompt) and sent.context_trace["prompt_redacted"] is True
+    # And a pending draft is still to be sent as written
+    assert Draft.objects.get(pk=pending.pk).final_text.count(PASSWORD) == 1
+    # And the customer's audit lists the draft, and the figures say so
+    assert AuditEvent.objects.filter(action=AuditAction.MESSAGES_SEALED, payload={"draft_ids": [sent.pk]}).exists()
+    assert "drafts=1" in output
+    # And a second run changes nothing more
+    assert "drafts=0" in run("--account", account.id)
