@@ -78,6 +78,7 @@ from qiwei_site.reading.extract.clauses import (
     has_own_consequent,
     split_sentences,
 )
+from qiwei_site.reading.extract.kinds import ClauseKind, clause_kind, pasted
 from qiwei_site.reading.extract.objects import object_key
 from qiwei_site.reading.extract.profile_facts import (
     AREA,
@@ -228,6 +229,8 @@ class _Clause:
     def hedged(self) -> bool:
         return WEAK_HEDGE_RE.search(self.text) is not None
 
+    kind: ClauseKind = ClauseKind.STATEMENT  # `kinds.clause_kind`, decided once before the rules
+
 
 # A rule reads one clause in its sentence: True when the clause is decided (the rules after it do
 # not see it), False to pass it on. A rule may rewrite the clause for the rules after it.
@@ -278,12 +281,13 @@ def _instruction(sentence: _Sentence, clause: _Clause) -> bool:
     return bool(statement_refusal(clause.text))
 
 
+def _pasted(sentence: _Sentence, clause: _Clause) -> bool:
+    return clause.kind is ClauseKind.PASTED  # a share card's or a notice's words are nobody's
+
+
 def _plain_statement(sentence: _Sentence, clause: _Clause) -> bool:
-    return not (
-        (clause.last and sentence.question_mark)
-        or QUESTION_RE.search(clause.text)
-        or THIRD_PARTY_RE.search(clause.text)
-        or WEAK_HEDGE_RE.search(clause.text)
+    return clause.kind in (ClauseKind.STATEMENT, ClauseKind.REQUEST) and not (
+        THIRD_PARTY_RE.search(clause.text) or WEAK_HEDGE_RE.search(clause.text)
     )
 
 
@@ -323,7 +327,7 @@ def _condition(sentence: _Sentence, clause: _Clause) -> bool:
 
 
 def _question(sentence: _Sentence, clause: _Clause) -> bool:
-    if not ((clause.last and sentence.question_mark) or QUESTION_RE.search(clause.text)):
+    if clause.kind is not ClauseKind.QUESTION:
         return False
     if sentence.stock_asked and not QUESTION_RE.search(clause.text):
         return False  # "有没有两居，预算五千？": the question was the clause before; this one states
@@ -335,6 +339,19 @@ def _question(sentence: _Sentence, clause: _Clause) -> bool:
     clause.text = request
     sentence.stock_asked = True
     return False
+
+
+def _reason(sentence: _Sentence, clause: _Clause) -> bool:
+    if clause.kind is not ClauseKind.REASON:
+        return False
+    # "不要一楼，因为太潮", "要朝南的，因为我喜欢晒太阳": a reason is no wish; a fact it states
+    # ("因为预算只有五千", "因为家里有老人") still is one.
+    sentence.found[clause.index] = [
+        candidate
+        for candidate in statement_candidates(clause.text, hedged=clause.hedged, context=sentence.context)
+        if candidate.type == FACT
+    ]
+    return True
 
 
 def _acceptance(sentence: _Sentence, clause: _Clause) -> bool:
@@ -456,6 +473,7 @@ def _statement(sentence: _Sentence, clause: _Clause) -> bool:
 # The clause rules, in precedence order: the first rule that decides a clause is the only one that
 # does. A new phrasing family is a row here (with its example), not a branch somewhere else.
 CLAUSE_RULES: tuple[ClauseRule, ...] = (
+    ClauseRule("pasted", "我喜欢朝南的，【浦东】精装两居", _pasted),
     ClauseRule("voided_by_condition", "如果预算够的话，我要三居室", _voided_by_condition),
     ClauseRule("topic_lead", "价格的话，五千以内", _topic_lead),
     ClauseRule("first_person_saying", "我跟你说，我喜欢高层", _first_person_saying),
@@ -465,6 +483,7 @@ CLAUSE_RULES: tuple[ClauseRule, ...] = (
     ClauseRule("budget_cap", "八千是上限", _budget_cap),
     ClauseRule("condition", "我要三居室，如果预算够的话", _condition),
     ClauseRule("question", "这套有阳台吗？", _question),
+    ClauseRule("reason", "不要一楼，因为太潮", _reason),
     ClauseRule("acceptance", "其实一楼也可以考虑", _acceptance),
     ClauseRule("negated_or_disowned", "我不是不喜欢高层", _negated_or_disowned),
     ClauseRule("name_answer", "小方就行", _name_answer, asked="请问怎么称呼您？"),
@@ -492,7 +511,9 @@ def _sentence_candidates(
         pending, sentence.carried = sentence.carried, []
         if sentence.skip_rest:
             break
-        clause = _Clause(index, text, last=index == len(clauses) - 1, pending=pending)
+        last = index == len(clauses) - 1
+        clause = _Clause(index, text, last=last, pending=pending)
+        clause.kind = clause_kind(text, closes_question=last and question_mark)
         for rule in CLAUSE_RULES:
             if rule.read(sentence, clause):
                 if decided_by is not None:
@@ -527,6 +548,8 @@ def extract(text: str, context: ExtractContext | None = None, *, decided_by: lis
     text = normalise_statement(text)
     if message_refusal(text):
         return Extraction([], [])  # a message spoofing structure (role lines, fences, delimiters) states nothing
+    # A pasted line (a share card, a notice, a listing title) is nobody's words: it is not read.
+    text = "\n".join(line for line in text.split("\n") if not pasted(line))
     answers = asked_for(context.previous_outbound) if context is not None else frozenset()
     per_sentence: list[list[Candidate]] = []
     releases: list[Candidate] = []

@@ -31,11 +31,18 @@ _ACCEPT_EN = re.compile(EN_ACCEPT_RE, re.IGNORECASE)
 _RELAXED_AFTER_ZH = re.compile(
     r"(?:方面|这块|这方面|上面|上)?(?:的话)?(?:都|倒是|倒|其实)?"
     r"(?:(?:没有?|无)(?:什么|啥|太多|特别|特殊|硬性|太大|多大)?的?(?:要求|讲究|限制|偏好|所谓)|不(?:做|作)?要求|不挑|"
-    r"不讲究|无所谓|随意|不限|不强求|没关系)"
+    r"不讲究|无所谓|随意|不限|不强求|没关系|(?:就|也|都)?(?:不需要|用不着)(?:了)?(?=[的吧啊呀哈了呢哦嘛啦]*$))"
 )
-# "不一定要地铁附近", "不是非要南向", "不非得带车位": the object comes after.
+# "不一定要地铁附近", "不是非要南向", "不非得带车位": the object comes after. A non-need ("不需要
+#车位", "不用带家具") is one too: the customer does not need it, which rules out nothing that has it.
 _RELAXED_BEFORE_ZH = re.compile(
-    r"不一定(?:非)?(?:要|得)|不是非(?:要|得)|不非得|不是一定要|不是必须|没必要非(?:要|得)?|不必非(?:要|得)?"
+    r"不一定(?:非)?(?:要|得)|不是非(?:要|得)|不非得|不是一定要|不是必须|没必要非(?:要|得)?|不必非(?:要|得)?|"
+    r"(?:^|我|我们|也|都|就|暂时|目前)(?:不需要|用不着|无需|不用(?!考虑|担心|客气|着急|急|谢|了|麻烦|管|问|催|等|找|看))"
+)
+# "I don't need parking", "no need for a balcony": a non-need, not an exclusion.
+_RELAXED_EN = re.compile(
+    r"\b(?:i|we)\s+(?:really\s+)?(?:don't|do\s+not|won't|will\s+not)\s+(?:really\s+)?need\b|\bno\s+need\s+for\b",
+    re.IGNORECASE,
 )
 # "(我)看了几套之后觉得顶楼也能接受": the customer's own view, not someone else's.
 _OWN_VIEW_RE = re.compile(r"^.*?(?:我|我们|^|之后|以后|后)(?:现在|其实|也)?(?:觉得|认为|感觉)")
@@ -72,10 +79,12 @@ def accepts(clause: str) -> bool:
     """The clause accepts or relaxes something (even with no object of its own: "现在可以接受了")."""
     if CJK_RE.search(clause):
         return bool(_ACCEPT_ZH.search(clause) or _RELAXED_AFTER_ZH.search(clause) or _RELAXED_BEFORE_ZH.search(clause))
-    return _ACCEPT_EN.search(clause) is not None
+    return _ACCEPT_EN.search(clause) is not None or _RELAXED_EN.search(clause) is not None
 
 
 def is_relaxed(clause: str) -> bool:
+    if not CJK_RE.search(clause):
+        return _RELAXED_EN.search(clause) is not None
     return bool(_RELAXED_AFTER_ZH.search(clause) or _RELAXED_BEFORE_ZH.search(clause))
 
 
@@ -83,10 +92,12 @@ def release_candidates(clause: str) -> list[Candidate]:
     """The releases the clause states (none when someone else is speaking: "我老婆说一楼也行")."""
     is_english = not CJK_RE.search(clause)
     if is_english:
-        match = _ACCEPT_EN.search(clause)
+        relaxed = _RELAXED_EN.search(clause)
+        match = relaxed or _ACCEPT_EN.search(clause)
         if match is None or THIRD_PARTY_RE.search(clause[: match.start()]):
             return []
-        return [r for obj in objects_for(clause, match, True) if (r := _release(ACCEPT_LABEL, obj, clause))]
+        label = RELAXED_LABEL if relaxed else ACCEPT_LABEL
+        return [r for obj in objects_for(clause, match, True) if (r := _release(label, obj, clause))]
     found: list[Candidate] = []
     for regex, label in (
         (_RELAXED_BEFORE_ZH, RELAXED_LABEL),

@@ -20,8 +20,7 @@ ZH_CONSTRAINT_TRIGGERS: tuple[tuple[str, str, float, int], ...] = (
     (
         r"(?:不是很|不是太|不是特别|不是那么|并不是很|也不是很|不太|不怎么|不大|不算太|不算很|没那么|没有那么|没太|没有很|"
         r"没特别|没有特别)(?:想要|想住|想租|想买|喜欢|愿意|希望|需要|中意|倾向于?|能接受|接受得了|接受)|"
-        r"(?<!不)(?:有点|有些|有一点)(?:介意|怕|嫌|不喜欢|抗拒|排斥)|"
-        r"不用(?=配|带(?:家具|家电|装修|车位|阳台|电梯|花园|院子|露台|地下室|储藏室))",
+        r"(?<!不)(?:有点|有些|有一点)(?:介意|怕|嫌|不喜欢|抗拒|排斥)",
         CONSTRAINT,
         0.55,
         2,
@@ -45,7 +44,8 @@ ZH_CONSTRAINT_TRIGGERS: tuple[tuple[str, str, float, int], ...] = (
     ),
     (r"不喜欢|讨厌|反感|嫌弃|拒绝|避开|避免|最怕|很怕|害怕|(?:比较|很|非常|特别|挺)介意", CONSTRAINT, 0.85, 4),
     (r"(?<!要)不要(?!紧|钱|客气|急|着急)", CONSTRAINT, 0.85, 4),
-    (r"不需要|不用考虑|(?:^|我|我们|也|就|都)不(?:住|租|买|看|选|找)", CONSTRAINT, 0.75, 3),
+    # "不需要车位" is a non-need, read as a release (`acceptance`), not as this exclusion.
+    (r"不用考虑|(?:^|我|我们|也|就|都)不(?:住|租|买|看|选|找)", CONSTRAINT, 0.75, 3),
     # Postposed, tried last: "顶楼就算了", "合租的还是算了吧" (the object comes first).
     (r"(?:就|那就|也就|还是|的话就)算了(?=[的吧啊呀哈了呢哦嘛啦]*$)", CONSTRAINT, 0.8, 3),
     # "别临街", "别太吵的": a bare refusal opening the clause.
@@ -60,7 +60,7 @@ ZH_CONSTRAINT_TRIGGERS: tuple[tuple[str, str, float, int], ...] = (
 EN_CONSTRAINT_TRIGGERS: tuple[tuple[str, str, float, int], ...] = (
     # Softened dislikes: still a constraint, held less firmly.
     (
-        r"(?:don't|do\s+not)\s+(?:really|particularly|especially|exactly)\s+(?:want|like|need|love)|"
+        r"(?:don't|do\s+not)\s+(?:really|particularly|especially|exactly)\s+(?:want|like|love)|"
         r"not\s+(?:really\s+|much\s+of\s+|too\s+|that\s+|so\s+)?(?:a\s+)?(?:big\s+|huge\s+|great\s+)?fan\s+of|"
         r"not\s+(?:too\s+|that\s+|so\s+|very\s+|really\s+)?(?:keen\s+on|crazy\s+about|into)|"
         r"(?:i|we)(?:(?:\s+would|'d)\s+(?:rather|prefer)|\s+prefer)\s+not(?:\s+to)?(?=\s+(?:have|live|rent|buy|stay|be|get|"
@@ -72,7 +72,7 @@ EN_CONSTRAINT_TRIGGERS: tuple[tuple[str, str, float, int], ...] = (
     ),
     (r"absolutely\s+no|definitely\s+no|never\s+(?:want|accept)|under\s+no\s+circumstances", CONSTRAINT, 0.95, 5),
     (
-        r"(?:don't|do\s+not|won't|will\s+not|wouldn't|would\s+not)\s+(?:want|consider|accept|take|like|need)|"
+        r"(?:don't|do\s+not|won't|will\s+not|wouldn't|would\s+not)\s+(?:want|consider|accept|take|like)|"
         r"(?:can't|cannot|couldn't|could\s+not)\s+(?:accept|stand|bear|do|live\s+with)|not\s+interested\s+in|no\s+interest\s+in|"
         r"(?:don't|do\s+not)\s+(?:show|recommend|send)\s+me|rule\s+out|exclude|avoid|dislike|hate|"
         r"anything\s+but|(?:i|we)\s+(?:want|need|would\s+like|'d\s+like)\s+neither|^neither",

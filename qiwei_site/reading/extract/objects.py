@@ -240,6 +240,24 @@ _REQUEST_OBJECT_RE = re.compile(
 )
 
 
+# The kind of thing sought, bare or with what the customer will do there ("酒店", "餐馆用餐", "地方
+#吃饭", "景点游玩一下"): the request's head, not a preference; the wants are its modifiers. And a
+# purpose with company ("我朋友出去吃饭", "请同学吃饭"): what they will do, not what they want.
+_SOUGHT_HEAD = (
+    r"(?:地方|房子|房源|房间|住处|住的地方|酒店|宾馆|旅馆|民宿|餐馆|饭店|餐厅|饭馆|馆子|景点|景区|店|商品|东西|宝贝|产品|"
+    r"课程|课|机构|学校)"
+)
+_PURPOSE = (
+    r"(?:用餐|就餐|吃饭|吃东西|吃|住宿|入住|住下|住|休息|游玩|(?<!好)玩玩?|出去玩|去玩|走走|逛逛|溜溜|溜达|放松|看看|上课|学习)"
+    r"(?:一下|一晚|几天|几晚)?"
+)
+_SOUGHT_RE = re.compile(
+    rf"^(?:[一二两几]?[个家座间处所]|明天|今天|晚上|周末)*{_SOUGHT_HEAD}(?:[一二两几]?[个家座间处所]|明天|今天|晚上|周末|出去|去)*"
+    rf"(?:{_PURPOSE})?$|^(?:可以|能)?(?:{_PURPOSE})的{_SOUGHT_HEAD}$|^(?:请|和|跟|带)?.{{0,6}}?(?:朋友|同学|家人|父母|爸妈|孩子|同事|客户|女朋友|男朋友|老婆|老公)"
+    rf".{{0,4}}?(?:出去|去|一起)?{_PURPOSE}$"
+)
+
+
 def valid_object(obj: str) -> bool:
     """An object says something stable about the home (not "it", a service request or a bare amount)."""
     if not obj or len(obj) > MAX_OBJECT_CHARS or _DEICTIC.match(obj.lower()) or _EMPTY_OBJECT_RE.match(obj):
@@ -250,7 +268,7 @@ def valid_object(obj: str) -> bool:
         return False  # "两千": an amount of what? (the budget has its own words: 预算, 租金 …)
     if obj.startswith("的"):
         return False  # "我喜欢的不是高层", "我最讨厌的就是中介费": a cleft we do not parse
-    if _SERVICE_REQUEST_RE.match(obj):
+    if _SERVICE_REQUEST_RE.match(obj) or _SOUGHT_RE.match(obj):
         return False
     if not re.search(r"[\u4e00-\u9fffA-Za-z]", obj):
         return False

@@ -104,6 +104,9 @@ _CITIES_EN = (
 _CITY_ZH_RE = re.compile(
     rf"(?:城市(?:是|在|选|定在)?\s*[:：]?\s*|(?:在|到|去|来|回)\s*|人在|坐标|base在|定居在?|工作在)(?P<city>{_CITIES_ZH})(?:市)?"
     r"(?P<ctx>租|买|找|看|工作|上班|定居|生活|发展|住|安家|落户|读书|上学|这边|那边|的房|买房|租房)?"
+    # "到北京饭店", "去北京四季天成酒店": the city opens a place's name, and is not where they are.
+    r"(?(ctx)|(?![\u4e00-\u9fff]{0,6}?(?:饭店|酒店|宾馆|大厦|展览馆|博物馆|大学|学院|医院|火车站|南站|西站|北站|东站|站|机场|"
+    r"餐厅|公园|广场|动物园|植物园|剧院|影城|商场|中心|宫|寺|塔|大楼|路|街|桥|门|村)))"
 )
 _CITY_EN_RE = re.compile(
     rf"\b(?:moving\s+to|relocating\s+to|move\s+to|based\s+in|live\s+in|living\s+in|work\s+in|working\s+in|looking\s+in|"

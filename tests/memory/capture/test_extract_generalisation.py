@@ -7,6 +7,7 @@ import pytest
 
 from memory.capture import extract_candidates
 from memory.models import MemoryItem, MemoryStatus
+from qiwei_site.reading.extract import extract
 
 SOFT = 0.6  # the most a softened negation ("不是很想要", "not a fan of") may claim
 
@@ -27,12 +28,10 @@ def keys(text: str) -> set[tuple[str, str]]:
         ("我不太需要车位", {("constraint", "constraint:车位")}),
         ("说实话不太能接受老破小", {("constraint", "constraint:老破小")}),
         ("有点介意临街", {("constraint", "constraint:临街")}),
-        ("不用带家具", {("constraint", "constraint:带家具")}),
         # Plain negated wants
         ("不想要带家具的", {("constraint", "constraint:带家具")}),
         ("不喜欢临街的房子", {("constraint", "constraint:临街")}),
         ("我不希望是合租", {("constraint", "constraint:合租")}),
-        ("不需要车位", {("constraint", "constraint:车位")}),
         ("最好不要顶楼，夏天太晒", {("constraint", "constraint:顶楼")}),
         ("尽量别超过5000，最好有电梯", {("preference", "preference:电梯")}),
         # Coordinated objects
@@ -41,7 +40,6 @@ def keys(text: str) -> set[tuple[str, str]]:
         ("顶楼、一楼都不要", {("constraint", "constraint:顶楼"), ("constraint", "constraint:一楼")}),
         ("不考虑顶楼或者一楼", {("constraint", "constraint:顶楼"), ("constraint", "constraint:一楼")}),
         ("顶楼和一楼都不考虑", {("constraint", "constraint:顶楼"), ("constraint", "constraint:一楼")}),
-        ("不需要车位和储藏室", {("constraint", "constraint:车位"), ("constraint", "constraint:储藏室")}),
         ("不喜欢老小区也不喜欢没电梯的", {("constraint", "constraint:老小区"), ("constraint", "constraint:没电梯")}),
         ("喜欢南向和带阳台的", {("preference", "preference:南向"), ("preference", "preference:带阳台")}),
         ("南向的、带阳台的都喜欢", {("preference", "preference:南向"), ("preference", "preference:带阳台")}),
@@ -179,3 +177,23 @@ def test_capture_softened_negation_supersedes_the_earlier_preference(ingest):
     assert preference.status == MemoryStatus.SUPERSEDED and preference.superseded_by_id == constraint.pk
     assert constraint.confidence <= SOFT
     assert not MemoryItem.objects.filter(key="preference:带家具", status=MemoryStatus.ACTIVE).exists()
+
+
+@pytest.mark.parametrize(
+    "text,released",
+    [
+        ("不需要车位", ["不强求：车位"]),
+        ("车位不需要", ["不强求：车位"]),
+        ("不用带家具", ["不强求：带家具"]),
+        ("不需要车位和储藏室", ["不强求：车位", "不强求：储藏室"]),
+        ("I don't need parking", ["Flexible on: parking"]),
+        ("no need for a balcony", ["Flexible on: balcony"]),
+    ],
+)
+def test_extract_non_need_is_a_release_not_an_exclusion(text, released):
+    # Given a customer saying what they do not need
+    # When it is read
+    extraction = extract(text)
+    # Then nothing is ruled out (a home with a parking space is still fine); the need is relaxed
+    assert extraction.candidates == []
+    assert [release.content for release in extraction.releases] == released

@@ -1,0 +1,102 @@
+"""What kind of clause the customer wrote (issue 22): the one decision every clause rule asks.
+
+- `STATEMENT`: the customer's own words about their world ("我要朝南的", "预算五千").
+- `QUESTION`: asks something — a question mark closing it, a question word, or an either/or
+  ("是浦东还是徐汇的", "退款还是换货快"). A question states no want, unless a rule reads it as a
+  request or as asking after stock ("能帮我找个两居吗", "有没有带阳台的两居").
+- `REQUEST`: asks us to act ("帮我找…", "给我推荐…"); what it asks for is a want.
+- `REASON`: why the customer wants something ("因为太潮", "主要是采光好", "because it's noisy"): a
+  reason is not a wish; only the facts it states (a budget, who lives there) may be kept.
+- `PASTED`: a line the customer pastes or an app's template produces (a shared listing, an order
+  or shipping notice, a product title, a link): nobody's words, so nothing is read from it.
+
+The kind is decided on the clause alone (and whether its sentence ends with a question mark); the
+sentence-level reading (a reported speech, a condition governing the next clause) stays with the
+rules in `qiwei_site.reading.extract`.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+
+from qiwei_site.reading.extract.clauses import QUESTION_RE
+
+
+class ClauseKind(StrEnum):
+    STATEMENT = "statement"
+    QUESTION = "question"
+    REQUEST = "request"
+    REASON = "reason"
+    PASTED = "pasted"
+
+
+# "是浦东还是徐汇", "退款还是换货", "A or B?": two options offered for the other side to pick. Not
+# "我还是喜欢高层" (还是 = still / rather), nor "浦东还是徐汇都行" (either is fine: an answer).
+_EITHER_OR_RE = re.compile(
+    r"[\u4e00-\u9fffA-Za-z0-9](?<!我)(?<!我们)(?<!你)(?<!您)(?<!就)(?<!也)(?<!都)(?<!那)"
+    r"还是(?!要|想|喜欢|希望|觉得|倾向|选|比较|算了|不|没|别|先|等|得|挺|很|有点|老|那|这|按|以|用|照)"
+    r"[\u4e00-\u9fffA-Za-z0-9]"
+)
+_EITHER_FINE_RE = re.compile(r"都(?:行|可以|好|ok|OK|考虑|能接受|没问题)|随便|无所谓")
+
+_REQUEST_RE = re.compile(
+    r"^(?:那|那就|就|麻烦|请|劳驾|辛苦)?(?:你|您|你们)?(?:再)?(?:帮我们?|给我们?|替我|帮忙)(?:再)?"
+    r"(?:找|推荐|介绍|留意|物色|搜|选|看看|挑|安排|发)|"
+    r"^(?:please\s+)?(?:find|recommend|show|send|get)\s+me\b",
+    re.IGNORECASE,
+)
+
+_REASON_RE = re.compile(
+    r"^(?:主要|其实|就|也|还)?(?:是)?(?:因为|由于|毕竟|原因是|理由是|为了|因(?!素)|主要是)|"
+    r"^(?:mainly\s+|just\s+|partly\s+)?(?:because|since|cause|'cause|as\s+(?:i|we|it)|due\s+to|the\s+reason\s+is)\b",
+    re.IGNORECASE,
+)
+
+# A pasted or templated line: app share cards ("我正在看某某的房源：…", "分享房源"), order and
+# shipping notices, a listing title with a price per unit and no word of the customer's own. Labelled
+# fields alone are not: a customer fills in the form an agent sent.
+_PASTED_LINE_RE = re.compile(
+    r"(?:我|我正|我在|我正在)(?:在)?(?:看|浏览|关注)(?:了)?[^，,。]{0,20}?(?:的)?(?:房源|房子|宝贝|商品|链接|笔记|视频|课程)[：:]|"
+    r"(?:分享|转发)(?:了)?(?:一个|一套|个)?(?:房源|宝贝|商品|链接|笔记|课程)|来自.{1,12}的分享|点击(?:查看|链接|打开)|"
+    r"(?:订单|运单|快递单|物流单|退货单)(?:编)?号\s*[:：]?\s*[A-Za-z]*\d{6,}|"
+    r"您的(?:快件|包裹|订单)(?:已|正在)|"
+    r"\b(?:i\s*(?:'m|\s+am)\s+(?:looking\s+at|viewing)\s+[^.,]{1,40}'s\s+(?:flat|listing|apartment|house|home|post)|"
+    r"shared\s+(?:a\s+)?(?:listing|link|post)|check\s+out\s+this\s+(?:listing|link|flat))\b",
+    re.IGNORECASE,
+)
+# Within a line of the customer's own words, a clause that is a link or a bracketed title.
+_PASTED_CLAUSE_RE = re.compile(r"【[^】]{1,30}】|https?://|www\.", re.IGNORECASE)
+_PER_UNIT_PRICE_RE = re.compile(r"\d\s*(?:元|块)?\s*/\s*(?:月|晚|天|年|㎡|平|平米|件|次|节|课时|学期)|¥\s*\d|￥\s*\d")
+_OWN_WORDS_RE = re.compile(
+    r"我|俺|咱|想|要|希望|喜欢|最好|预算|以内|以下|左右|不超过|最多|至少|能不能|可以吗|吗|呢|\b(?:i|we|my|want|need)\b",
+    re.IGNORECASE,
+)
+
+
+def pasted(line: str) -> bool:
+    """A line nobody typed as their own words: a share card, a notice, labelled fields, a title.
+    Read per line of a message, before it is split into clauses (a card's "：" would split it)."""
+    if _PASTED_LINE_RE.search(line) or re.match(r"\s*【[^】]{1,30}】", line):
+        return True  # a card, a notice, or a line opening with a bracketed title
+    return bool(_PER_UNIT_PRICE_RE.search(line)) and not _OWN_WORDS_RE.search(line)
+
+
+def is_either_or(clause: str) -> bool:
+    return _EITHER_OR_RE.search(clause) is not None and _EITHER_FINE_RE.search(clause) is None
+
+
+def clause_kind(clause: str, *, closes_question: bool = False) -> ClauseKind:
+    """The kind of one clause; `closes_question` when it ends a sentence that ends with "？"."""
+    if _PASTED_CLAUSE_RE.search(clause):
+        return ClauseKind.PASTED
+    if closes_question or QUESTION_RE.search(clause) or is_either_or(clause):
+        return ClauseKind.QUESTION
+    if _REASON_RE.search(clause):
+        return ClauseKind.REASON
+    if _REQUEST_RE.search(clause):
+        return ClauseKind.REQUEST
+    return ClauseKind.STATEMENT
+
+
+__all__ = ["ClauseKind", "clause_kind", "is_either_or", "pasted"]
