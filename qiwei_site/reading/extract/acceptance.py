@@ -34,7 +34,7 @@ _RELAXED_AFTER_ZH = re.compile(
     r"不讲究|无所谓|随意|不限|不强求|没关系|(?:就|也|都)?(?:不需要|用不着)(?:了)?(?=[的吧啊呀哈了呢哦嘛啦]*$))"
 )
 # "不一定要地铁附近", "不是非要南向", "不非得带车位": the object comes after. A non-need ("不需要
-#车位", "不用带家具") is one too: the customer does not need it, which rules out nothing that has it.
+# 车位", "不用带家具") is one too: the customer does not need it, which rules out nothing that has it.
 _RELAXED_BEFORE_ZH = re.compile(
     r"不一定(?:非)?(?:要|得)|不是非(?:要|得)|不非得|不是一定要|不是必须|没必要非(?:要|得)?|不必非(?:要|得)?|"
     r"(?:^|我|我们|也|都|就|暂时|目前)(?:不需要|用不着|无需|不用(?!考虑|担心|客气|着急|急|谢|了|麻烦|管|问|催|等|找|看))"

@@ -241,7 +241,7 @@ _REQUEST_OBJECT_RE = re.compile(
 
 
 # The kind of thing sought, bare or with what the customer will do there ("酒店", "餐馆用餐", "地方
-#吃饭", "景点游玩一下"): the request's head, not a preference; the wants are its modifiers. And a
+# 吃饭", "景点游玩一下"): the request's head, not a preference; the wants are its modifiers. And a
 # purpose with company ("我朋友出去吃饭", "请同学吃饭"): what they will do, not what they want.
 _SOUGHT_HEAD = (
     r"(?:地方|房子|房源|房间|住处|住的地方|酒店|宾馆|旅馆|民宿|餐馆|饭店|餐厅|饭馆|馆子|景点|景区|店|商品|东西|宝贝|产品|"
