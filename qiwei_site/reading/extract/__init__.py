@@ -100,6 +100,7 @@ from qiwei_site.reading.extract.statements import (
     reversed_candidates,
     statement_candidates,
 )
+from qiwei_site.reading.extract.windows import time_window
 from qiwei_site.reading.guard import message_refusal, statement_refusal
 from qiwei_site.reading.normalise import normalise_statement, normalize_content
 from qiwei_site.reading.values import PlaceNames
@@ -130,6 +131,7 @@ __all__ = [
     "release_targets",
 ]
 
+WHEN = "when"  # the agent asked when: a bare time window answers it
 # What the agent's last question asks for: a bare answer ("六千左右", "浦东吧", "安静一点的") is read
 # as the budget, the area, the move-in date or a want only after such a question.
 _ASKED = (
@@ -155,6 +157,8 @@ _ASKED = (
         ),
     ),
     (NAME, re.compile(r"怎么称呼|如何称呼|贵姓|尊姓|叫什么名字|您的名字|你的名字|称呼您|称呼你|\byour\s+name\b", re.I)),
+    # "什么时间方便？", "几点送货？": a bare window answers it (`windows`).
+    (WHEN, re.compile(r"什么时(?:间|候)|几点|哪天|哪个时间|哪个时段|时间段|\bwhen\b|\bwhat\s+time\b", re.I)),
     (
         NEEDS,
         re.compile(
@@ -354,6 +358,16 @@ def _reason(sentence: _Sentence, clause: _Clause) -> bool:
     return True
 
 
+def _time_window(sentence: _Sentence, clause: _Clause) -> bool:
+    if clause.english or THIRD_PARTY_RE.search(re.sub(r"^(?:孩子|小孩)", "", clause.text)):
+        return False
+    window = time_window(clause.text, asked_when=WHEN in sentence.answers)
+    if window is None:
+        return False
+    sentence.found[clause.index] = [window]  # "晚上联系我", "工作日下午都行", "周三晚上不行"
+    return True
+
+
 def _acceptance(sentence: _Sentence, clause: _Clause) -> bool:
     text = clause.text
     if not accepts(text) or (find_trigger(text, clause.english) is not None and not is_relaxed(text)):
@@ -385,7 +399,7 @@ def _name_answer(sentence: _Sentence, clause: _Clause) -> bool:
 
 
 def _bare_answer(sentence: _Sentence, clause: _Clause) -> bool:
-    answers, text = sentence.answers, clause.text
+    answers, text = sentence.answers - {WHEN}, clause.text
     if not answers or clause.english or find_trigger(text, False) is not None:
         return False
     # A bare answer to the agent's question: "六千左右吧", "浦东或者闵行都行", "安静一点的".
@@ -481,6 +495,7 @@ CLAUSE_RULES: tuple[ClauseRule, ...] = (
     ClauseRule("instruction", "我希望你以后自动发送回复", _instruction),
     ClauseRule("alternative_area", "浦东的房子我想看看，滨江那边也行", _alternative_area),
     ClauseRule("budget_cap", "八千是上限", _budget_cap),
+    ClauseRule("time_window", "打电话的话晚上联系我", _time_window),
     ClauseRule("condition", "我要三居室，如果预算够的话", _condition),
     ClauseRule("question", "这套有阳台吗？", _question),
     ClauseRule("reason", "不要一楼，因为太潮", _reason),

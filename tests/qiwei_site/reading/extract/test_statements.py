@@ -194,6 +194,7 @@ SHAPES_AROUND_THE_OBJECT = [
     ("户型呢，两室一厅", {"户型：两室一厅"}),
     ("面积方面的话，八十平左右", {"偏好：面积八十平左右（约80平方米）"}),
     ("我要做饭的，得有燃气灶", {"必须：燃气灶"}),  # an activity is no feature
+    ("我要上班，周末联系", {"偏好：周末联系"}),  # the activity is none; when to call is a preference
 ]
 NOT_STATEMENTS = [
     "那就算了",
@@ -201,7 +202,7 @@ NOT_STATEMENTS = [
     "别急，慢慢找",
     "别给我打电话",
     "这个太小了，不考虑",  # a listing
-    "我要上班，周末联系",
+    "我要上班",
     "楼层对我们来说不重要",
     "如果价格合适的话",
 ]
