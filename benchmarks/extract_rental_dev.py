@@ -17,7 +17,10 @@ The committed extractor is `git show <rev>:memory/capture/extract/*` (read-only 
 the current one (`extract_crosswoz.load_previous`); it is called as it was, with the text alone when
 it takes no context. Plain Python: extraction needs no database.
 
-    .venv/bin/python benchmarks/extract_rental_dev.py [--rev b40be73] [--misses] [--json OUT]
+    .venv/bin/python benchmarks/extract_rental_dev.py [--data FILE] [--knowledge KB.md] [--rev b40be73] [--misses]
+
+`--knowledge`: the account's knowledge base, whose vocabulary sections name its trade's terms (the
+current extractor reads them; the previous one had none).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from benchmarks.common import machine_line, write_json  # noqa: E402
 from benchmarks.extract_crosswoz import load_previous  # noqa: E402
 from qiwei_site.reading.extract import ExtractContext, extract_candidates  # noqa: E402
 from qiwei_site.reading.values import amounts_in  # noqa: E402
+from qiwei_site.reading.values.vocabulary import Vocabulary, parse_vocabulary  # noqa: E402
 
 DEFAULT_DATA = ROOT / "benchmarks" / "data" / "rental_dev.jsonl"
 # Messages carry no time: relative dates resolve against a fixed Wednesday.
@@ -106,11 +110,25 @@ def _pct(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f}%"
 
 
-def _run(extract: Callable[..., list[Any]], rows: list[dict[str, Any]], with_context: bool) -> list[list[str]]:
+def vocabulary_of(path: Path | None) -> Vocabulary | None:
+    """An account's trade vocabulary from a knowledge-base file, as capture reads it."""
+    if path is None:
+        return None
+    return Vocabulary(parse_vocabulary(path.read_text(encoding="utf-8")))
+
+
+def _run(
+    extract: Callable[..., list[Any]],
+    rows: list[dict[str, Any]],
+    with_context: bool,
+    vocabulary: Vocabulary | None = None,
+) -> list[list[str]]:
     found = []
     for row in rows:
         if with_context:
-            context = ExtractContext(sent_at=SENT_AT, previous_outbound=row.get("previous_outbound", ""))
+            context = ExtractContext(
+                sent_at=SENT_AT, previous_outbound=row.get("previous_outbound", ""), vocabulary=vocabulary
+            )
             candidates = extract(row["text"], context)
         else:
             candidates = extract(row["text"])
@@ -123,6 +141,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--rev", default="b40be73", help="the git revision of the extractor before issue 15")
     parser.add_argument("--misses", action="store_true", help="print the current extractor's misses")
+    parser.add_argument("--knowledge", type=Path, default=None, help="the account's knowledge base (its vocabulary)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     rows = [json.loads(line) for line in args.data.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -130,12 +149,12 @@ def main() -> None:
         previous = load_previous(args.rev, Path(tmp))
         takes_context = len(inspect.signature(previous).parameters) > 1
         before = _run(previous, rows, takes_context)
-    after = _run(extract_candidates, rows, True)
+    after = _run(extract_candidates, rows, True, vocabulary_of(args.knowledge))
     old, new = score(rows, before), score(rows, after)
 
     print(machine_line())
     labelled = sum(1 for row in rows if row["expect"])
-    print(f"rental dev set: {len(rows)} messages, {labelled} labelled, {len(rows) - labelled} with nothing to keep")
+    print(f"{args.data.name}: {len(rows)} messages, {labelled} labelled, {len(rows) - labelled} with nothing to keep")
     table = [
         ("recall", _pct(old["recall"]), _pct(new["recall"]), f"n={sum(new['labels'].values())}"),
         *[

@@ -21,7 +21,7 @@ from django.db.models import F
 from conversations.models import Customer, Message, MessageDirection
 from conversations.received import received_text, wholly_masked
 from memory.capture.selectors import previous_message_fields
-from memory.capture.services import account_place_names, extract_context
+from memory.capture.services import account_place_names, account_vocabulary, extract_context
 from qiwei_site.reading.extract import extract_candidates
 from qiwei_site.reading.grounding import read_field
 from qiwei_site.reading.guard import value_refusal
@@ -72,7 +72,7 @@ def profile_updates_ground(*, customer: Customer, updates: dict[str, str]) -> Pr
     restated: dict[str, str] = {}  # the newest statement says otherwise: kept out, reason still to find
     read = 0
     if pending:
-        places = account_place_names()
+        places, vocabulary = account_place_names(), account_vocabulary()
         for message in _newest_inbound(customer):
             received = received_text(message)
             result = scan(received)
@@ -80,7 +80,10 @@ def profile_updates_ground(*, customer: Customer, updates: dict[str, str]) -> Pr
             if result.blocked or wholly_masked(message.text):
                 continue
             context = extract_context(
-                message, previous=(message.previous_direction, message.previous_text), places=places
+                message,
+                previous=(message.previous_direction, message.previous_text),
+                places=places,
+                vocabulary=vocabulary,
             )
             candidates = extract_candidates(without_personal_numbers(received, result.spans), context)
             for key, value in list(restated.items()):

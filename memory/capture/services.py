@@ -16,10 +16,11 @@ knowledge-index version). A dated fact is written with its `expires_at`; an acce
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from django.utils import timezone
 
@@ -54,6 +55,7 @@ from qiwei_site.reading.extract import (
 from qiwei_site.reading.safety import CREDENTIAL, PERSONAL_NUMBER_CATEGORIES, ScanResult, scan, without_personal_numbers
 from qiwei_site.reading.values import PlaceNames, parse_place_list
 from qiwei_site.reading.values.places import PLACE_HEADING_RE
+from qiwei_site.reading.values.vocabulary import VOCABULARY_HEADING_RE, Vocabulary, parse_vocabulary
 
 CAPTURE_REASON = "客户原话自动提取"
 STALE = "stale"
@@ -213,39 +215,70 @@ def _put_profile(
 
 # --- what extraction reads beside the words ------------------------------------------------
 
-_places_lock = threading.Lock()
-_places: tuple[Any, PlaceNames] | None = None
+_knowledge_lock = threading.Lock()
+_knowledge_cache: dict[str, tuple[Any, Any]] = {}
+
+
+def _from_knowledge(name: str, heading_re: re.Pattern[str], build: Callable[[list[tuple[str, str]]], Any]) -> Any:
+    """What `build` makes of the knowledge-base sections whose heading matches, read and parsed once
+    per knowledge-index version (its token, kept in Django's cache: `knowledge_version_token`)."""
+    version = knowledge_version_token()
+    cached = _knowledge_cache.get(name)
+    if cached is not None and cached[0] == version:
+        return cached[1]
+    sections = list(
+        KnowledgeSection.objects.filter(heading__regex=heading_re.pattern)
+        .order_by("document_id", "order")
+        .values_list("heading", "text")
+    )
+    value = build(sections)
+    with _knowledge_lock:
+        _knowledge_cache[name] = (version, value)
+    return value
 
 
 def account_place_names() -> PlaceNames:
     """The place names of the knowledge base's place sections (片区, 板块, 商圈…), on top of the
-    gazetteer; read and parsed once per knowledge-index version (its token, kept in Django's cache:
-    `knowledge.context.knowledge_version_token`)."""
-    global _places
-    version = knowledge_version_token()
-    cached = _places
-    if cached is not None and cached[0] == version:
-        return cached[1]
-    sections = (
-        KnowledgeSection.objects.filter(heading__regex=PLACE_HEADING_RE.pattern)
-        .order_by("document_id", "order")
-        .values_list("heading", "text")
+    gazetteer."""
+    return cast(
+        PlaceNames,
+        _from_knowledge(
+            "places",
+            PLACE_HEADING_RE,
+            lambda sections: PlaceNames(
+                [name for heading, text in sections for name in parse_place_list(text, heading=heading)]
+            ),
+        ),
     )
-    names = PlaceNames([name for heading, text in sections for name in parse_place_list(text, heading=heading)])
-    with _places_lock:
-        _places = (version, names)
-    return names
+
+
+def _vocabulary_of(sections: list[tuple[str, str]]) -> Vocabulary:
+    groups: dict[str, list[str]] = {}
+    for heading, text in sections:
+        for group, words in parse_vocabulary(text, heading=heading).items():
+            groups.setdefault(group, []).extend(words)
+    return Vocabulary(groups)
+
+
+def account_vocabulary() -> Vocabulary:
+    """The trade vocabulary of the knowledge base's vocabulary sections (业务词汇, 售后方式, 科目…), on
+    top of the built-in one (sizes, colours, carriers)."""
+    return cast(Vocabulary, _from_knowledge("vocabulary", VOCABULARY_HEADING_RE, _vocabulary_of))
 
 
 def extract_context(
-    message: Message, *, previous: tuple[str | None, str | None] | None = None, places: PlaceNames | None = None
+    message: Message,
+    *,
+    previous: tuple[str | None, str | None] | None = None,
+    places: PlaceNames | None = None,
+    vocabulary: Vocabulary | None = None,
 ) -> ExtractContext:
     """What extraction needs beside the words: the local send time, the agent's message right before
     this one (if the message before it is the agent's), and the account's place names.
 
     `previous`: (direction, text) of the message before — (None, None) when there is none — if the
-    caller read it already (a job reads it with its message); otherwise it is read here. `places`: the
-    account's place names, if the caller reads many messages at once (grounding)."""
+    caller read it already (a job reads it with its message); otherwise it is read here. `places` and
+    `vocabulary`: the account's, if the caller reads many messages at once (grounding)."""
     if previous is None:
         previous = message_previous(message)
     direction, text = previous
@@ -253,6 +286,7 @@ def extract_context(
         sent_at=timezone.localtime(message.sent_at),
         previous_outbound=(text or "") if direction == MessageDirection.OUTBOUND else "",
         places=places if places is not None else account_place_names(),
+        vocabulary=vocabulary if vocabulary is not None else account_vocabulary(),
     )
 
 
@@ -383,6 +417,7 @@ __all__ = [
     "CaptureOutcome",
     "CapturePlan",
     "account_place_names",
+    "account_vocabulary",
     "capture_apply",
     "capture_message",
     "capture_plan",

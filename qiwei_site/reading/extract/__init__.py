@@ -59,6 +59,7 @@ from qiwei_site.reading.extract.acceptance import (
     reversed_releases,
 )
 from qiwei_site.reading.extract.address import address_answer
+from qiwei_site.reading.extract.choices import term_choices
 from qiwei_site.reading.extract.clauses import (
     CONDITIONAL_RE,
     DISOWNED_RE,
@@ -104,6 +105,7 @@ from qiwei_site.reading.extract.windows import time_window
 from qiwei_site.reading.guard import message_refusal, statement_refusal
 from qiwei_site.reading.normalise import normalise_statement, normalize_content
 from qiwei_site.reading.values import PlaceNames
+from qiwei_site.reading.values.vocabulary import BUILT_IN, Vocabulary
 
 __all__ = [
     "ACCEPT_LABEL",
@@ -132,6 +134,7 @@ __all__ = [
 ]
 
 WHEN = "when"  # the agent asked when: a bare time window answers it
+ANY = "any"  # the agent asked something: a bare trade term ("京东的吧", "M") answers it
 # What the agent's last question asks for: a bare answer ("六千左右", "浦东吧", "安静一点的") is read
 # as the budget, the area, the move-in date or a want only after such a question.
 _ASKED = (
@@ -178,7 +181,7 @@ def asked_for(previous_outbound: str) -> frozenset[str]:
     if not questions:
         return frozenset()
     asked = questions[-1] if len(questions) == 1 else "".join(questions[-2:])
-    return frozenset(kind for kind, regex in _ASKED if regex.search(asked))
+    return frozenset([ANY, *(kind for kind, regex in _ASKED if regex.search(asked))])
 
 
 # "大兴太远了，不考虑", "顶楼太热，算了": a complaint about an object, then a refusal with none.
@@ -216,6 +219,10 @@ class _Sentence:
     @property
     def places(self) -> PlaceNames | None:
         return self.context.places if self.context else None
+
+    @property
+    def vocabulary(self) -> Vocabulary:
+        return (self.context.vocabulary if self.context else None) or BUILT_IN
 
 
 @dataclass
@@ -368,6 +375,30 @@ def _time_window(sentence: _Sentence, clause: _Clause) -> bool:
     return True
 
 
+_BENEFICIARY_RE = re.compile(r"(?:给|帮|替|为)(?:我)?(?:家)?(?:孩子|小孩|儿子|女儿|老人|父母|爸妈|老婆|老公|家人)")
+
+
+def _trade_terms(sentence: _Sentence, clause: _Clause) -> bool:
+    if clause.kind not in (ClauseKind.STATEMENT, ClauseKind.REQUEST) or clause.hedged:
+        return False
+    if clause.english and re.search(r"[A-Za-z]{3,}", clause.text):
+        return False  # English is read by the English rules; a bare "M" or "XL" is a term
+    # "给孩子报英语": the child is who it is for; the customer still speaks for themselves
+    if THIRD_PARTY_RE.search(_BENEFICIARY_RE.sub("", clause.text)):
+        return False
+    # "换黑色", "别给我发中通", "必须是纯棉", "京东的吧" (answering "用哪家快递？"): the trade's terms
+    choices = term_choices(clause.text, sentence.vocabulary, answering=bool(sentence.answers))
+    if not choices:
+        return False
+    facts = [
+        candidate
+        for candidate in statement_candidates(clause.text, hedged=False, context=sentence.context)
+        if candidate.type == FACT
+    ]
+    sentence.found[clause.index] = facts + choices
+    return True
+
+
 def _acceptance(sentence: _Sentence, clause: _Clause) -> bool:
     text = clause.text
     if not accepts(text) or (find_trigger(text, clause.english) is not None and not is_relaxed(text)):
@@ -399,7 +430,7 @@ def _name_answer(sentence: _Sentence, clause: _Clause) -> bool:
 
 
 def _bare_answer(sentence: _Sentence, clause: _Clause) -> bool:
-    answers, text = sentence.answers - {WHEN}, clause.text
+    answers, text = sentence.answers - {WHEN, ANY}, clause.text
     if not answers or clause.english or find_trigger(text, False) is not None:
         return False
     # A bare answer to the agent's question: "六千左右吧", "浦东或者闵行都行", "安静一点的".
@@ -499,6 +530,7 @@ CLAUSE_RULES: tuple[ClauseRule, ...] = (
     ClauseRule("condition", "我要三居室，如果预算够的话", _condition),
     ClauseRule("question", "这套有阳台吗？", _question),
     ClauseRule("reason", "不要一楼，因为太潮", _reason),
+    ClauseRule("trade_terms", "别给我发中通", _trade_terms),
     ClauseRule("acceptance", "其实一楼也可以考虑", _acceptance),
     ClauseRule("negated_or_disowned", "我不是不喜欢高层", _negated_or_disowned),
     ClauseRule("name_answer", "小方就行", _name_answer, asked="请问怎么称呼您？"),

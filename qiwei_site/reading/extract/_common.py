@@ -9,6 +9,7 @@ from datetime import datetime
 
 from qiwei_site.reading.fields import PROFILE_FIELD_LABELS
 from qiwei_site.reading.values import Amount, DateSpan, Place, PlaceNames
+from qiwei_site.reading.values.vocabulary import Vocabulary
 
 PREFERENCE = "preference"
 CONSTRAINT = "constraint"
@@ -58,12 +59,14 @@ class Candidate:
 @dataclass(frozen=True)
 class ExtractContext:
     """What the message alone does not say: when it was sent (relative dates resolve against it, in
-    the account's local time), what the agent asked just before (a bare "安静一点的" answers it), and
-    the account's own place names (its knowledge base's 片区 list) on top of the gazetteer."""
+        the account's local time), what the agent asked just before (a bare "安静一点的" answers it), and
+        the account's own place names (its knowledge base's 片区 list) on top of the gazetteer, and its trade
+    vocabulary (`qiwei_site.reading.values.vocabulary`) on top of the built-in one."""
 
     sent_at: datetime | None = None
     previous_outbound: str = ""
     places: PlaceNames | None = None
+    vocabulary: Vocabulary | None = None  # the account's trade terms (its knowledge base) beside the built-in ones
 
 
 @dataclass(frozen=True)

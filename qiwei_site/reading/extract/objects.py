@@ -274,6 +274,8 @@ def valid_object(obj: str) -> bool:
         return False
     if not CJK_RE.search(obj) and obj.lower().startswith("to "):
         return False  # "I want to know the price" asks for information, it states no preference
+    if re.fullmatch(r"(?!OK$|NO$|HI$)[A-Z]{2,4}", obj):
+        return True  # an abbreviation customers choose by: "PU", "LED", "XL"
     if not CJK_RE.search(obj) and (obj.lower() in _EN_STOP_OBJECTS or not re.search(r"[A-Za-z]{3,}", obj)):
         return False
     if _BARE_AMOUNT_RE.match(obj):

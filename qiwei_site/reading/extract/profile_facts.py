@@ -240,6 +240,11 @@ def _budget_words(amount: Amount) -> str:
     return core + suffix
 
 
+# A part of the price has its own key (issue 22, item 3): a down payment or a monthly instalment
+# never replaces the total budget, nor the total them.
+_BUDGET_PART_KEYS = {"首付": "fact:budget_down_payment", "月供": "fact:budget_monthly_payment"}
+
+
 def _budget_candidate(amount: Amount, clause: str) -> Candidate:
     words = _budget_words(amount)
     if amount.topic in _KEPT_TOPICS:
@@ -248,7 +253,9 @@ def _budget_candidate(amount: Amount, clause: str) -> Candidate:
     if amount.qualifiers:
         meaning = amount.display() if meaning else ""
         words = "，".join([words, *amount.qualifiers]) if not meaning else words
-    return _profile_candidate("budget", words, confidence=0.9, clause=clause, meaning=meaning, values=(amount,))
+    candidate = _profile_candidate("budget", words, confidence=0.9, clause=clause, meaning=meaning, values=(amount,))
+    part = _BUDGET_PART_KEYS.get(amount.topic or "")
+    return dataclasses.replace(candidate, key=part, field=None, value="") if part else candidate
 
 
 # A cap said with its limit ("八千是上限", "超过七千就不考虑了", "最多一万二，再多就算了"): the budget,

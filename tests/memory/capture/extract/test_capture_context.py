@@ -124,3 +124,24 @@ def test_capture_alternative_area_is_added_beside_the_one_the_profile_holds(acco
     assert "浦东" in district and "滨江" in district
     item = _active(customer, "profile:district")
     assert "浦东" in item.content and "滨江" in item.content
+
+
+def test_capture_reads_the_account_trade_vocabulary_from_the_knowledge_base(account, tmp_path):
+    # given an after-sales shop whose knowledge base names the choices its customers make
+    (tmp_path / "context.md").write_text(
+        "# 售后须知\n## 业务词汇\n- 售后方式：退款、换货、补发\n- 材质：纯棉、真皮\n", encoding="utf-8"
+    )
+    knowledge_index(root=tmp_path)
+    customer = CustomerFactory()
+    # when a customer chooses among them (a term a rental reader takes for a request to us)
+    capture_message(message=MessageFactory(customer=customer, text="我倾向换货，必须是纯棉的", sent_at=SENT))
+    # then each choice is an item of its own, the must-have flagged
+    assert _active(customer, "preference:换货").content == "偏好：换货"
+    assert _active(customer, "preference:纯棉").content == "必须：纯棉"
+
+
+def test_capture_without_a_trade_vocabulary_keeps_a_refund_a_request(account):
+    # given no vocabulary: "我要退款" asks us to act; it is no preference
+    customer = CustomerFactory()
+    capture_message(message=MessageFactory(customer=customer, text="我要退款", sent_at=SENT))
+    assert not MemoryItem.objects.filter(customer=customer).exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from qiwei_site.reading.extract import extract_candidates
 from qiwei_site.reading.values import amounts_in, canonical_numbers
 from tests.qiwei_site.reading.extract.support import contents
 
@@ -181,3 +182,14 @@ def test_amounts_in_long_numeral_runs_are_no_amount_and_never_crash(text):
     extract_candidates(text)
     # Then every amount found is finite and none is absurd
     assert all(a.low is None or a.low < 10**13 for a in found)
+
+
+def test_budget_parts_have_their_own_keys_beside_the_total():
+    # Given a total budget, a down payment and a monthly instalment in one message
+    found = {c.key: c.content for c in extract_candidates("总价三百万左右，首付九十万，月供别超过一万")}
+    # Then each is kept under its own key: the down payment does not replace the total
+    assert found == {
+        "profile:budget": "预算：三百万左右（约300万元）",
+        "fact:budget_down_payment": "预算：首付九十万（90万元）",
+        "fact:budget_monthly_payment": "预算：月供一万以内（≤10000元）",
+    }

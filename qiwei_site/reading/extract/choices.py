@@ -1,0 +1,96 @@
+"""Choices among a trade's terms (issue 22, item 2): "换黑色", "京东的吧", "别给我发中通", "必须是
+纯棉", "L码改成XL", "线上吧" — the generic rules (want, exclusion, must-have, bare answer,
+correction) with the objects from the trade's vocabulary (`qiwei_site.reading.values.vocabulary`).
+
+A term is kept with the stance the words around it give it: a refusal before it ("别给我发中通")
+or after it ("PU的我不要") rules it out; a must-have word before it makes it a must; a want, a
+change ("改成", "换成") or a bare answer to the agent's question makes it a preference. A term in
+a clause with no stance ("中通到了") is nothing.
+"""
+
+from __future__ import annotations
+
+import re
+
+from qiwei_site.reading.extract._common import CONSTRAINT, MUST_LABEL, PREFERENCE, Candidate
+from qiwei_site.reading.extract.objects import object_key
+from qiwei_site.reading.values.vocabulary import Term, Vocabulary
+
+_REFUSED_BEFORE_RE = re.compile(
+    r"(?:不要|不想要|不想用|别(?:再)?(?:给我)?(?:们)?(?:发|寄|推荐|推|选|用|安排|派|换成|换|走|来)?(?:那个|这个|那种|这种)?|"
+    r"不考虑|拒绝|不喜欢|讨厌|不能(?:是|用|发|走)|不接受|排除)\s*$"
+)
+_REFUSED_AFTER_RE = re.compile(
+    r"^[的\s]*(?:我|我们)?(?:就|也|都|可|真)?(?:不要|不想要|别给我|别发|不考虑|不行|免了|算了|不喜欢|不接受|pass)"
+)
+_MUST_BEFORE_RE = re.compile(r"(?:必须|一定要|一定得|得是|务必|非要|只要|只能(?:是|用|发|走))[^，,]*$")
+_WANT_BEFORE_RE = re.compile(r"想|要|希望|倾向|最好|喜欢|改成|换成|改为|换为|换个|换|改|用|走|发|选|就|还是|直接|来")
+# After the term only a closing acceptance counts ("京东的吧", "XL就行"): a verb after it belongs to
+# what follows ("换货别再发那个荧光绿了").
+_WANT_AFTER_RE = re.compile(
+    r"^[的\s]*(?:就|也|都)?(?:吧|就行|就好|可以|也行|也可以|刚好|合适|挺好|好了)[的吧啊呀哈了呢哦嘛啦]*$"
+)
+_NON_NEED_BEFORE_RE = re.compile(r"(?:不需要|不用|无需|用不着|不必)[^，,]{0,4}$")
+_FILLER_RE = re.compile(r"[的吧啊呀哈了呢哦嘛啦就行可以好\s、和或者还是也都那就那]+")
+
+
+def _stance(text: str, term: Term, *, answering: bool) -> str | None:
+    before, after = text[: term.start], text[term.end :]
+    if _REFUSED_BEFORE_RE.search(before) or _REFUSED_AFTER_RE.match(after):
+        return CONSTRAINT
+    if _NON_NEED_BEFORE_RE.search(before) or re.match(r"^[的\s]*(?:也|都|就)?(?:不需要|不用|用不着)", after):
+        return None  # "赠品不需要补发": a non-need rules nothing out and wants nothing
+    if _MUST_BEFORE_RE.search(before):
+        return MUST_LABEL
+    if _WANT_BEFORE_RE.search(before) or _WANT_AFTER_RE.match(after):
+        return PREFERENCE
+    return PREFERENCE if answering else None
+
+
+def _candidate(term: Term, stance: str, clause: str) -> Candidate:
+    key_obj = object_key(term.word)
+    if stance == CONSTRAINT:
+        return Candidate(
+            type=CONSTRAINT,
+            key=f"{CONSTRAINT}:{key_obj}",
+            content=f"不考虑：{term.word}",
+            confidence=0.85,
+            importance=4,
+            supersedes_keys=(f"{PREFERENCE}:{key_obj}",),
+            clause=clause,
+        )
+    hard = stance == MUST_LABEL
+    return Candidate(
+        type=PREFERENCE,
+        key=f"{PREFERENCE}:{key_obj}",
+        content=f"{MUST_LABEL if hard else '偏好'}：{term.word}",
+        confidence=0.85 if hard else 0.8,
+        importance=4 if hard else 3,
+        supersedes_keys=(f"{CONSTRAINT}:{key_obj}",),
+        clause=clause,
+        hard=hard,
+    )
+
+
+def term_choices(clause: str, vocabulary: Vocabulary, *, answering: bool) -> list[Candidate]:
+    """The trade terms the clause takes a stance on. `answering`: the clause answers the agent's
+    question (a bare "京东的吧" after "用哪家快递？")."""
+    terms = vocabulary.terms_in(clause)
+    if not terms:
+        return []
+    bare = not _FILLER_RE.sub("", _without(clause, terms))
+    found = []
+    for term in terms:
+        stance = _stance(clause, term, answering=answering and bare)
+        if stance is not None:
+            found.append(_candidate(term, stance, clause))
+    return found
+
+
+def _without(clause: str, terms: list[Term]) -> str:
+    for term in sorted(terms, key=lambda t: t.start, reverse=True):
+        clause = clause[: term.start] + clause[term.end :]
+    return clause
+
+
+__all__ = ["term_choices"]

@@ -1,0 +1,137 @@
+"""A trade's vocabulary (issue 22, item 2): the objects customers of a trade choose between —
+carriers, sizes, colours, materials, after-sales outcomes, subjects, class formats — so the
+extractor's generic rules (wants, exclusions, must-haves, bare answers, corrections) know them
+in any trade, not only rentals.
+
+Built in: what every Chinese shop shares (sizes, colours, carriers). The rest comes from the
+account's knowledge base, as its places do: the list items under a heading that names a
+vocabulary (业务词汇, 可选项, 规格, 售后方式, 科目…), each item `- 组名：词、词、词` or one word:
+
+    ## 业务词汇
+    - 售后方式：退款、换货、补发
+    - 材质：纯棉、真皮、羊毛
+
+A term of the account's vocabulary is an object even where the generic reader would take it for a
+request to us ("退款", "换货"): the account says its customers choose it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+VOCABULARY_HEADING_RE = re.compile(
+    r"词汇|术语|可选项|选项|规格|属性|品类|售后方式|服务项目|科目|课程类型|上课方式|vocabulary", re.IGNORECASE
+)
+_LIST_ITEM_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)、])\s+(.+?)\s*$")
+MIN_CHARS, MAX_CHARS = 1, 12
+
+_BUILT_IN: dict[str, tuple[str, ...]] = {
+    "快递": (
+        "顺丰",
+        "中通",
+        "圆通",
+        "韵达",
+        "申通",
+        "京东",
+        "京东快递",
+        "京东物流",
+        "邮政",
+        "EMS",
+        "极兔",
+        "德邦",
+        "丰巢",
+    ),
+}
+# Sizes and colours are open families: read by shape.
+_SIZE_RE = re.compile(
+    r"(?<![A-Za-z0-9])(?:[2-5]?X{1,4}L|XS|S|M|L)(?:码|号)?(?![A-Za-z0-9])|(?<!\d)[2-4]\d(?:\.5)?码|均码"
+)
+_COLOUR_RE = re.compile(
+    r"(?:浅|深|亮|暗|米|藏|墨|奶|雾霾|荧光|酒|宝|天|湖|军|卡其|咖啡|香槟|玫瑰|樱花|薄荷|牛油果)?"
+    r"(?:黑|白|灰|红|橙|黄|绿|青|蓝|紫|粉|棕|褐|金|银|米|杏|驼|卡其|咖|藏青|酒红|宝蓝|天蓝|湖蓝|军绿|墨绿|香槟)色|"
+    r"(?:米白|奶白|藏青|酒红|宝蓝|天蓝|湖蓝|军绿|墨绿|雾霾蓝|荧光绿|卡其|香槟金|玫瑰金)"
+)
+
+
+@dataclass(frozen=True)
+class Term:
+    word: str
+    group: str
+    start: int
+    end: int
+
+
+class Vocabulary:
+    """Terms by group; `terms_in` finds them in a clause, longest first, never overlapping."""
+
+    def __init__(self, groups: Mapping[str, Iterable[str]] | None = None) -> None:
+        merged: dict[str, set[str]] = {group: set(words) for group, words in _BUILT_IN.items()}
+        for group, words in (groups or {}).items():
+            merged.setdefault(group, set()).update(w for w in words if MIN_CHARS <= len(w) <= MAX_CHARS)
+        self.groups = {group: tuple(sorted(words)) for group, words in merged.items()}
+        self.account_words = frozenset(w for words in (groups or {}).values() for w in words)
+        words = sorted({w for ws in self.groups.values() for w in ws}, key=len, reverse=True)
+        self._group_of = {w: g for g, ws in self.groups.items() for w in ws}
+        self._listed = re.compile("|".join(re.escape(w) for w in words), re.IGNORECASE) if words else None
+
+    def terms_in(self, text: str) -> list[Term]:
+        found: list[Term] = []
+        taken: list[tuple[int, int]] = []
+
+        def add(word: str, group: str, start: int, end: int) -> None:
+            if any(start < e and s < end for s, e in taken):
+                return
+            taken.append((start, end))
+            found.append(Term(word, group, start, end))
+
+        if self._listed is not None:
+            for match in self._listed.finditer(text):
+                word = match.group(0)
+                group = self._group_of.get(word) or self._group_of.get(word.upper(), "")
+                add(word, group, *match.span())
+        for match in _COLOUR_RE.finditer(text):
+            add(match.group(0), "颜色", *match.span())
+        for match in _SIZE_RE.finditer(text):
+            add(match.group(0), "尺码", *match.span())
+        return sorted(found, key=lambda term: term.start)
+
+    def is_account_word(self, word: str) -> bool:
+        return word in self.account_words
+
+
+BUILT_IN = Vocabulary()
+
+
+def parse_vocabulary(markdown: str, *, heading: str = "") -> dict[str, list[str]]:
+    """The vocabulary an account's knowledge base names: list items under a vocabulary heading (and
+    its sub-headings, which name the group of the items under them)."""
+    groups: dict[str, list[str]] = {}
+    level: int | None = 0 if heading and VOCABULARY_HEADING_RE.search(heading) else None
+    group_heading = heading
+    for line in markdown.splitlines():
+        found = re.match(r"^\s*(#{1,6})\s+(.+?)\s*#*\s*$", line)
+        if found:
+            depth, title = len(found.group(1)), found.group(2)
+            if level is not None and depth > level:
+                group_heading = title
+            else:
+                level = depth if VOCABULARY_HEADING_RE.search(title) else None
+                group_heading = title
+            continue
+        item = _LIST_ITEM_RE.match(line)
+        if level is None or item is None:
+            continue
+        body = re.sub(r"[*_`]", "", item.group(1))
+        group = group_heading
+        if re.search(r"[:：]", body):
+            group, body = (part.strip() for part in re.split(r"[:：]", body, maxsplit=1))
+        for word in re.split(r"[、，,;；/|]", body):
+            word = word.strip(" 。.")
+            if MIN_CHARS <= len(word) <= MAX_CHARS:
+                groups.setdefault(group, []).append(word)
+    return groups
+
+
+__all__ = ["BUILT_IN", "VOCABULARY_HEADING_RE", "Term", "Vocabulary", "parse_vocabulary"]

@@ -1,0 +1,69 @@
+"""Choices among a trade's terms (issue 22, item 2): wants, exclusions, must-haves, bare answers and
+corrections with the objects of the trade's vocabulary, in after-sales and training as in rentals."""
+
+from __future__ import annotations
+
+import pytest
+
+from qiwei_site.reading.extract import ExtractContext, extract_candidates
+from qiwei_site.reading.values.vocabulary import BUILT_IN, Vocabulary, parse_vocabulary
+
+SHOP = Vocabulary(parse_vocabulary("## 业务词汇\n- 售后方式：退款、换货、补发\n- 材质：纯棉、PU、真皮\n"))
+SCHOOL = Vocabulary(parse_vocabulary("## 科目\n- 语言：英语、日语\n## 上课方式\n- 线上、线下、外教\n"))
+
+
+def contents(text: str, vocabulary: Vocabulary = SHOP, asked: str = "") -> list[str]:
+    context = ExtractContext(previous_outbound=asked, vocabulary=vocabulary)
+    return [c.content for c in extract_candidates(text, context)]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("倾向换黑色，白的太容易脏了", ["偏好：黑色"]),
+        ("别给我发中通，上次丢过件", ["不考虑：中通"]),
+        ("换货别再发那个荧光绿了", ["不考虑：荧光绿"]),
+        ("必须是纯棉的", ["必须：纯棉"]),
+        ("PU的我不要", ["不考虑：PU"]),
+        ("颜色改成灰色", ["偏好：灰色"]),
+        ("我倾向换货", ["偏好：换货"]),
+    ],
+)
+def test_trade_terms_take_the_stance_of_the_words_around_them(text, expected):
+    # Given an after-sales customer choosing among sizes, colours, carriers and materials
+    # Then each term is kept with its stance
+    assert contents(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("asked", "text", "expected"),
+    [
+        ("请问换什么尺码？", "M", ["偏好：M"]),
+        ("颜色要换哪个？", "米白", ["偏好：米白"]),
+        ("换货寄回来您想用哪家快递？", "京东的吧", ["偏好：京东"]),
+    ],
+)
+def test_trade_term_bare_answer_answers_the_agents_question(asked, text, expected):
+    # Given the agent asked, the customer answers with a term alone
+    assert contents(text, asked=asked) == expected
+
+
+@pytest.mark.parametrize("text", ["中通到了", "我收到的是黑色的", "赠品不需要补发", "这个快递是顺丰吗？", "M"])
+def test_trade_terms_without_a_stance_are_nothing(text):
+    # Given a term in news, a non-need, a question, or a bare term nobody asked for
+    # Then nothing is kept
+    assert contents(text) == []
+
+
+def test_trade_terms_come_from_the_account_vocabulary_in_any_trade():
+    # Given a school's vocabulary: its subjects and class formats are objects
+    assert contents("想给孩子报英语，线上吧", SCHOOL) == ["偏好：英语", "偏好：线上"]
+    # And without that vocabulary, the built-in one knows no subjects
+    assert "偏好：英语" not in contents("想给孩子报英语，线上吧", BUILT_IN)
+
+
+def test_parse_vocabulary_reads_groups_under_vocabulary_headings_only():
+    # Given a knowledge base with a vocabulary section, a sub-heading group, and prose elsewhere
+    markdown = "# 介绍\n- 我们是一家店\n## 业务词汇\n- 快递：顺丰、京东\n### 颜色\n- 雾霾蓝、奶白\n# 其他\n- 不是词汇\n"
+    # Then only the vocabulary's items are read, by group
+    assert parse_vocabulary(markdown) == {"快递": ["顺丰", "京东"], "颜色": ["雾霾蓝", "奶白"]}
