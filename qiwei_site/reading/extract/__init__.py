@@ -340,8 +340,13 @@ def _condition(sentence: _Sentence, clause: _Clause) -> bool:
 def _question(sentence: _Sentence, clause: _Clause) -> bool:
     if clause.kind is not ClauseKind.QUESTION:
         return False
-    if sentence.stock_asked and not QUESTION_RE.search(clause.text):
-        return False  # "有没有两居，预算五千？": the question was the clause before; this one states
+    if sentence.stock_asked:
+        # "有没有两居，预算五千？", "能帮我找个经济型的，并且提供洗衣服务的酒店呢？": the request was
+        # the clause before; this one goes on stating it, whatever particle closes the sentence.
+        closed = re.sub(r"(?:吗|呢|么|嘛)[呀啊]?\s*$", "", clause.text)
+        if not QUESTION_RE.search(closed):
+            clause.text = closed
+            return False
     # "能帮我找一个两居室吗" (a request) and "有没有带阳台的两居" (asking after stock) are wants;
     # "这套有阳台吗" and "押金怎么退" stay questions.
     request = _polite_request(clause.text) or stock_want(clause.text, sentence.places)
@@ -375,16 +380,12 @@ def _time_window(sentence: _Sentence, clause: _Clause) -> bool:
     return True
 
 
-_BENEFICIARY_RE = re.compile(r"(?:给|帮|替|为)(?:我)?(?:家)?(?:孩子|小孩|儿子|女儿|老人|父母|爸妈|老婆|老公|家人)")
-
-
 def _trade_terms(sentence: _Sentence, clause: _Clause) -> bool:
     if clause.kind not in (ClauseKind.STATEMENT, ClauseKind.REQUEST) or clause.hedged:
         return False
     if clause.english and re.search(r"[A-Za-z]{3,}", clause.text):
         return False  # English is read by the English rules; a bare "M" or "XL" is a term
-    # "给孩子报英语": the child is who it is for; the customer still speaks for themselves
-    if THIRD_PARTY_RE.search(_BENEFICIARY_RE.sub("", clause.text)):
+    if THIRD_PARTY_RE.search(clause.text):
         return False
     # "换黑色", "别给我发中通", "必须是纯棉", "京东的吧" (answering "用哪家快递？"): the trade's terms
     choices = term_choices(clause.text, sentence.vocabulary, answering=bool(sentence.answers))
@@ -571,8 +572,8 @@ def _sentence_candidates(
 
 # "能帮我找一个…吗", "可以给我推荐…吗": a polite request phrased as a question.
 _POLITE_REQUEST_RE = re.compile(
-    r"^(?P<lead>.*?)(?:你|您|你们)?(?:能|可以|能不能|可不可以|能否|可否|是否可以|麻烦)(?:再)?"
-    r"(?P<ask>帮我们?|给我们?|帮忙|替我)(?P<rest>(?:找|推荐|介绍|留意|物色|搜|选).+?)"
+    r"^(?P<lead>.*?)(?:你|您|你们)?(?:能|可以|能不能|可不可以|能否|可否|是否可以|麻烦|请)(?:再)?"
+    r"(?P<ask>帮我们?|给我们?|帮忙|替我)(?P<rest>(?:找|推荐|介绍|留意|物色|搜|选|挑|安排|预定|预订|订).+?)"
     r"(?:吗|么|嘛|呢|不|好吗|行吗|可以吗|好不好|行不行|呗)?[?？]?$"
 )
 
@@ -582,7 +583,7 @@ def _polite_request(clause: str) -> str | None:
     if match is None:
         return None
     rest = re.sub(
-        r"^(找|推荐|介绍|留意|物色|搜|选)几(?=[个套家间处])", r"\1", match.group("rest")
+        r"^(找|推荐|介绍|留意|物色|搜|选|挑|安排|预定|预订|订)几(?=[个套家间处])", r"\1", match.group("rest")
     )  # "推荐几个…": a number
     statement = f"{match.group('lead')}{match.group('ask')}{rest}"
     return None if QUESTION_RE.search(statement) else statement

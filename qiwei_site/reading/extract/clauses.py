@@ -39,10 +39,15 @@ QUESTION_RE = re.compile(
 )
 # Someone other than the customer as the subject ("我朋友喜欢…", "房东希望…"); checked on the words
 # before the trigger, so "不要中介费" stays the customer's own constraint.
+# A companion or the one it is for ("带女朋友去…", "给孩子报…", "陪爸妈住") is no subject: the
+# customer still speaks for themselves.
+_COMPANION = r"(?<![带陪给帮替为])(?<![带陪给帮替为]我)(?<![带陪给帮替为]我的)(?<![带陪给帮替为]我们)"
 THIRD_PARTY_RE = re.compile(
-    r"朋友|老婆|老公|妻子|丈夫|爱人|媳妇|太太|我妈|妈妈|母亲|我爸|爸爸|父亲|父母|爸妈|家人|家里人|同事|室友|"
-    r"女朋友|男朋友|女友|男友|对象|孩子|儿子|女儿|闺蜜|哥哥|姐姐|弟弟|妹妹|邻居|房东|中介|老板|领导|别人|有人|"
-    r"人家|大家|他们|她们|(?<!其)他|她|亲戚|公婆|岳父|岳母|老人|(?<!老实)(?<!坦白)(?<!坦白地)(?<!来)说(?!实话|真的)|觉得|认为|听|"
+    rf"{_COMPANION}(?:朋友|老婆|老公|妻子|丈夫|爱人|媳妇|太太|我妈|妈妈|母亲|我爸|爸爸|父亲|父母|爸妈|家人|家里人|同事|室友|"
+    r"女朋友|男朋友|女友|男友|对象|孩子|儿子|女儿|闺蜜|哥哥|姐姐|弟弟|妹妹|邻居|亲戚|公婆|岳父|岳母|老人|小孩|客户)|"
+    r"房东|中介|老板|领导|别人|有人|"
+    r"人家|大家|他们|她们|(?<!其)(?<![带陪给帮替为])他|(?<![带陪给帮替为])她|"
+    r"(?<!老实)(?<!坦白)(?<!坦白地)(?<!来)说(?!实话|真的)|觉得|认为|听|"
     r"\bmy\s+(?:wife|husband|partner|friend|friends|mom|mother|dad|father|parents|boss|colleague|colleagues|"
     r"roommate|roommates|girlfriend|boyfriend|son|daughter|kids|children|family|sister|brother)\b|"
     r"\b(?:he|she|they|his|her|their|someone|somebody|people|others|landlord|agent|said|says|thinks)\b",

@@ -90,7 +90,9 @@ def clause_kind(clause: str, *, closes_question: bool = False) -> ClauseKind:
     """The kind of one clause; `closes_question` when it ends a sentence that ends with "？"."""
     if _PASTED_CLAUSE_RE.search(clause):
         return ClauseKind.PASTED
-    if closes_question or QUESTION_RE.search(clause) or is_either_or(clause):
+    # "…的景点吧？": a suggestion closed with a question mark asks nothing
+    suggestion = re.search(r"吧\s*$", clause) is not None
+    if (closes_question and not suggestion) or QUESTION_RE.search(clause) or is_either_or(clause):
         return ClauseKind.QUESTION
     if _REASON_RE.search(clause):
         return ClauseKind.REASON

@@ -1,6 +1,7 @@
 """Questions that state a want: a customer asking after stock ("两居有吗", "有没有带阳台的一居",
-"天河附近有没有便宜点的公寓") is saying what they look for; a question about one listing ("这套有阳台
-吗"), about the process ("押金怎么退") or about something that is no home ("有没有视频") is not.
+"天河附近有没有便宜点的公寓", in any trade "有没有周末的雅思班") is saying what they look for;
+a question about one listing ("这套有阳台吗"), about the process ("押金怎么退") or about something
+that is no home ("有没有视频") is not.
 
 `stock_want` turns such a question into the plain want it carries ("想要带阳台的一居"), which the
 statement reader then reads like any other; everything else stays a question (None).
@@ -16,8 +17,10 @@ from qiwei_site.reading.values import PlaceNames, places_in
 # A question about one listing or one thing already shown: never a want about stock.
 _DEICTIC_RE = re.compile(
     r"这套|那套|这间|那间|这个|那个|这栋|那栋|这户|那户|这家|那家|这处|那处|这房|那房|该房|此房|它|刚才|刚刚|上次|"
-    r"之前|前面|昨天|你发的|发的那|那几套|这几套"
+    r"之前|前面|昨天|你发的|发的那|那几套|这几套|他家|它家|她家|他的|它的|该|这儿|那儿|这里|那里"
 )
+# "景点周边有酒店吗", "餐馆附近有没有景点": what lies near a place already shown is a question about it.
+_SHOWN_PLACE_RE = re.compile(r"酒店|宾馆|餐馆|餐厅|饭馆|饭店|景点|景区|店|门店|校区")
 _QUESTION_TAIL = r"[呢啊呀吗么嘛哈]*[?？]*$"
 _STOCK_RES = (
     # "有没有带阳台的两居", "徐汇有没有四千以内的开间"
@@ -35,7 +38,9 @@ _STOCK_RES = (
 # What the customer asks after is a home: a home noun, a layout, or a nominal "…的" ("带电梯的").
 _HOME_HEAD_RE = re.compile(
     r"(?:房子|房源|房间|好房|公寓|单间|开间|一室户|卧室|主卧|次卧|套房|小区|楼盘|二手房|新房|整租|合租|loft|LOFT|复式|别墅|"
-    r"洋房|平层|户型|[一二两三四五六1-6](?:室|居室|居|房)(?:[一二两三1-3]厅)?(?:[一二两三1-3]卫)?|[^的]的)$"
+    r"洋房|平层|户型|[一二两三四五六1-6](?:室|居室|居|房)(?:[一二两三1-3]厅)?(?:[一二两三1-3]卫)?|[^的]的|"
+    # what other trades' customers ask after (issue 22): a place to stay or eat, a product, a class
+    r"酒店|宾馆|民宿|餐馆|餐厅|饭店|景点|店|款|同款|商品|产品|课|课程|班)$"
 )
 # Asked after, but no want: information, the process, people, media, and "something better" that
 # compares with a listing already shown.
@@ -64,7 +69,9 @@ def _lead(lead: str, names: PlaceNames | None) -> str | None:
     if places and places[0].start == 0 and (places[-1].end == len(lead) or _NEAR_RE.match(lead)):
         return lead
     near = _NEAR_RE.match(lead)
-    return lead if near and not _DEICTIC_RE.search(near.group("where")) else None
+    if near is None or _DEICTIC_RE.search(near.group("where")) or _SHOWN_PLACE_RE.search(near.group("where")):
+        return None
+    return lead
 
 
 def stock_want(clause: str, names: PlaceNames | None = None) -> str | None:
