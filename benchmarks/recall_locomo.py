@@ -99,7 +99,7 @@ def bm25_rank(model: BM25Okapi, query: str, limit: int) -> list[int]:
 
 def terms(text_features: tuple) -> set[str]:
     """Features that make a lexical overlap: bigrams, words and numbers, not lone characters."""
-    return {feature for feature, _weight, _count in text_features if not feature.startswith("c:")}
+    return {feature for feature, _weight, _count in text_features if feature[0] in "bwn"}
 
 
 class Tally:

@@ -1,7 +1,8 @@
 """Recall over a customer's history (spec §4): the features the reader computes
 (`qiwei_site.reading.recall`) are stored per message at ingest (`MessageRecallFeatures`), and
 `recall_for` ranks older effective messages against the latest customer message by them, so no
-process tokenises the history on every turn.
+process tokenises the history on every turn. The dates a message names (昨天, 上周) are stored as
+written and read against the local day it was sent, when ranking.
 """
 
 from __future__ import annotations
@@ -9,10 +10,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
+from django.utils import timezone
 
 from qiwei_site.reading.recall import (
     FEATURE_VERSION,
@@ -22,6 +24,7 @@ from qiwei_site.reading.recall import (
     document_decode,
     features,
     features_encode,
+    has_dates,
     rank_documents,
     text_fingerprint,
 )
@@ -186,23 +189,39 @@ RECALL_COLUMNS = (
 )
 
 
-def recall_from_rows(query_text: str, rows: Sequence[Sequence[Any]], limit: int) -> list[RecalledMessage]:
-    """The best `limit` of candidate rows (RECALL_COLUMNS, oldest first) for `query_text`, in time
-    order. Rows without current stored features are tokenised, and their features stored."""
+def _local_day(moment: datetime | None) -> date | None:
+    """The day a message was sent where the account is (昨天 means the day before there)."""
+    if moment is None:
+        return None
+    return (timezone.localtime(moment) if timezone.is_aware(moment) else moment).date()
+
+
+def recall_from_rows(
+    query_text: str, rows: Sequence[Sequence[Any]], limit: int, *, query_sent_at: datetime | None = None
+) -> list[RecalledMessage]:
+    """The best `limit` of candidate rows (RECALL_COLUMNS, oldest first) for `query_text` (sent at
+    `query_sent_at`: its relative dates are read against that day), in time order. Rows without
+    current stored features are tokenised, and their features stored."""
     if limit <= 0 or not rows or not query_text.strip():
         return []
     documents: list[Document] = []
+    sent_on: list[date | None] = []
     missing: list[tuple[int, str, Sequence[Feature] | None]] = []
-    for pk, _direction, _sender, text, _sent_at, version, fingerprint, encoded in rows:
+    for pk, _direction, _sender, text, sent_at, version, fingerprint, encoded in rows:
         stored = _stored_document(text, version, fingerprint, encoded)
         if stored is None:
             text_features = features(text)
             missing.append((pk, text, text_features))
             stored = document(text_features)
+            names_dates = has_dates(stored[0])
+        else:
+            names_dates = has_dates(encoded)  # on the stored text: cheaper than the decoded keys
         documents.append(stored)
+        # Only a message naming a date needs its day: the others are ranked as they are.
+        sent_on.append(_local_day(sent_at) if names_dates else None)
     if missing:
         _store_missing(missing)
-    best = rank_documents(features(query_text), documents, limit)
+    best = rank_documents(features(query_text), documents, limit, sent_on=sent_on, query_on=_local_day(query_sent_at))
     chosen = sorted((rows[index] for index in best), key=lambda row: (row[4], row[0]))
     return [
         RecalledMessage(id=pk, direction=direction, sender=sender, text=text, sent_at=sent_at)
@@ -240,4 +259,4 @@ def recall_for(
         rows = list(history.values_list(*RECALL_COLUMNS)[recent : recent + scan])
     # Oldest first, so the ranking's tie-break (later index wins) favours the newer message.
     rows.reverse()
-    return recall_from_rows(query_message.text, rows, limit)
+    return recall_from_rows(query_message.text, rows, limit, query_sent_at=query_message.sent_at)

@@ -1,26 +1,30 @@
 """The pure part of recall (spec §4): a text's features and the ranking of documents by them.
 
 CJK character bigrams, English words and numbers read as values (八千, 8k, 8,000 and 0.8万 are all
-the number 8000), weighted by rarity with BM25-style saturation. Plain Python, no Django: the
+the number 8000), weighted by rarity with BM25-style saturation; dates as days (昨天 said on 3 March
+and 3月2号 are the same day, once each is read against the day it was sent); a question marked,
+so a question asked again does not outrank the answer after it. Plain Python, no Django: the
 product path reads features stored at ingest (`memory.context.recall`); `rank` (tools, benchmarks)
 memoises the features of the texts it has seen, bounded.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import math
 import re
 import threading
 import unicodedata
 from collections import Counter, OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 # Bump when `features` changes: stored features of another version are recomputed when read and
 # by `recall_features_backfill` (the `recall_features_backfill` command).
-FEATURE_VERSION = 2
+# 3: date mentions (t:) and the question mark (q:?), issue 22.
+FEATURE_VERSION = 3
 
 Feature = tuple[str, float, int]
 
@@ -217,7 +221,15 @@ _W_BIGRAM = 1.0
 _W_UNIGRAM = 0.3
 _W_WORD = 1.0
 _W_NUMBER = 1.2
-_WEIGHTS = {"b": _W_BIGRAM, "c": _W_UNIGRAM, "w": _W_WORD, "n": _W_NUMBER}
+# A day both texts name (read against the days they were sent) is strong evidence, the same week
+# weak. Date tokens as written (t:) and the question marker (q:) are never matched as such: weight 0,
+# so they leave a document's length as it was.
+_W_DAY = 1.5
+_W_WEEK = 0.5
+_DATE_KINDS = frozenset("dk")
+_WEIGHTS = {
+    "b": _W_BIGRAM, "c": _W_UNIGRAM, "w": _W_WORD, "n": _W_NUMBER, "d": _W_DAY, "k": _W_WEEK, "t": 0.0, "q": 0.0,
+}  # fmt: skip
 
 # BM25-style term saturation and (mild) length normalisation: chat messages are short, so a
 # long one is penalised less than a long web page would be.
@@ -237,6 +249,22 @@ _FALLBACK_MIN_IDF_CHAR = 3.0
 # Rarity is judged as if there were at least this many candidates: in a short history a bigram or
 # word in one or two messages still counts as rare, a lone character never does.
 _FALLBACK_PRIOR_DOCUMENTS = 20
+# A short list of candidates sharing nothing with the query but a single character: the best
+# `_CHAR_FALLBACK_LIMIT` sharing a character found in at most one in `_CHAR_FALLBACK_SPREAD` of them
+# (at least one), and only up to `_CHAR_FALLBACK_MAX_DOCUMENTS` candidates.
+_CHAR_FALLBACK_MAX_DOCUMENTS = _FALLBACK_PRIOR_DOCUMENTS
+# Characters too common in chat to be evidence on their own (好 in 好的 and 您好, 看 in 看房 and
+# 看一下), though kept in features and bigrams: the lone-character fallback never takes them.
+_ZH_COMMON_CHARS = frozenset(
+    "好想看要会能可以去来说做没不到给让用把被从等比为过得出人事样种些行问题知道觉太真最更已经先正当只才再"
+    "下上中大小多少点时天年月日后前里一二三两对请谢您候回开起走找听啦喔"
+)
+_CHAR_FALLBACK_SPREAD = 3
+_CHAR_FALLBACK_LIMIT = 2
+# A stored question covering at least this share of the query asks the same thing; its answer is
+# looked for in the next `_ANSWER_REACH` turns (the first that is not a question).
+_ECHO_MIN_COVERAGE = 0.5
+_ANSWER_REACH = 2
 
 _EN_STOPWORDS = frozenset(
     """
@@ -261,6 +289,269 @@ _ZH_STOP_BIGRAMS = frozenset(
     但是 如果 我的 你的 他的 她的 是的 好的 谢谢 您好 你好 的话 一些 有点
     """.split()  # noqa: SIM905
 )
+
+
+# --- dates and questions ------------------------------------------------------------------
+
+# A date a text names, as written ("t:" features, stored): a day relative to the day it was sent
+# (t:d-1 昨天), a week (t:w-1 上周) or a weekday in one (t:w1.3 下周三), the latest such weekday
+# before it (t:p3 last wednesday), a month and day (t:m3.2 3月2号) or a full date (t:y2026.3.2).
+# Ranking reads them against each message's send date as days and weeks (`dated`), so 昨天 sent on
+# 3 March and 3月2号 meet on d:2026-03-02. Stored unresolved: the features of a text do not depend
+# on when it was sent, and ingest computes them from the text alone.
+_MONTHS = (
+    "january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+    "november", "december",
+)  # fmt: skip
+_MONTH_NUMBERS = (
+    {name: index for index, name in enumerate(_MONTHS, start=1)}
+    | {name[:3]: index for index, name in enumerate(_MONTHS, start=1) if name != "may"}
+    | {"sept": 9}
+)
+_MONTH_NAME = "|".join(sorted(_MONTH_NUMBERS, key=len, reverse=True))
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_WEEKDAY_NAME = "|".join(_WEEKDAYS)
+_ZH_WEEKDAYS = {"一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "日": 7, "天": 7}
+_ZH_WEEK_OFFSETS = {"上上": -2, "上": -1, "这": 0, "本": 0, "下": 1, "下下": 2}
+_EN_WEEK_OFFSETS = {"last": -1, "this": 0, "next": 1}
+_EN_SMALL_NUMBERS = dict(
+    zip("one two three four five six seven eight nine ten".split(), range(1, 11), strict=True)  # noqa: SIM905
+)
+_ZH_SMALL = "一二两三四五六七八九十"
+
+
+class _Groups:
+    """A rule's view of the alternation's match: its own groups by their own names, "" for one
+    that took no part."""
+
+    def __init__(self, match: re.Match[str], index: int) -> None:
+        self._match, self._prefix = match, f"g{index}_"
+
+    def group(self, name: str) -> str:
+        try:
+            return self._match.group(self._prefix + name) or ""
+        except IndexError:
+            return ""
+
+
+def _small_number(text: str) -> int | None:
+    """1–99 written in digits, Chinese (十二, 二十三, 两) or English words (two)."""
+    if text.isdigit():
+        return int(text)
+    if text in _EN_SMALL_NUMBERS:
+        return _EN_SMALL_NUMBERS[text]
+    digits = {char: _CN_DIGIT_VALUES[char] for char in _ZH_SMALL if char != "十"}
+    tens, ten, ones = text.partition("十")
+    if not ten:
+        return digits.get(text) if len(text) == 1 else None
+    if len(tens) > 1 or len(ones) > 1 or (tens and tens not in digits) or (ones and ones not in digits):
+        return None
+    return (digits[tens] if tens else 1) * 10 + (digits[ones] if ones else 0)
+
+
+def _full_date(year: str, month: str, day: str) -> str | None:
+    y, m, d = int(year), _small_number(month) or _MONTH_NUMBERS.get(month, 0), _small_number(day)
+    return f"y{y}.{m}.{d}" if d and 1 <= m <= 12 and 1 <= d <= 31 else None
+
+
+def _month_day(month: str, day: str) -> str | None:
+    m, d = _small_number(month) or _MONTH_NUMBERS.get(month, 0), _small_number(day)
+    return f"m{m}.{d}" if d and 1 <= m <= 12 and 1 <= d <= 31 else None
+
+
+def _days_from(sign: int) -> Callable[[_Groups], str | None]:
+    def token(match: _Groups) -> str | None:
+        count = _small_number(match.group("n"))
+        return f"d{sign * count}" if count else None
+
+    return token
+
+
+def _zh_week(match: _Groups) -> str | None:
+    offset = _ZH_WEEK_OFFSETS.get(match.group("rel") or "这", 0)
+    weekday = match.group("wd")
+    return f"w{offset}.{_ZH_WEEKDAYS[weekday]}" if weekday else f"w{offset}"
+
+
+def _en_named_date(match: _Groups) -> str | None:
+    year, month, day = match.group("y"), match.group("mon"), match.group("n")
+    return _full_date(year, month, day) if year else _month_day(month, day)
+
+
+def _en_weekday(match: _Groups) -> str | None:
+    weekday = _WEEKDAYS.index(match.group("wd")) + 1
+    relation = match.group("rel")
+    return f"p{weekday}" if relation == "last" else f"w{_EN_WEEK_OFFSETS[relation]}.{weekday}"
+
+
+def _fixed(token: str) -> Callable[[_Groups], str | None]:
+    return lambda _match: token
+
+
+_N_ZH = rf"(?P<n>\d{{1,2}}|[{_ZH_SMALL}]{{1,3}})"
+_N_EN = rf"(?P<n>\d{{1,2}}|{'|'.join(_EN_SMALL_NUMBERS)})"
+_ORDINAL = r"(?:st|nd|rd|th)?"
+# (name, pattern over the normalised text, its token, examples split by " / "): one alternation in this order,
+# so at one place the earlier (longer) reading wins: 下周三 before 下周, 大前天 before 前天.
+_DATE_RULES: tuple[tuple[str, str, Callable[[_Groups], str | None], str], ...] = (
+    ("numeric date", r"(?<!\d)(?P<y>20\d\d)\s*[-/.年]\s*(?P<mon>\d{1,2})\s*[-/.月]\s*(?P<n>\d{1,2})(?!\d)",
+     lambda m: _full_date(m.group("y"), m.group("mon"), m.group("n")), "2026-03-02 / 2026年3月2日"),
+    ("zh month day", rf"(?<![\d{_ZH_SMALL}])(?P<mon>\d{{1,2}}|[{_ZH_SMALL}]{{1,2}})\s*月\s*{_N_ZH}\s*[日号]",
+     lambda m: _month_day(m.group("mon"), m.group("n")), "3月2号 / 三月二日"),
+    ("en month day", rf"\b(?P<mon>{_MONTH_NAME})\.?\s+(?P<n>\d{{1,2}}){_ORDINAL}\b(?:,?\s+(?P<y>20\d\d)\b)?",
+     _en_named_date, "march 2nd / april 10, 2026"),
+    ("en day month", rf"\b(?P<n>\d{{1,2}}){_ORDINAL}\s+(?:of\s+)?(?P<mon>{_MONTH_NAME})\b(?:,?\s+(?P<y>20\d\d)\b)?",
+     _en_named_date, "2 march / 8 may, 2023"),
+    ("zh three days", r"大前天", _fixed("d-3"), "大前天"),
+    ("zh three days on", r"大后天", _fixed("d3"), "大后天"),
+    ("zh two days", r"前天", _fixed("d-2"), "前天"),
+    ("zh two days on", r"后天", _fixed("d2"), "后天"),
+    ("zh yesterday", r"昨[天日晚]", _fixed("d-1"), "昨天"),
+    ("zh today", r"今[天日晚早]", _fixed("d0"), "今天"),
+    ("zh tomorrow", r"明[天日晚早]", _fixed("d1"), "明天"),
+    ("zh days ago", rf"{_N_ZH}\s*天(?:以|之)?前", _days_from(-1), "两天前"),
+    ("zh days on", rf"{_N_ZH}\s*天(?:以|之)?后", _days_from(1), "三天后"),
+    ("zh week", rf"(?P<rel>上上|下下|上|下|这|本)?个?(?:周|星期|礼拜)(?P<wd>[{''.join(_ZH_WEEKDAYS)}])"
+     rf"|(?P<rel2>上上|下下|上|下|这|本)个?(?:周|星期|礼拜)",
+     lambda m: _zh_week(m) if m.group("wd") else f"w{_ZH_WEEK_OFFSETS[m.group('rel2')]}", "下周三 / 上周"),
+    ("en two days", r"\bthe day before yesterday\b", _fixed("d-2"), "the day before yesterday"),
+    ("en two days on", r"\bthe day after tomorrow\b", _fixed("d2"), "the day after tomorrow"),
+    ("en yesterday", r"\byesterday\b", _fixed("d-1"), "yesterday"),
+    ("en today", r"\b(?:today|tonight)\b", _fixed("d0"), "today"),
+    ("en tomorrow", r"\btomorrow\b", _fixed("d1"), "tomorrow"),
+    ("en days ago", rf"\b{_N_EN}\s+days?\s+ago\b", _days_from(-1), "two days ago"),
+    ("en days on", rf"\bin\s+{_N_EN}\s+days?\b", _days_from(1), "in 3 days"),
+    ("en weekday", rf"\b(?P<rel>last|this|next)\s+(?P<wd>{_WEEKDAY_NAME})\b", _en_weekday, "next wednesday"),
+    ("en week", r"\b(?P<rel>last|this|next)\s+week\b", lambda m: f"w{_EN_WEEK_OFFSETS[m.group('rel')]}", "last week"),
+)  # fmt: skip
+
+
+def _date_alternation() -> re.Pattern[str]:
+    # Each rule's groups renamed apart (g<rule>_<name>), so one pass finds them all.
+    parts = []
+    for index, (_name, pattern, _token, _example) in enumerate(_DATE_RULES):
+        renamed = re.sub(r"\(\?P<(\w+)>", rf"(?P<g{index}_\1>", pattern)
+        parts.append(f"(?P<r{index}>{renamed})")
+    return re.compile("|".join(parts))
+
+
+_DATE_RE = _date_alternation()
+# Cheap guard: most messages name no date, and the alternation is long.
+_DATE_HINT_RE = re.compile(
+    rf"[天周期拜月]|\d{{4}}|\b(?:{_MONTH_NAME}|yesterday|today|tonight|tomorrow|ago|days?|week|{_WEEKDAY_NAME})\b"
+)
+
+
+def date_mentions(normalised: str) -> list[str]:
+    """The dates a normalised (NFKC, lower-case) text names, as unresolved tokens (d-1, w1.3, m3.2)."""
+    if not _DATE_HINT_RE.search(normalised):
+        return []
+    found: list[str] = []
+    for match in _DATE_RE.finditer(normalised):
+        rule = int((match.lastgroup or "r0")[1:])
+        token = _DATE_RULES[rule][2](_Groups(match, rule))
+        if token:
+            found.append(token)
+    return found
+
+
+def _day_features(day: dt.date) -> list[str]:
+    year, week, _weekday = day.isocalendar()
+    return [f"d:{day.isoformat()}", f"k:{year}w{week:02d}"]
+
+
+def _nearest_year(month: int, day: int, on: dt.date) -> dt.date | None:
+    """A month and day without a year: the one nearest the day it was said."""
+    candidates = []
+    for year in (on.year - 1, on.year, on.year + 1):
+        try:
+            candidates.append(dt.date(year, month, day))
+        except ValueError:
+            continue
+    return min(candidates, key=lambda candidate: abs((candidate - on).days), default=None)
+
+
+def _resolve(token: str, on: dt.date | None) -> list[str]:
+    """Day (d:) and ISO week (k:) features of one date token read on day `on`; a token that needs
+    the day it was said gives nothing without it."""
+    kind, rest = token[0], token[1:]
+    try:
+        if kind == "y":
+            year, month, day = (int(part) for part in rest.split("."))
+            return _day_features(dt.date(year, month, day))
+        if on is None:
+            return []
+        if kind == "d":
+            return _day_features(on + dt.timedelta(days=int(rest)))
+        if kind == "m":
+            month, day = (int(part) for part in rest.split("."))
+            found = _nearest_year(month, day, on)
+            return _day_features(found) if found else []
+        if kind == "p":
+            back = (on.isoweekday() - int(rest) - 1) % 7 + 1
+            return _day_features(on - dt.timedelta(days=back))
+        if kind == "w":
+            offset, _dot, weekday = rest.partition(".")
+            monday = on - dt.timedelta(days=on.weekday()) + dt.timedelta(weeks=int(offset))
+            if weekday:
+                return _day_features(monday + dt.timedelta(days=int(weekday) - 1))
+            return _day_features(monday)[1:]
+    except (ValueError, OverflowError):
+        return []
+    return []
+
+
+def has_dates(counts: dict[str, int] | str) -> bool:
+    """Whether a document (or its stored encoding) names a date: features hold no colon but after
+    their kind, so "t:" is only ever a date token."""
+    if isinstance(counts, str):
+        return "t:" in counts
+    return any(feature.startswith("t:") for feature in counts)
+
+
+def dated(doc: Document, on: dt.date | None) -> Document:
+    """A document with its date tokens read as days and weeks against the day it was sent."""
+    counts, length = doc
+    tokens = [(feature, count) for feature, count in counts.items() if feature[0] == "t" and feature[1] == ":"]
+    if not tokens:
+        return doc
+    resolved = dict(counts)
+    for feature, count in tokens:
+        del resolved[feature]
+        for day_feature in _resolve(feature[2:], on):
+            resolved[day_feature] = resolved.get(day_feature, 0) + count
+    return resolved, length
+
+
+# A text is a question when its questions hold most of it ("Great. Does the rent include
+# utilities?" is one; "I went there yesterday, it was lovely. How about you?" is not). Rules read
+# one sentence each, in order.
+_QUESTION_RULES: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    ("question mark", re.compile(r"[?？]"), "押金是多少？"),
+    ("zh final particle", re.compile(r"[吗么呢]\W*$"), "能养狗吗"),
+    ("zh question word", re.compile(
+        r"什么|多少|几[点个号天年岁间楼层把次时]|哪|怎么|为什么|为啥|是否|有没有|能不能|可不可以|是不是|要不要|会不会"),
+     "这边有没有健身房"),
+    ("en question opening", re.compile(
+        r"^\W*(?:what|when|where|who|whom|whose|which|why|how|is|are|am|was|were|do|does|did|can|could|will|would"
+        r"|should|shall|have|has)\b"), "when can i move in"),
+)  # fmt: skip
+_SENTENCE_SPLIT_RE = re.compile(r"(?<=[。！!？?；;\n])|(?<=\.)(?=\s)")
+_LETTER_RE = re.compile(rf"[{_CJK}a-z0-9]")
+# The question marker: a feature no query ever matches (weight 0), read by the ranking.
+QUESTION = "q:?"
+# The share of a text's letters its questions must hold.
+_QUESTION_SHARE = 0.5
+
+
+def is_question(normalised: str) -> bool:
+    total = asked = 0
+    for sentence in _SENTENCE_SPLIT_RE.split(normalised):
+        letters = len(_LETTER_RE.findall(sentence))
+        total += letters
+        if letters and any(pattern.search(sentence.strip()) for _name, pattern, _example in _QUESTION_RULES):
+            asked += letters
+    return bool(total) and asked >= _QUESTION_SHARE * total
 
 
 def _stem(word: str) -> str:
@@ -292,8 +583,9 @@ def _stem(word: str) -> str:
 
 def features(text: str) -> tuple[Feature, ...]:
     """(feature, weight, count) for a text: CJK bigrams and single characters, stemmed English
-    words without stopwords, and numbers as values (八千 = 8k = 8,000 → n:8000; a range such as
-    五六千 gives both ends). Not cached: stored features are read instead (`recall_for`)."""
+    words without stopwords, numbers as values (八千 = 8k = 8,000 → n:8000; a range such as
+    五六千 gives both ends), the dates it names as written (t:d-1 for 昨天) and whether it is a
+    question (q:?). Not cached: stored features are read instead (`recall_for`)."""
     normalised = unicodedata.normalize("NFKC", text or "").lower()
     counts: Counter[str] = Counter()
     # Numbers first, cut out of the text, so 八千 is not also the bigram 八千 (nor 算八 in 预算八千).
@@ -333,12 +625,17 @@ def features(text: str) -> tuple[Feature, ...]:
             stem = _stem(word)
             if stem and stem not in _EN_STOPWORDS:
                 counts["w:" + stem] += 1
+    for token in date_mentions(normalised):
+        counts["t:" + token] += 1
+    if is_question(normalised):
+        counts[QUESTION] = 1
     return tuple(sorted((feature, _WEIGHTS[feature[0]], count) for feature, count in counts.items()))
 
 
 def tokens(text: str) -> list[str]:
-    """The features of a text as a flat token list (what a BM25 baseline would index)."""
-    return [feature for feature, _weight, count in features(text) for _ in range(count)]
+    """The features of a text as a flat token list (what a BM25 baseline would index): not the
+    dates as written nor the question marker, which only ranking reads."""
+    return [feature for feature, weight, count in features(text) if weight for _ in range(count)]
 
 
 # A document as ranking reads it: feature → count, and its weighted length.
@@ -460,12 +757,31 @@ def rank_features(
     return rank_documents(query_features, [document(text_features) for text_features in doc_features], limit)
 
 
-def _query_weights(query_features: Sequence[Feature]) -> dict[str, float]:
-    return {feature: weight for feature, weight, _count in query_features}
+def _query_weights(query_features: Sequence[Feature], on: dt.date | None = None) -> dict[str, float]:
+    """What a query looks for: its weighted features, its dates read against the day it was asked
+    (`on`); never a date as written nor the question marker."""
+    weights = {feature: weight for feature, weight, _count in query_features if weight}
+    for feature, _weight, _count in query_features:
+        if feature.startswith("t:"):
+            for day_feature in _resolve(feature[2:], on):
+                weights[day_feature] = _WEIGHTS[day_feature[0]]
+    return weights
 
 
-def rank_documents(query_features: Sequence[Feature], documents: Sequence[Document], limit: int) -> list[int]:
+def rank_documents(
+    query_features: Sequence[Feature],
+    documents: Sequence[Document],
+    limit: int,
+    *,
+    sent_on: Sequence[dt.date | None] | None = None,
+    query_on: dt.date | None = None,
+) -> list[int]:
     """`rank` over documents already tokenised (stored ones in `recall_for`).
+
+    `sent_on` (one per document) and `query_on` are the days the documents and the query were
+    sent: the dates they name are read against them (昨天 sent on 3 March is 3月2号). A document
+    without a day is ranked as it is, its dates unread (a caller passes None for the documents that
+    name none, sparing the look); a query without one matches by full dates (2026-03-02) only.
 
     Score: for each distinct query feature, its weight × IDF over the candidate documents ×
     a BM25 saturation of its count in the document, with length normalisation so a long
@@ -477,12 +793,18 @@ def rank_documents(query_features: Sequence[Feature], documents: Sequence[Docume
     When no document clears the coverage bar (a short question sharing a few rare words with the
     right message), the documents sharing a rare term with the query are ranked by the same score
     instead; a query sharing only common terms, or too few documents to tell, still gets nothing.
+
+    A question does not answer itself: a stored question asking mostly what the query asks (a
+    customer asking again) hands its score to the turn after it, which then ranks first. A short
+    list sharing no term with the query but a single character gives its best match or two.
     """
     if limit <= 0 or not documents:
         return []
-    query_weights = _query_weights(query_features)
+    query_weights = _query_weights(query_features, query_on)
     if not query_weights:
         return []
+    if sent_on is not None:
+        documents = [doc if on is None else dated(doc, on) for doc, on in zip(documents, sent_on, strict=True)]
     query_keys = query_weights.keys()
     # Only the shared features matter: a C-level set intersection per document, then a loop over few.
     shared: dict[int, list[str]] = {}
@@ -511,7 +833,16 @@ def _ranked(
         feature: math.log(1.0 + (total - document_frequency[feature] + 0.5) / (document_frequency[feature] + 0.5))
         for feature in query_weights
     }
-    query_mass = sum(query_weights[feature] * idf[feature] for feature in query_weights) or 1.0
+    # A day or week the query names counts only where some document names it too: a date is
+    # evidence when it matches, not a word the other documents are missing.
+    query_mass = (
+        sum(
+            query_weights[feature] * idf[feature]
+            for feature in query_weights
+            if document_frequency[feature] or feature[0] not in _DATE_KINDS
+        )
+        or 1.0
+    )
     prior_total = max(total, _FALLBACK_PRIOR_DOCUMENTS)
     rare = {
         feature
@@ -522,6 +853,7 @@ def _ranked(
     }
 
     raw: dict[int, float] = {}
+    echoes: list[int] = []  # questions asking mostly what the query asks
     eligible: list[int] = []
     fallback: list[int] = []
     for index in sorted(shared):
@@ -536,16 +868,54 @@ def _ranked(
             score += term * count * (_K1 + 1.0) / (count + norm)
             matched_mass += term
         raw[index] = score
-        if matched_mass / query_mass >= _MIN_COVERAGE:
+        coverage = matched_mass / query_mass
+        if coverage >= _MIN_COVERAGE:
             eligible.append(index)
+            if coverage >= _ECHO_MIN_COVERAGE and QUESTION in counts:
+                echoes.append(index)
         if not rare.isdisjoint(features_shared):
             fallback.append(index)
     if not eligible:
-        eligible = fallback
+        eligible = fallback or _single_character_matches(shared, document_frequency, total, raw)
 
-    scored: list[tuple[float, int]] = []
+    final: dict[int, float] = {}
     for index in eligible:
         neighbour = max(raw.get(index - 1, 0.0), raw.get(index + 1, 0.0))
-        scored.append((raw[index] + _NEIGHBOUR_SHARE * neighbour, index))
-    scored.sort(key=lambda pair: (-pair[0], -pair[1]))
+        final[index] = raw[index] + _NEIGHBOUR_SHARE * neighbour
+    if echoes:
+        _answers_after_questions(final, echoes, documents)
+    scored = sorted(((score, index) for index, score in final.items()), key=lambda pair: (-pair[0], -pair[1]))
     return [index for _score, index in scored[:limit]]
+
+
+def _answers_after_questions(final: dict[int, float], echoes: list[int], documents: Sequence[Document]) -> None:
+    """A question asking mostly what the query asks (`echoes`) is the customer asking again, not the
+    answer: the first turn after it that is not a question itself (within `_ANSWER_REACH`) takes
+    its score when that is higher, and so ranks above it (ties go to the later turn)."""
+    for index in echoes:
+        for after in range(index + 1, min(index + 1 + _ANSWER_REACH, len(documents))):
+            if QUESTION not in documents[after][0]:
+                final[after] = max(final.get(after, 0.0), final[index])
+                break
+
+
+def _single_character_matches(
+    shared: dict[int, list[str]], document_frequency: Counter[str], total: int, raw: dict[int, float]
+) -> list[int]:
+    """In a short list (a few facts about a customer) sharing no term with the query, the best
+    documents sharing a character the others mostly lack (猫 in 我养了一只猫 for 你家有宠物猫吗),
+    never a common one (好 in 好的); nothing in a longer history, where a lone character is noise."""
+    if total > _CHAR_FALLBACK_MAX_DOCUMENTS:
+        return []
+    if any(not feature.startswith("c:") for features_shared in shared.values() for feature in features_shared):
+        return []  # a real term is shared, though too common or too slight to count: not this case
+    most = max(1, total // _CHAR_FALLBACK_SPREAD)
+    matches = [
+        index
+        for index, features_shared in shared.items()
+        if any(
+            document_frequency[feature] <= most and feature[2:] not in _ZH_COMMON_CHARS for feature in features_shared
+        )
+    ]
+    matches.sort(key=lambda index: (-raw[index], -index))
+    return matches[:_CHAR_FALLBACK_LIMIT]
