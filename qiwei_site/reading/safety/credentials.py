@@ -74,6 +74,16 @@ _PLACEHOLDER_RE = re.compile(
 _AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "digest", "apikey", "api-key", "key", "negotiate", "otp"})
 
 
+def _mixed(value: str) -> bool:
+    """Letters of both cases and a digit: what a generated token looks like, not a word or a name."""
+    return any(c.isupper() for c in value) and any(c.islower() for c in value) and any(c.isdigit() for c in value)
+
+
+def _id_value(value: str) -> bool:
+    # "0000-…" or "aaaa…" is a placeholder; a real id mixes letters and digits.
+    return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+
+
 def _credential_value(value: str) -> bool:
     """A concrete secret value on a command line, in a header or an assignment."""
     value = value.strip("\"'`")
@@ -85,8 +95,8 @@ def _credential_value(value: str) -> bool:
 
 
 def _user_password_value(value: str) -> bool:
-    # "-u 1000:1000" is a uid:gid, not a user and password.
-    return _credential_value(value) and not value.isdigit()
+    # "-u 1000:1000" is a uid:gid and "-u ops@host:/backup" a remote path, not a user and password.
+    return _credential_value(value) and not value.isdigit() and not value.startswith(("/", "~"))
 
 
 def _url_param_value(value: str) -> bool:
@@ -131,7 +141,25 @@ _SECRET_RULES: tuple[_Rule, ...] = (
     _rule("github_token", CREDENTIAL, r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}|\bgithub_pat_[A-Za-z0-9_]{40,}"),
     _rule("gitlab_token", CREDENTIAL, r"\bgl(?:pat|dt|rt|ptt|cbt|oas|soat|ffct|imt|agent)-[A-Za-z0-9_-]{20,}"),
     _rule(
-        "slack_token", CREDENTIAL, r"\bxox[abposr]-[A-Za-z0-9-]{10,}|https://hooks\.slack\.com/services/[A-Za-z0-9/]+"
+        "slack_token",
+        CREDENTIAL,
+        r"\bxox[abposr]-[A-Za-z0-9-]{10,}|(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]+",
+    ),
+    # HashiCorp Vault service, batch and recovery tokens; the legacy "s." form only with letters of both
+    # cases and digits (a file or host named "s.something" is not one).
+    _rule("vault_token", CREDENTIAL, r"\bhv[sbr]\.[A-Za-z0-9_-]{24,}"),
+    _rule("vault_token_legacy", CREDENTIAL, r"(?<![\w.])s\.(?P<v>[A-Za-z0-9]{24})\b", _mixed),
+    _rule("age_secret_key", CREDENTIAL, r"\bAGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
+    _rule(
+        "aws_bedrock_key", CREDENTIAL, r"\bABSK[A-Za-z0-9+/]{100,280}={0,2}|\bbedrock-api-key-[A-Za-z0-9+/=&%._-]{20,}"
+    ),
+    _rule("sourcegraph_token", CREDENTIAL, r"\bsgp_(?:[a-fA-F0-9]{16}_|local_)?[a-fA-F0-9]{40}\b"),
+    # Cloudflare's API tokens carry no prefix: 40 characters named by the word "cloudflare" or CF_API_TOKEN.
+    _rule(
+        "cloudflare_token",
+        CREDENTIAL,
+        r"(?:cloudflare|\bCF)[\w.-]{0,24}?(?:token|key)?[\w.-]{0,8}[\"']?\s*(?:[:=]|\bis\b)\s*[\"']?"
+        r"(?P<v>[A-Za-z0-9_-]{40}|[a-f0-9]{37})(?![A-Za-z0-9_-])",
     ),
     _rule("stripe_key", CREDENTIAL, r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"),
     _rule("openai_key", CREDENTIAL, r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
@@ -140,6 +168,17 @@ _SECRET_RULES: tuple[_Rule, ...] = (
     _rule("aliyun_access_key", CREDENTIAL, r"\bLTAI[A-Za-z0-9]{12,24}\b"),
     _rule("tencent_secret_id", CREDENTIAL, r"\bAKID[A-Za-z0-9]{13,40}\b"),
     _rule("jwt", CREDENTIAL, r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    # An id-shaped value (a UUID, a hex string) is a secret only where a credential word names it
+    # ("api key 550e8400-…", "token: 3f2a…"); order, trace and request ids stay ids.
+    _rule(
+        "labelled_id_secret",
+        CREDENTIAL,
+        r"(?:\b(?:api|access|auth|secret|private|license|licence|client|app|bearer|session)[\s_-]?(?:key|token|secret)s?\b"
+        r"|\b(?:token|secret|password|passcode)s?\b|密钥|秘钥|令牌|口令|密码)"
+        r"(?:\s+(?:is|was|=)|\s*[:=：]|\s*(?:是|为)|\s+(?:here|below))?\s*[\"'“]?"
+        r"(?P<v>(?<![0-9A-Fa-f-])(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{16,})(?![0-9A-Za-z-]))",
+        _id_value,
+    ),
     _rule("bearer_token", CREDENTIAL, r"\bBearer\s+(?P<v>[A-Za-z0-9._~+/-]{20,}=*)"),
     _rule(
         "url_credentials",
@@ -174,7 +213,7 @@ _SECRET_RULES: tuple[_Rule, ...] = (
     _rule(
         "cli_user_password",
         CREDENTIAL,
-        r"(?<![\w-])(?:-u|--user|-U|--username)\s*[\"']?[^\s:\"'%@/]+[:%](?P<v>[^\s\"'@]{3,})",
+        r"(?<![\w-])(?:-u|--user|-U|--username)(?:\s*|=)[\"']?[^\s:\"'%/]*[:%](?P<v>[^\s\"'@]{3,})",
         _user_password_value,
     ),
     # -- HTTP auth headers, inside commands or pasted
@@ -313,6 +352,7 @@ _URL_SECRET_PARAM_RE = re.compile(
     r"app[_-]?secret|appsecret|ak|sk)=([^&#\s\"'<>]{6,})",
     re.IGNORECASE,
 )
+_UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _HEX_RE = re.compile(r"(?<![0-9a-fA-F])[0-9a-fA-F]{32,}(?![0-9a-fA-F])")
 
 
@@ -334,8 +374,9 @@ def _looks_like_secret_token(token: str) -> bool:
     digits = sum(c.isdigit() for c in stripped)
     if stripped.isdigit() or digits == 0:
         return False
-    # Hex digests (order hashes, file checksums) only count with a keyword nearby; see _HEX_RE.
-    if re.fullmatch(r"[0-9a-fA-F]+", stripped):
+    # Hex digests (order hashes, file checksums) and UUIDs (order, trace and request ids) only count
+    # with a credential word nearby; see _HEX_RE and the rule "labelled_id_secret".
+    if re.fullmatch(r"[0-9a-fA-F]+", stripped) or _UUID_RE.fullmatch(stripped):
         return False
     if not (has_lower and has_upper) and digits < 4:
         return False
