@@ -28,7 +28,7 @@ _WANT_BEFORE_RE = re.compile(r"想|要|希望|倾向|最好|喜欢|改成|换成
 # After the term only a closing acceptance counts ("京东的吧", "XL就行"): a verb after it belongs to
 # what follows ("换货别再发那个荧光绿了").
 _WANT_AFTER_RE = re.compile(
-    r"^[的\s]*(?:就|也|都)?(?:吧|就行|就好|可以|也行|也可以|刚好|合适|挺好|好了)[的吧啊呀哈了呢哦嘛啦]*$"
+    r"^[的\s]*(?:就|也|都)?(?:吧|就行|就好|可以|也行|也可以|刚好|合适|挺好|好了)[的吧啊呀哈了呢哦嘛啦]*(?:\s|$)"
 )
 _NON_NEED_BEFORE_RE = re.compile(r"(?:不需要|不用|无需|用不着|不必)[^，,]{0,4}$")
 _FILLER_RE = re.compile(r"[的吧啊呀哈了呢哦嘛啦就行可以好\s、和或者还是也都那就那]+")

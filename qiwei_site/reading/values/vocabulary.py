@@ -55,6 +55,10 @@ _COLOUR_RE = re.compile(
 )
 
 
+# After a term, a CJK character that is no particle, verb or measure word continues a name.
+_NAME_GOES_ON_RE = re.compile(r"(?![的吧了啊呀呢哦嘛就也都还发寄送和或与跟、色码号款快物速的])[\u4e00-\u9fff]")
+
+
 @dataclass(frozen=True)
 class Term:
     word: str
@@ -83,6 +87,8 @@ class Vocabulary:
         def add(word: str, group: str, start: int, end: int) -> None:
             if any(start < e and s < end for s, e in taken):
                 return
+            if group in _BUILT_IN and word not in self.account_words and _NAME_GOES_ON_RE.match(text, end):
+                return  # "京东大峡谷": a built-in term opening a longer name
             taken.append((start, end))
             found.append(Term(word, group, start, end))
 
