@@ -24,6 +24,7 @@ from qiwei_site.reading.extract.clauses import THIRD_PARTY_RE
 from qiwei_site.reading.extract.objects import object_key, objects_for, valid_object
 from qiwei_site.reading.extract.preferences import EN_ACCEPT_RE, ZH_ACCEPT_RE
 from qiwei_site.reading.guard import object_refusal
+from qiwei_site.reading.values import amounts_in
 
 _ACCEPT_ZH = re.compile(ZH_ACCEPT_RE)
 _ACCEPT_EN = re.compile(EN_ACCEPT_RE, re.IGNORECASE)
@@ -50,8 +51,8 @@ _LEAD_TRIM = re.compile(r"^(?:我们?|咱们|我这边)?(?:对(?:于)?|关于|�
 
 
 def _release(label: str, obj: str, clause: str) -> Candidate | None:
-    if not valid_object(obj) or object_refusal(obj):
-        return None
+    if not valid_object(obj) or object_refusal(obj) or amounts_in(obj):
+        return None  # "最多到六千也行": an amount accepted is the budget, read as one; no release
     key_obj = object_key(obj)
     if not key_obj:
         return None

@@ -79,6 +79,11 @@ _BUDGET_EN_RE = re.compile(
     r"is\s+about|is\s+up\s+to|is\s+under)*\s*(?:\$|¥|rmb|usd|cny)?\s*(?P<amount>\d[\d,]*(?:\.\d+)?)\s*(?P<unit>k|thousand|w)?",
     re.IGNORECASE,
 )
+_CAP_FINE_EN_RE = re.compile(
+    r"\b(?:up\s+to|at\s+most|no\s+more\s+than|max(?:imum)?(?:\s+of)?)\s+(?:\$|¥|rmb\s*)?(?P<amount>\d[\d,]*(?:\.\d+)?)\s*"
+    r"(?P<unit>k|thousand)?\b(?:\s+(?:a|per)\s+month)?\s+(?:is|would\s+be|will\s+be|'s)\s+(?:fine|ok|okay|alright|acceptable)\b",
+    re.IGNORECASE,
+)
 _LAYOUT_ZH_RE = re.compile(
     # "一室户" (a one-room flat with its own kitchen and bath) is a layout of its own, not 一居室.
     r"(?P<special>单间|开间|一室户|复式|loft|LOFT|大平层)|"
@@ -322,6 +327,13 @@ def _budget(clause: str, *, answers: frozenset[str], wanted: bool) -> tuple[Cand
                 continue
         start = clause.rfind(topic, 0, amount.start) if topic else amount.start
         return _budget_candidate(amount, clause), (max(0, start), amount.end)
+    cap = _CAP_FINE_EN_RE.search(clause)
+    if cap:
+        # "actually up to 6000 is fine": a cap the customer accepts is the budget
+        amount_text = cap.group("amount").replace(",", "")
+        if (cap.group("unit") or "").lower() in {"k", "thousand"}:
+            amount_text = str(int(float(amount_text) * 1000))
+        return _profile_candidate("budget", amount_text + "以内", confidence=0.85, clause=clause), cap.span()
     match = _BUDGET_EN_RE.search(clause)
     if match:
         amount_text = match.group("amount").replace(",", "")

@@ -232,6 +232,9 @@ def _statement_candidates(
         return candidates
     had_object = bool(clause[match.end() :].strip(" 的了吧啊呀呢"))
     objects = objects_for(remainder, sub[0], is_english, fronted=not had_object or remainder == clause)
+    if facts:
+        # "月供最好控制在一万以内": the amount is the fact's; an object restating it is no second item
+        objects = [obj for obj in objects if not amounts_in(obj)]
     if kept_party:
         # "房东必须能接受宠物" → "房东能接受宠物": the demand on the party, as the customer put it.
         demanded = trim_object(_MUST_WORD_RE.sub("", clause[match.start() :]))
