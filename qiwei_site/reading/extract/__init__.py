@@ -495,7 +495,8 @@ def _continued_want(sentence: _Sentence, clause: _Clause) -> bool:
     if not _CONTINUED_WANT_RE.match(text):
         return False
     # "帮我找个两居室，带电梯的，离地铁近点": the want goes on after the comma.
-    own = statement_candidates("要" + text, hedged=clause.hedged, context=sentence.context)
+    stated = "要" + re.sub(r"^(?:还|也|并且|而且|另外|同时)(?:要|得)?(?:可以|能)?(?=提供|有|带)", "", text)
+    own = statement_candidates(stated, hedged=clause.hedged, context=sentence.context)
     sentence.found[clause.index] = own
     sentence.want_open = bool(own)
     return True
