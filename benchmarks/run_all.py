@@ -91,6 +91,9 @@ LANGUAGE_BENCHMARKS = (
     ("gate", "Safety gate: false positives on CrossWOZ / LoCoMo turns, detection by technique", ["gate_fp.py"]),
     ("extract_crosswoz", "Extraction on CrossWOZ dev Inform slot values", ["extract_crosswoz.py"]),
     ("extract_rental", "Extraction on our own rental dev set", ["extract_rental_dev.py"]),
+    ("extract_trades", "Extraction on one fresh hand-labelled set per trade (issue 22)", ["extract_trades.py"]),
+    ("gate_families", "Gate families and credential shapes of issue 22, with look-alikes", ["gate_families_22.py"]),
+    ("recall_families", "Recall: a repeated question, one shared character, dates", ["recall_families_22.py"]),
 )
 # --quick: the same data and verdicts, one timed pass instead of the best of three.
 LANGUAGE_QUICK = (
@@ -105,6 +108,9 @@ LANGUAGE_QUICK = (
         ["extract_crosswoz.py", "--repeats", "1"],
     ),
     ("extract_rental", "Extraction on our own rental dev set", ["extract_rental_dev.py"]),
+    ("extract_trades", "Extraction on one fresh hand-labelled set per trade (issue 22)", ["extract_trades.py"]),
+    ("gate_families", "Gate families and credential shapes of issue 22, with look-alikes", ["gate_families_22.py"]),
+    ("recall_families", "Recall: a repeated question, one shared character, dates", ["recall_families_22.py"]),
 )
 
 _ACCOUNTS = ["api_load.py", "--accounts", "1", "200", "500", "--backends", "postgres", "pgbouncer", "--clients", "32"]
