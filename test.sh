@@ -1,7 +1,16 @@
 #!/usr/bin/env bash
 # One command: install what the tests need and run the test suite.
 # Extra arguments go to pytest, e.g. `./test.sh -m integration` or `./test.sh -m browser`.
+# The default run (unit and API tests) is spread over the machine's cores with pytest-xdist (each
+# worker has its own data directory and account databases); a marker run (-m …) or an explicit
+# -n stays as asked: the integration and browser tests share servers and run one at a time.
 set -euo pipefail
 cd "$(dirname "$0")"
 scripts/bootstrap.sh dev
-exec .venv/bin/pytest -q "$@"
+parallel=(-n auto)
+for arg in "$@"; do
+  case "$arg" in
+    -m|-m*|-n|-n*|--numprocesses*) parallel=() ;;
+  esac
+done
+exec .venv/bin/pytest -q "${parallel[@]}" "$@"
