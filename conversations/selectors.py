@@ -28,6 +28,18 @@ from conversations.models import (
 from qiwei_site.platform.errors import NotFound, ValidationFailed
 
 
+def message_get(*, customer: Customer, message_id: int | str) -> Message:
+    """A message of this customer; another customer's message is as unknown as a missing one."""
+    try:
+        pk = int(message_id)
+    except (TypeError, ValueError):
+        pk = 0
+    message = Message.objects.filter(customer=customer, pk=pk).first() if 0 < pk < 2**63 else None
+    if message is None:
+        raise NotFound(f"消息 {message_id} 不存在 (no such message).", code="message_not_found")
+    return message
+
+
 def customer_get(conversation_id: str) -> Customer:
     customer = Customer.objects.filter(conversation_id=conversation_id).order_by("pk").first()
     if customer is None:

@@ -15,10 +15,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from conversations.models import CustomerProfile
-from conversations.selectors import customer_get
+from conversations.selectors import customer_get, message_get
 from conversations.services import customer_get_or_create
 from memory import selectors
 from memory.governance.erasure import customer_erase
+from memory.governance.messages import message_forget
 from memory.governance.services import (
     REASON_REQUIRED_DETAIL,
     memory_item_add,
@@ -344,3 +345,26 @@ class CustomerEraseApi(AccountAPIView):
         data = governance_input(GovernanceReasonInput, request.data)
         counts = customer_erase(customer=customer, actor=request.user, reason=data["reason"])
         return Response({"conversation_id": conversation_id, "counts": counts})
+
+
+class MessageForgetApi(AccountAPIView):
+    """POST .../messages/{id}/forget/ with the reason: the message goes, and every automatic item it
+    alone supported is forgotten with it (`memory.governance.messages.message_forget`)."""
+
+    governance_methods = GOVERNANCE
+
+    @extend_schema(
+        request=GovernanceReasonInput,
+        responses=inline_serializer(
+            "MessageForgetOutput",
+            {
+                "message_id": serializers.IntegerField(),
+                "items_forgotten": serializers.ListField(child=serializers.IntegerField()),
+                "items_evidence_removed": serializers.ListField(child=serializers.IntegerField()),
+            },
+        ),
+    )
+    def post(self, request: Request, account_id: str, conversation_id: str, message_id: str) -> Response:
+        message = message_get(customer=customer_get(conversation_id), message_id=message_id)
+        data = governance_input(GovernanceReasonInput, request.data)
+        return Response(message_forget(message=message, actor=request.user, reason=data["reason"]))

@@ -18,4 +18,5 @@ urlpatterns = [
     path(conversation + "snapshots/", apis.SnapshotListApi.as_view(), name="memory-snapshot-list"),
     path(conversation + "profile/", apis.ProfileApi.as_view(), name="customer-profile"),
     path(conversation + "erase/", apis.CustomerEraseApi.as_view(), name="customer-erase"),
+    path(conversation + "messages/<str:message_id>/forget/", apis.MessageForgetApi.as_view(), name="message-forget"),
 ]

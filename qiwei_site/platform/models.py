@@ -76,6 +76,7 @@ class AuditAction(models.TextChoices):
     CUSTOMER_ERASED = "customer_erased", _("删除客户数据")
     MESSAGES_INGESTED = "messages_ingested", _("收到消息")
     MESSAGE_REVEALED = "message_revealed", _("查看未遮蔽消息")
+    MESSAGE_FORGOTTEN = "message_forgotten", _("遗忘消息")
     MESSAGES_SEALED = "messages_sealed", _("遮蔽并密封存量消息中的敏感信息")
     STORAGE_SCRUB_PENDING = "storage_scrub_pending", _("存储清理被读取占用，稍后重试")
     STORAGE_SCRUBBED = "storage_scrubbed", _("完成存储清理")
