@@ -48,6 +48,7 @@ from memory.context.builder.layout import (
     _messages_block,
     _prompt_sections,
     _Quoted,
+    core_contents,
 )
 from memory.context.builder.quoting import (
     _quote,
@@ -273,7 +274,7 @@ class AgentContextBuilder:
             lambda: recall_module.recall_for(customer, latest, window=candidates),
             no_recall,
         )
-        state, state_refs = _business_state(read.business)
+        state, state_refs = _business_state(read.business, core_contents(read.core))
         recent = [_recent_message(row) for row in reversed(window[:recent_size])]
         return _Gathered(
             instructions=read.instructions,

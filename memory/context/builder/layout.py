@@ -19,7 +19,8 @@ from memory.context import recall as recall_module
 from memory.context.builder.quoting import _quote, _when, memory_line
 from memory.models import MemoryType
 from memory.snapshots import SECTION_TITLES
-from qiwei_site.reading.fields import PROFILE_FIELD_NAMES, PROFILE_FIELDS
+from qiwei_site.reading.fields import PROFILE_FIELD_NAMES, PROFILE_FIELDS, profile_item_content
+from qiwei_site.reading.normalise import normalize_content
 from qiwei_site.reading.quoting import neutralise, quoted_text
 
 INSTRUCTIONS = "instructions"
@@ -445,12 +446,24 @@ def _display(choices: dict[Any, Any], value: str) -> str:
     return str(choices.get(value, value))
 
 
-def _business_state(business: _Business) -> tuple[str, list[_StateRef]]:
+def core_contents(core: tuple[Any, ...] | None) -> frozenset[str]:
+    """The texts the core memory section shows (the snapshot's item lines)."""
+    if core is None:
+        return frozenset()
+    return frozenset(normalize_content(text) for _id, _kind, text in _memory_entries(core[1], list(core[2])))
+
+
+def _business_state(business: _Business, shown: frozenset[str] = frozenset()) -> tuple[str, list[_StateRef]]:
     """Profile, open tasks, open alerts and open recommendations with their latest feedback;
-    the rows quoted, so the trace can name them."""
+    the rows quoted, so the trace can name them. A profile value the core memory already shows as
+    its `profile:<field>` item (`shown`) is not listed twice: each fact once in the prompt."""
     lines: list[str] = []
     values = dict(zip(PROFILE_FIELD_NAMES, business.profile, strict=True)) if business.profile is not None else {}
-    profile_lines = [f"- {label}：{neutralise(values[name])}" for name, label in PROFILE_FIELDS if values.get(name)]
+    profile_lines = [
+        f"- {label}：{neutralise(values[name])}"
+        for name, label in PROFILE_FIELDS
+        if values.get(name) and normalize_content(profile_item_content(name, values[name])) not in shown
+    ]
     if profile_lines:
         lines += ["【客户画像】", *profile_lines]
     task_refs = [

@@ -35,9 +35,10 @@ from memory.context.builder import (
     neutralise,
 )
 from memory.models import MemoryType
+from memory.profile import customer_profile_update
 from memory.snapshots import snapshot_refresh
 from qiwei_site.platform.tenancy import account_atomic
-from tests.factories import MemoryItemFactory, TaskFactory
+from tests.factories import CustomerFactory, MemoryItemFactory, MessageFactory, TaskFactory
 from tests.memory.context.conftest import filler
 
 IN, OUT = MessageDirection.INBOUND, MessageDirection.OUTBOUND
@@ -336,3 +337,18 @@ def test_build_degraded_respects_the_prompt_budget(rich_customer, settings):
     assert len(built.prompt) <= 2000
     assert next(s.chars for s in built.sections if s.name == INSTRUCTIONS) <= 500
     assert "那套是顶楼吗？离地铁远不远？" in built.prompt
+
+
+def test_builder_lists_each_profile_fact_once(account, staff_user):
+    # Given a customer whose budget is in the profile and, as its profile item, in core memory
+    customer = CustomerFactory()
+    MessageFactory(customer=customer, text="预算四千五左右")
+    changes = {"budget": "4500元以内", "preferred_name": "周女士"}
+    customer_profile_update(customer=customer, changes=changes, actor=staff_user, reason="客户确认")
+    # When the context is built
+    prompt = build(customer).prompt
+    # Then each fact is listed once, in core memory
+    assert prompt.count("4500元以内") == 1
+    assert prompt.count("周女士") == 1
+    core = next(section for section in build(customer).sections if section.name == CORE_MEMORY)
+    assert "预算：4500元以内" in core.text
