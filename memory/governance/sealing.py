@@ -6,26 +6,39 @@ kept true) and, once a draft is done (sent or rejected), its reply, final text, 
 and the delivery's text; a pending or approved draft is still to be sent as written. Key rotation
 re-seals every sealed original with the newest key.
 
-Idempotent (a masked text masks to itself; a message sealed before keeps its first, true original)
-and resumable: each batch commits on its own, so a run that stops is simply run again. Audited per
-customer with the message ids and categories, never the text. On SQLite the old bytes go too
-(`secure_delete`, the search index merged, the WAL truncated); on PostgreSQL the old row versions
-stay until VACUUM (README, production deployment).
+A bare value right after the customer's announcement of it ("密码发你" … "Lm20461qa") is masked whole,
+as ingest does now. Idempotent (a masked text masks to itself; a message sealed before keeps its
+first, true original) and resumable: each batch commits on its own, so a run that stops is simply
+run again. Audited per customer with the message ids and categories, never the text. On SQLite the
+old bytes go too (`secure_delete`, the search index merged, the WAL truncated); on PostgreSQL the
+old row versions stay until VACUUM (README, production deployment).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime
 
-from conversations.models import AuditAction, Customer, Delivery, Draft, DraftStatus, Message, MessageSecret
+from conversations.models import (
+    AuditAction,
+    Customer,
+    Delivery,
+    Draft,
+    DraftStatus,
+    Message,
+    MessageDirection,
+    MessageSecret,
+)
+from memory.capture.ingest import ANNOUNCEMENT_WINDOW
 from memory.context.recall import recall_features_store
 from memory.governance.scrub import column_rewrite, prompt_redact, search_index_purge, secure_delete_on, wal_truncate
 from qiwei_site.platform.audit import audit_record
 from qiwei_site.platform.history import Actor
 from qiwei_site.platform.sealing import reseal, seal
 from qiwei_site.platform.tenancy import account_atomic, current_alias
-from qiwei_site.reading.masking import mask_sensitive, masked_with_categories
+from qiwei_site.reading.masking import mask_sensitive, masked_after, masked_with_categories
+from qiwei_site.reading.safety import CREDENTIAL, VERIFICATION_CODE, bare_secret
 
 SEAL_REASON = "按当前读取规则遮蔽存量消息中的凭证与个人号码，原文密封保存"
 
@@ -47,15 +60,19 @@ def messages_seal(*, actor: Actor, batch_size: int = 500, rotate: bool = False) 
     last = 0
     while True:
         rows = list(
-            Message.objects.filter(pk__gt=last).order_by("pk").values_list("pk", "customer_id", "text")[:batch_size]
+            Message.objects.filter(pk__gt=last)
+            .order_by("pk")
+            .values_list("pk", "customer_id", "text", "direction", "sent_at")[:batch_size]
         )
         if not rows:
             break
         last = rows[-1][0]
         report.messages_read += len(rows)
         found = []
-        for pk, customer_id, text in rows:
+        for pk, customer_id, text, direction, sent_at in rows:
             masked, categories = masked_with_categories(text)
+            if not categories and direction == MessageDirection.INBOUND:
+                masked, categories = masked_after(text, _announcement(pk, customer_id, text, sent_at))
             if categories and masked != text:
                 found.append((pk, customer_id, text, masked, categories))
         if found:
@@ -67,6 +84,24 @@ def messages_seal(*, actor: Actor, batch_size: int = 500, rotate: bool = False) 
         search_index_purge()
         wal_truncate(current_alias())
     return report
+
+
+def _announcement(pk: int, customer_id: int, text: str, sent_at: datetime) -> str | None:
+    """The customer's message just before this one, when it may have announced it as a secret
+    ("密码发你" … "Lm20461qa"): theirs, within the window, with nothing of ours between — as ingest
+    reads it. Looked up only for a message that could be a bare secret."""
+    if not (bare_secret(text, CREDENTIAL) or bare_secret(text, VERIFICATION_CODE)):
+        return None
+    before = (
+        Message.objects.filter(customer_id=customer_id, sent_at__lte=sent_at)
+        .exclude(pk=pk)
+        .order_by("-sent_at", "-pk")
+        .values_list("direction", "text", "sent_at")
+        .first()
+    )
+    if before is None or before[0] != MessageDirection.INBOUND or sent_at - before[2] > ANNOUNCEMENT_WINDOW:
+        return None
+    return str(before[1])
 
 
 def _seal_batch(found: list[tuple[int, int, str, str, tuple[str, ...]]], actor: Actor, report: SealReport) -> None:

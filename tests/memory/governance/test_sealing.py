@@ -5,6 +5,7 @@ non-zero with a message."""
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 from pathlib import Path
 
@@ -163,3 +164,18 @@ def test_messages_seal_masks_the_prompts_and_done_replies_drafts_kept(account, c
     assert "drafts=1" in output
     # And a second run changes nothing more
     assert "drafts=0" in run("--account", account.id)
+
+
+def test_messages_seal_masks_a_bare_value_sent_right_after_its_announcement(account):
+    # Given old messages: "密码发你" then the bare value, stored in the clear before ingest masked them
+    customer = CustomerFactory(conversation_id="wm_seal_zhao")
+    announcement = MessageFactory(customer=customer, text="门锁密码发你")
+    value = MessageFactory(customer=customer, text="Lm20461qa", sent_at=announcement.sent_at + dt.timedelta(minutes=1))
+    # And the same shape three hours later, which announces nothing
+    late = MessageFactory(customer=customer, text="Qz88310kk", sent_at=value.sent_at + dt.timedelta(hours=3))
+    # When the command runs
+    run("--account", account.id)
+    # Then the announced value is one mask with its original sealed; the late one stays as it was
+    assert Message.objects.get(pk=value.pk).text == "••••••"
+    assert received_text(Message.objects.get(pk=value.pk)) == "Lm20461qa"
+    assert Message.objects.get(pk=late.pk).text == "Qz88310kk"
