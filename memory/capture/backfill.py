@@ -12,7 +12,7 @@ from django.db.models import F
 
 from conversations.models import AuditAction, Customer, CustomerProfile, Message, MessageDirection
 from memory.capture.services import capture_message
-from memory.items import REFUSED, UNCHANGED, memory_item_put
+from memory.items import CREATED, EVIDENCE_ADDED, REFUSED, SUPERSEDED, UNCHANGED, memory_item_put
 from memory.models import MemoryCreatedBy, MemoryDirection, MemoryType
 from memory.profile import profile_item_content, profile_item_key
 from memory.snapshots import snapshot_refresh
@@ -24,11 +24,26 @@ REASON = "历史画像与客户原话回填"
 
 @dataclass
 class Totals:
+    """What a backfill did, by outcome (issue 24, item 8): items created, old values superseded,
+    evidence added to an item already there, items already there unchanged, messages blocked."""
+
     customers: int = 0
     messages: int = 0
-    written: int = 0
+    created: int = 0
+    superseded: int = 0
+    evidence_added: int = 0
     present: int = 0
     blocked: int = 0
+
+    @property
+    def written(self) -> int:
+        """Items written: created, or a new value superseding an old one."""
+        return self.created + self.superseded
+
+    def count(self, outcomes: dict[str, int]) -> None:
+        self.created += outcomes.get(CREATED, 0)
+        self.superseded += outcomes.get(SUPERSEDED, 0)
+        self.evidence_added += outcomes.get(EVIDENCE_ADDED, 0)
 
 
 def customer_backfill(*, customer: Customer, totals: Totals) -> None:
@@ -56,7 +71,7 @@ def customer_backfill(*, customer: Customer, totals: Totals) -> None:
         if result.outcome in (UNCHANGED, REFUSED):
             totals.present += 1
         else:
-            totals.written += 1
+            totals.count({result.outcome: 1})
             changed = True
     # Each with its sealed original on the row (`conversations.received`), not one lookup per message.
     inbound = (
@@ -68,7 +83,7 @@ def customer_backfill(*, customer: Customer, totals: Totals) -> None:
         totals.messages += 1
         outcome = capture_message(message=message, actor=ACTOR, refresh_snapshot=False)
         totals.blocked += int(outcome.blocked)
-        totals.written += outcome.written
+        totals.count(outcome.outcomes)
         totals.present += outcome.unchanged
         changed = changed or outcome.written > 0
     if changed:

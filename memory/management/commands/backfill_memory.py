@@ -50,8 +50,10 @@ class Command(BaseCommand):
                         raise CommandError(f"客户 {customer.conversation_id} 回填失败：{exc.detail}") from exc
         prefix = "[演练，未写入] " if dry_run else ""
         self.stdout.write(
-            f"{prefix}客户 {totals.customers} 个，扫描消息 {totals.messages} 条，写入记忆 {totals.written} 条，"
+            f"{prefix}客户 {totals.customers} 个，扫描消息 {totals.messages} 条，写入记忆 {totals.written} 条"
+            f"（新建 {totals.created}，替换旧值 {totals.superseded}），补充证据 {totals.evidence_added} 条，"
             f"已存在 {totals.present} 条，拦截消息 {totals.blocked} 条"
-            f" (customers={totals.customers} messages={totals.messages} written={totals.written}"
+            f" (customers={totals.customers} messages={totals.messages} created={totals.created}"
+            f" superseded={totals.superseded} evidence_added={totals.evidence_added}"
             f" present={totals.present} blocked={totals.blocked})"
         )

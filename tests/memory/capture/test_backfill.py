@@ -68,3 +68,16 @@ def test_backfill_memory_dry_run_writes_nothing(history):
 def test_backfill_memory_unknown_account_fails_with_message(account):
     with pytest.raises(CommandError, match="账号 nosuch 不存在"):
         run("--account", "nosuch")
+
+
+def test_backfill_memory_reports_true_counts(account):
+    # Given one customer saying the same thing three times
+    customer = CustomerFactory(conversation_id="wm_conv_counts")
+    for hour in (9, 10, 11):
+        MessageFactory(customer=customer, text="不考虑顶楼", sent_at=BASE_TIME.replace(hour=hour))
+    # When the backfill runs
+    output = run("--account", "acme")
+    # Then it says it created one item and added evidence twice, not that it wrote three
+    assert MemoryItem.objects.filter(customer=customer).count() == 1
+    assert "写入记忆 1 条（新建 1，替换旧值 0），补充证据 2 条" in output
+    assert "created=1 superseded=0 evidence_added=2" in output
