@@ -86,6 +86,10 @@ def alerts_open() -> QuerySet[Alert]:
     return Alert.objects.filter(resolved=False)
 
 
+def review_stale_after() -> dt.timedelta:
+    return dt.timedelta(days=int(getattr(settings, "QIWEI_REVIEW_STALE_DAYS", 3)))
+
+
 @dataclass(frozen=True)
 class AttentionCounts:
     to_confirm: int
@@ -93,12 +97,26 @@ class AttentionCounts:
     blocked_today: int
     drafts_pending: int
     alerts_open: int
+    to_confirm_oldest: dt.datetime | None = None  # when the longest-waiting item entered the queue
+
+
+def waited(since: dt.datetime | None, now: dt.datetime | None = None) -> str:
+    """How long something has waited, in Chinese: "3 天 4 小时", "5 小时", "不到 1 小时"."""
+    if since is None:
+        return ""
+    seconds = max(0, int(((now or timezone.now()) - since).total_seconds()))
+    days, hours = seconds // 86400, seconds % 86400 // 3600
+    if days:
+        return f"{days} 天 {hours} 小时" if hours else f"{days} 天"
+    return f"{hours} 小时" if hours else "不到 1 小时"
 
 
 def attention_counts(now: dt.datetime | None = None) -> AttentionCounts:
     """The start page's numbers for the selected account."""
+    queue = review_queue(now=now)
     return AttentionCounts(
-        to_confirm=review_queue(now=now).count(),
+        to_confirm_oldest=queue.order_by("created_at", "id").values_list("created_at", flat=True).first(),
+        to_confirm=queue.count(),
         capture_failed=capture_jobs_failed().count(),
         blocked_today=messages_blocked_today(now).count(),
         drafts_pending=drafts_awaiting_review().count(),

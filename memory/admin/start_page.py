@@ -4,13 +4,16 @@ exactly those rows, so the count and the list always agree."""
 
 from __future__ import annotations
 
+import datetime as dt
+from typing import Any
 from urllib.parse import urlencode
 
 from django.http import HttpRequest
 from django.urls import reverse
+from django.utils import timezone
 
 from conversations.models import AuditAction, DraftStatus
-from memory.attention import attention_counts, review_confidence_below, shanghai_day
+from memory.attention import attention_counts, review_confidence_below, review_stale_after, shanghai_day, waited
 from memory.governance.scrub import storage_scrubs_pending
 from memory.models import CaptureJobStatus
 from qiwei_site.platform.admin_site import StartPageCount
@@ -18,6 +21,17 @@ from qiwei_site.platform.admin_site import StartPageCount
 
 def _list(url_name: str, **filters: str) -> str:
     return f"{reverse(url_name)}?{urlencode(filters)}" if filters else reverse(url_name)
+
+
+def _waiting_note(oldest: dt.datetime | None) -> dict[str, Any]:
+    """How long the oldest item has waited; a warning once that is longer than QIWEI_REVIEW_STALE_DAYS."""
+    if oldest is None:
+        return {}
+    stale = timezone.now() - oldest > review_stale_after()
+    note = f"最久已等待 {waited(oldest)}"
+    if stale:
+        note += f"，超过 {review_stale_after().days} 天未处理，请尽快审核"
+    return {"note": note, "warning": stale}
 
 
 def memory_start_page_counts(request: HttpRequest) -> list[StartPageCount]:
@@ -35,6 +49,7 @@ def memory_start_page_counts(request: HttpRequest) -> list[StartPageCount]:
                 url=reverse("admin:memory_memoryitem_review"),
                 help_text=f"模型推断和置信度低于 {review_confidence_below()} 的自动记忆",
                 order=10,
+                **_waiting_note(counts.to_confirm_oldest),
             ),
         ),
         (

@@ -38,6 +38,8 @@ class StartPageCount:
     url: str
     help_text: str = ""
     order: int = 100
+    note: str = ""  # e.g. how long the oldest row has waited
+    warning: bool = False  # the note is a warning (shown highlighted)
 
 
 StartPageCounter = Callable[[HttpRequest], Iterable[StartPageCount]]

@@ -308,5 +308,7 @@ MIDDLEWARE = ["qiwei_site.platform.middleware.ApiErrorMiddleware", *MIDDLEWARE]
 QIWEI_HYPOTHESIS_TTL_HOURS = env_int("QIWEI_HYPOTHESIS_TTL_HOURS", 168, 1, 8760)
 # Automatic items below this confidence wait in the admin review queue beside hypotheses.
 QIWEI_REVIEW_CONFIDENCE_BELOW = env_float("QIWEI_REVIEW_CONFIDENCE_BELOW", 0.7, 0.0, 1.0)
+# The start page warns when an item has waited in the review queue longer than this (days).
+QIWEI_REVIEW_STALE_DAYS = env_int("QIWEI_REVIEW_STALE_DAYS", 3, 1, 365)
 # Bytes of built contexts kept per process; an answer is reused only while every row it read is unchanged.
 QIWEI_AGENT_CONTEXT_CACHE_BYTES = env_int("QIWEI_AGENT_CONTEXT_CACHE_BYTES", 8 * 1024 * 1024, 0, 1024**3)

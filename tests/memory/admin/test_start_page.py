@@ -14,7 +14,7 @@ from django.utils import timezone
 from conversations.drafts import draft_reject
 from conversations.models import AuditEvent, Draft
 from conversations.services import alert_raise, alert_resolve
-from memory.attention import attention_counts, messages_blocked_today, shanghai_day
+from memory.attention import attention_counts, messages_blocked_today, review_queue, shanghai_day, waited
 from memory.models import CaptureJob, CaptureJobStatus
 from qiwei_site.platform.audit import audit_record
 from qiwei_site.platform.middleware import SESSION_KEY
@@ -174,3 +174,26 @@ def test_start_page_renders_each_count_as_a_link(admin_client, review_items):
     body = admin_client.get(reverse("admin:index")).content.decode()
     assert 'id="qiwei-start"' in body and "待处理事项" in body
     assert f'href="{reverse("admin:memory_memoryitem_review")}" data-count="3"' in body
+
+
+def test_start_page_says_how_long_the_oldest_review_item_has_waited(admin_client, review_items, settings):
+    # Given review items, the oldest entered the queue two days ago
+    oldest = review_queue().order_by("created_at").first()
+    type(oldest).objects.filter(pk=oldest.pk).update(created_at=timezone.now() - dt.timedelta(days=2, hours=5))
+    settings.QIWEI_REVIEW_STALE_DAYS = 3
+    # When the supervisor opens the start page
+    body = admin_client.get(reverse("admin:index")).content.decode()
+    # Then the queue's line says how long, without a warning yet
+    assert "最久已等待 2 天 5 小时" in body and 'role="alert"' not in body
+    # And once the wait is longer than the setting, the line warns
+    settings.QIWEI_REVIEW_STALE_DAYS = 1
+    body = admin_client.get(reverse("admin:index")).content.decode()
+    assert 'role="alert"' in body and "超过 1 天未处理，请尽快审核" in body
+
+
+def test_waited_reads_in_days_and_hours():
+    now = timezone.now()
+    assert waited(now - dt.timedelta(minutes=20), now) == "不到 1 小时"
+    assert waited(now - dt.timedelta(hours=5), now) == "5 小时"
+    assert waited(now - dt.timedelta(days=3), now) == "3 天"
+    assert waited(None) == ""
