@@ -81,7 +81,7 @@ def _safe_path(raw: str, *, relative_to: str = "") -> str:
     return joined
 
 
-def _section_text(path: str, heading: str) -> str:
+def _section_text(path: str, heading: str, seen: set[int] | None = None) -> str:
     document = KnowledgeDocument.objects.filter(path=path).first()
     if document is None:
         raise _Refused("知识库中没有这个文件")
@@ -91,11 +91,25 @@ def _section_text(path: str, heading: str) -> str:
     wanted = heading.strip()
     for section in sections:
         if section.heading == wanted or section.anchor == wanted or section.anchor == slugify_heading(wanted):
-            return section.text
+            if seen is not None:
+                seen.add(section.pk)
+            return f"{'#' * section.level} {section.heading}\n{section.text}"
     raise _Refused("文件中没有这个标题")
 
 
-def _expand(text: str, *, path: str, stack: tuple[str, ...], report: ContextReport) -> str:
+def _without_sections(document: KnowledgeDocument, seen: set[int]) -> str:
+    """The document's text without the sections an earlier `@context` line already brought in:
+    each instruction section once in the prompt (the first place it appears)."""
+    text = document.text
+    for section in KnowledgeSection.objects.filter(document=document, pk__in=seen):
+        heading = rf"^#{{{section.level}}}[ \t]+{re.escape(section.heading)}[ \t#]*\n\s*"
+        text = re.sub(heading + re.escape(section.text), "", text, count=1, flags=re.MULTILINE)
+    return text
+
+
+def _expand(
+    text: str, *, path: str, stack: tuple[str, ...], report: ContextReport, seen: set[int] | None = None
+) -> str:
     out: list[str] = []
     for line in text.splitlines():
         match = _REFERENCE_RE.match(line)
@@ -111,13 +125,13 @@ def _expand(text: str, *, path: str, stack: tuple[str, ...], report: ContextRepo
                 raise _Refused("循环引用，已截断")
             if len(stack) >= MAX_REFERENCE_DEPTH:
                 raise _Refused("引用层级过深")
-            resolved = _section_text(target, heading)
+            resolved = _section_text(target, heading, seen)
         except _Refused as refused:
             report.references_refused.append({"reference": reference, "in": path, "reason": refused.reason})
             logger.warning("knowledge context: @context %s in %s refused: %s", reference, path, refused.reason)
             continue
         report.references_resolved.append(key)
-        out.append(_expand(resolved, path=target, stack=(*stack, key), report=report))
+        out.append(_expand(resolved, path=target, stack=(*stack, key), report=report, seen=seen))
     return "\n".join(out)
 
 
@@ -141,6 +155,7 @@ def project_context(*, files: list[str] | None = None, limit: int | None = None)
         knowledge_index()
     report = ContextReport()
     parts: list[str] = []
+    seen: set[int] = set()  # sections already brought in by an `@context` line
     for name in names:
         try:
             path = _safe_path(name)
@@ -152,7 +167,8 @@ def project_context(*, files: list[str] | None = None, limit: int | None = None)
             logger.warning("knowledge context: %s not loaded: %s", name, refused.reason)
             continue
         report.files.append(path)
-        parts.append(_expand(document.text, path=path, stack=(f"{path}#",), report=report).strip())
+        text = _without_sections(document, seen) if seen else document.text
+        parts.append(_expand(text, path=path, stack=(f"{path}#",), report=report, seen=seen).strip())
     text, report.truncated = _truncate("\n\n".join(part for part in parts if part), limit)
     report.chars = len(text)
     return KnowledgeContext(text=text, report=report)

@@ -256,6 +256,19 @@ def _orphan_heading(block: _KnowledgeBlock, blocks: list[_KnowledgeBlock], chose
     return True
 
 
+def _leading_lines(text: str, room: int) -> str:
+    """The section's first whole lines within `room`, when that is more than its heading."""
+    lines: list[str] = []
+    used = 0
+    for line in text.split("\n"):
+        cost = len(line) + (1 if lines else 0)
+        if used + cost > room:
+            break
+        lines.append(line)
+        used += cost
+    return "\n".join(lines) if len(lines) > 1 else ""
+
+
 @dataclass
 class _Instructions:
     """The instructions section before it is fitted: an optional notice and the knowledge text."""
@@ -283,11 +296,18 @@ class _Instructions:
         blocks = knowledge_blocks(self.knowledge)
         chosen: list[_KnowledgeBlock] = []
         used = 0
+        trimmed: list[str] = []
         for block in sorted(blocks, key=lambda b: (b.priority, b.index)):
             cost = len(block.text) + (2 if chosen else 0)
             if used + cost <= room:
                 chosen.append(block)
                 used += cost
+            elif block.priority != BACKGROUND and (part := _leading_lines(block.text, room - used - 2)):
+                # A rules or safety section too long for what is left keeps its first lines (its
+                # heading and first rules), never dropped whole for being long.
+                chosen.append(_KnowledgeBlock(block.index, block.priority, block.heading, part, block.level))
+                used += len(part) + (2 if len(chosen) > 1 else 0)
+                trimmed.append(block.heading or "（开头）")
         safety = [b for b in blocks if b.priority == SAFETY]
         if not chosen and safety:
             # The one case a section is cut: a safety section alone longer than the whole budget.
@@ -296,6 +316,7 @@ class _Instructions:
             self.cut = True
         kept = {b.index for b in chosen if not _orphan_heading(b, blocks, chosen)}
         self.left_out = [b.heading or "（开头）" for b in blocks if b.index not in kept]
+        self.left_out += [f"{heading}（部分）" for heading in trimmed]
         body = "\n\n".join(b.text for b in sorted(chosen, key=lambda b: b.index) if b.index in kept)
         return "\n".join(part for part in (head, body, KNOWLEDGE_OMITTED) if part)
 

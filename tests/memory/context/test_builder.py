@@ -34,6 +34,7 @@ from memory.context.builder import (
     MemoryFailure,
     neutralise,
 )
+from memory.context.builder.layout import _Instructions
 from memory.models import MemoryType
 from memory.profile import customer_profile_update
 from memory.snapshots import snapshot_refresh
@@ -352,3 +353,14 @@ def test_builder_lists_each_profile_fact_once(account, staff_user):
     assert prompt.count("周女士") == 1
     core = next(section for section in build(customer).sections if section.name == CORE_MEMORY)
     assert "预算：4500元以内" in core.text
+
+
+def test_instructions_trim_an_oversized_rules_section_by_lines_instead_of_dropping_it():
+    # Given background, then a rules section far longer than the instructions budget
+    rules = "".join(f"- 第{n}条：不承诺未经确认的事项。\n" for n in range(300))
+    knowledge = "# 业务背景\n门店主营整租。\n\n# 服务规则\n## 回复规则\n" + rules
+    # When it is fitted into 800 characters
+    text = _Instructions(knowledge=knowledge).fit(800)
+    # Then the rules keep their heading and first lines within the budget, not dropped whole
+    assert "## 回复规则" in text and "第0条" in text and "第299条" not in text
+    assert len(text) <= 800
