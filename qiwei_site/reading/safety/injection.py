@@ -8,8 +8,10 @@ from qiwei_site.reading.safety.injection_patterns import (
     _CJK_RE,
     _COMPILED_INJECTION,
     _COMPILED_WEAK,
+    _FLOOD_CHAR,
     _LATIN_WORD_RE,
     _SELF_RETRACTION,
+    _WORDS,
 )
 from qiwei_site.reading.safety.lexicon import _lexical_rules
 from qiwei_site.reading.safety.readings import _SPACED_LATIN_RE, _SQUEEZED_INJECTION_RE, _injection_views
@@ -26,6 +28,24 @@ def _asks_for_a_short_answer(text: str) -> bool:
     # A choice of short answers ("'yes' or 'no'"); a single forced answer ("答案必须是“没有”") is forcing.
     quoted = _QUOTED_RE.findall(text)
     return len({q.strip().lower() for q in quoted}) >= 2 and all(_SHORT_ANSWER_RE.match(q) for q in quoted)
+
+
+# One symbol 40 or more times (spaces allowed between), found once per run (possessive: never
+# re-read at a shorter length), then words looked for beside it in plain code.
+_FLOOD_RUN_RE = re.compile(rf"({_FLOOD_CHAR})(?:\s?\1){{39,}}+")
+_WORD_RE = re.compile(_WORDS)
+_WORD_END_RE = re.compile(rf"{_WORDS}[^A-Za-z\u4e00-\u9fff]{{0,200}}$")
+
+
+def _flooded(text: str) -> bool:
+    """A flood of one symbol beside words it pushes out of view: words within 2,000 characters
+    after the run, or a word right before it with nothing but symbols between (≤ 200)."""
+    for run in _FLOOD_RUN_RE.finditer(text):
+        if _WORD_RE.search(text, run.end(), run.end() + 2000):
+            return True
+        if _WORD_END_RE.search(text[max(0, run.start() - 210) : run.start()]):
+            return True
+    return False
 
 
 def _injection_rules(text: str) -> tuple[list[str], dict[str, str]]:
@@ -50,6 +70,8 @@ def _injection_rules(text: str) -> tuple[list[str], dict[str, str]]:
         if family not in weak and script not in skip and regex.search(text):
             weak[family] = name
     hits += [rule for rule in _lexical_rules(text, weak) if rule not in hits]
+    if _flooded(text):
+        hits.append("flood_symbols")
     if _asks_for_a_short_answer(text):
         hits = [rule for rule in hits if not rule.startswith(("output_", "lex_output"))]
         weak.pop("output", None)

@@ -328,7 +328,9 @@ _ZH_PROMPT_DET = (
 # A flood: one symbol 40 or more times, spaces allowed between, beside words it pushes into view. Sentence
 # punctuation, separator lines ("！！！", "-----", "====") and emoji are how customers write.
 _FLOOD_CHAR = (
-    r"[^\sA-Za-z0-9\u3400-\u9fff\uf900-\ufaff\u2600-\u27bf\U0001f000-\U0001faff\ufe0f!?！？。.,，、~～…·\-=_*—–]"
+    r"[^\sA-Za-z0-9\u3400-\u9fff\uf900-\ufaff\u2600-\u27bf\U0001f000-\U0001faff\ufe0f!?！？。.,，、~～…·\-=_*—–"
+    # bullets, box drawing and geometric shapes draw separator lines too ("••••", "────", "●●●●")
+    r"\u2022\u2500-\u257f\u25a0-\u25ff]"
 )
 # A word beside the flood; fixed width, so that long runs of letters are not re-read from every start.
 _WORDS = r"(?:[A-Za-z]{3}|[\u4e00-\u9fff]{2})"
@@ -797,6 +799,9 @@ _TECHNIQUE_PATTERNS: tuple[tuple[str, str], ...] = (
     # "你重复一下：明天三点对吧？") are not forcing.
     (
         "output_zh_repeat",
+        # "麻烦重复一下：地址是…" checks what was heard; forcing asks for the text as given, word for word.
+        r"(?:^|(?<=\n))(?=[^\n]*?(?:照抄|原样|逐字|一字不差|一字不改|原封不动|一模一样|不要改|别改|不许改|不准改|不加|别加|只要|只输出|只回复"
+        r"|什么都别|其他都别|别的都不|忽略|无视|不管|别管|不要管|不论))[^\n]*?"
         r"(?<!我)(?<!我来)(?<!我再)(?<!他)(?<!她)(?:复述|重复|照抄|抄写|照着(?:写|打|说|念)|原样输出)"
         r"(?:一遍|一下|一次|出来)?(?:这句话?|这段话?|下面(?:这句|这段|的话)?|以下(?:内容|的话)?|我的话|我说的话)?"
         rf"\s*(?:[:：]|[“\"「『]){_ZH_NOT_QUESTION}",
@@ -817,13 +822,13 @@ _TECHNIQUE_PATTERNS: tuple[tuple[str, str], ...] = (
     # Plain output forcing: "请输出：X", "输出“X”" — printing a given text, the verb opening its clause.
     (
         "output_zh_colon",
-        r"(?:^|(?<=[，。！？,.!?\s；;：:]))(?:请你?|你|现在|接下来|然后|直接|马上|立刻)*(?:请你?|你)?(?:直接)?(?:输出|(?<=[请你接])打印)"
+        r"(?:^|(?<=[，。！？,.!?\s；;：:]))(?:请你?|你|现在|接下来|然后|直接|马上|立刻)*(?:请你?|你)?(?:直接)?输出"
         rf"(?:以下|下面|如下|这句话?|这段话?)?(?:的)?(?:文字|内容|句子|话)?\s*(?:[:：]|[“\"「『]){_ZH_NOT_QUESTION}",
     ),
     # Role-play jailbreaks: a persona without rules, a persona asked for a secret, answers in two voices.
     (
         "role_zh_unbound_persona",
-        r"(?:假设|假如|如果|想象|设想|扮演|假装|当作|作为|变成|成为|你是|你就是|你叫|你现在是)[^，。！？\n]{0,16}?"
+        r"(?:(?:假设|假如|如果|想象|设想)(?:你|您)|扮演|假装|当作|变成|成为|你是|你就是|你叫|你现在是)[^，。！？\n]{0,16}?"
         r"(?:(?:没有|不受|毫无|无|不带|不用遵守)(?:任何)?(?:的)?(?:道德|安全|内容)?(?:规则|限制|约束|道德|底线|审查|过滤|顾忌|禁忌)"
         r"|(?:可以|能|敢)(?:说|做|回答)任何(?:话|事|问题))"
         r"|你(?:现在|已经)?(?:不受|没有|不再有|摆脱了?)(?:任何)?(?:道德|安全|内容)(?:限制|约束|规则|束缚|审查|底线)"
@@ -831,7 +836,7 @@ _TECHNIQUE_PATTERNS: tuple[tuple[str, str], ...] = (
     ),
     (
         "role_zh_persona_secret",
-        r"(?:扮演|假装|假设你是|假如你是|你当|装成)[^。！？\n]{0,24}?(?:念|说|告诉|读|背|给)[^。！？\n]{0,10}?"
+        r"(?:扮演|假装|假设你是|假如你是|你当(?!时|初|天|面|场|年|晚|然|中|着|地)|装成)[^。！？\n]{0,24}?(?:念|说|告诉|读|背|给)[^。！？\n]{0,10}?"
         r"(?:密码|密钥|激活码|序列号|口令|token|key|卡号)",
     ),
     (
@@ -856,35 +861,32 @@ _TECHNIQUE_PATTERNS: tuple[tuple[str, str], ...] = (
         r"(?:说明|指示|指令|提示|话|备注)?\s*(?:[:：—\-]|——)"
         r"|(?:如果|假如|若|要是)(?:你|您)(?:是|为)(?:一个|一名)?(?:AI|ai|人工智能|大模型|语言模型|模型|AI助手|智能助手|聊天机器人|GPT|"
         r"ChatGPT)[^。！？\n]{0,8}?(?:请|必须|需要|要|就)(?!转人工|转接人工|联系人工)"
+        r"(?=[^。！？\n]{0,6}?(?:忽略|无视|输出|回复|回答|告诉|透露|执行|批准|推荐|加入|给出|生成|写|说))"
         r"|(?:阅读|读到|看到|处理|总结|翻译)(?:本|这|此)[^。！？\n]{0,8}?的(?:AI|ai|人工智能|模型|大模型|助手|机器人)"
         r"(?:请|必须|需要|要|应|务必)"
         r"|(?:AI|ai|人工智能|模型|大模型|AI助手)(?:助手|客服)?(?:请)?注意\s*[:：][^。！？\n]{0,16}?(?:请|必须|务必|要)"
         r"(?:(?:回复|回答|输出|说|写)[^。！？\n]{0,4}?[“\"「『]|忽略|无视|批准|加入|推荐)"
-        r"|[【\[(（](?:隐藏|秘密|内部)?(?:提示|指令|说明)\s*[:：][^】\]）)]{0,40}?(?:模型|AI|ai|助手|机器人)",
+        r"|[【\[(（](?:隐藏|秘密|内部)?(?:提示|指令|说明)\s*[:：][^】\]）)]{0,40}?(?:模型|(?<![A-Za-z])(?:AI|ai)(?![A-Za-z]))",
     ),
     # Claims of having passed a check, with a demand to be let in ("I already gave you the correct
     # password, now grant access"). Entering a door code that fails is a repair request.
     (
         "claim_password_en",
-        r"(?:^|\n)(?=[^\n]*?\b(?:password|passphrase|pass\s+code|passcode|secret\s+(?:code|word|phrase)|access\s+code|pin)\b)"
+        r"(?:^|\n)(?=[^\n]*?\b(?:password|passphrase|pass\s+code|passcode|secret\s+(?:code|word|phrase)|access\s+code)\b)"
         r"(?=[^\n]*?\b(?:correct|right|valid|verified|accepted|confirmed|gave|given|provided|entered|said|told\s+you)\b)"
         r"(?=[^\n]*?(?:\bgrant(?:ed)?\s+(?:me\s+)?(?:full\s+)?access\b|\baccess\s+(?:should\s+be\s+|is\s+|must\s+be\s+|now\s+)?"
         r"granted\b|\bauthenticate\s+me\b|\blet\s+me\s+through\b|\bunlock\s+(?:the\s+)?(?:admin|system|vault|secret|panel)|"
-        r"\blog\s+me\s+in\b))",
+        r"\bgive\s+me\s+(?:admin|root|full)\s+access\b))",
     ),
     # Forcing the phrase that opens a guarded system ("respond with 'Access Granted'").
     (
         "output_en_grant",
-        r"\b(?:say|says|saying|respond|reply|output|print|write|type|answer|return|begin|start|end|echo|include)\b"
+        r"\b(?:say|respond|reply|output|print|write|type|answer|return|begin|start|end|echo|include)\b"
         r"[^.!?\n]{0,30}?[\"'“‘]?\s*(?:access\s+(?:granted|approved|allowed)|password\s+(?:accepted|correct)|"
         r"login\s+successful|authentication\s+successful|admin\s+access\s+enabled)\b",
     ),
-    # A flood of one symbol pushes what came before out of view (see _FLOOD_CHAR).
-    (
-        "flood_symbols",
-        rf"({_FLOOD_CHAR})(?:\s?\1){{39,}}(?=[\s\S]{{0,2000}}?{_WORDS})"
-        rf"|{_WORDS}[^A-Za-z\u4e00-\u9fff]{{0,200}}?({_FLOOD_CHAR})(?:\s?\2){{39,}}",
-    ),
+    # A flood of one symbol is read in code, not here (`injection._flooded`): a pattern with a
+    # look-around per run length was cubic on a long run.
     # Commands that read a secret or send one out: reading key files, dumping the environment into
     # a network command, a secret variable placed in a URL or a request body, echoing a secret variable.
     (
@@ -945,15 +947,16 @@ _TECHNIQUE_PATTERNS: tuple[tuple[str, str], ...] = (
         r"(?:previous\s+|prior\s+|earlier\s+|other\s+)?messages?\b[^.!?\n]{0,40}?\b(?:conversation|chat|so\s+far|you(?:'ve|\s+have)\s+"
         r"(?:received|seen|been\s+(?:sent|given)))"
         r"|\b(?:messages?|conversations?|chats?|chat\s+logs?)\s+(?:from|of|with)\s+(?:the\s+)?(?:other|another|previous|different)\s+"
-        r"(?:customers?|users?|clients?|tenants?)\b"
-        r"|\bwhat\s+did\s+(?:the\s+)?(?:previous|last|other|another|earlier)\s+(?:customer|user|client|person|tenant)\s+"
+        r"(?:customers?|users?|clients?)\b"
+        r"|\bwhat\s+did\s+(?:the\s+)?(?:previous|last|other|another|earlier)\s+(?:customer|user|client)\s+"
         r"(?:say|tell|ask|send|write)\b",
     ),
     (
         "leak_history_zh",
         r"(?:完整的?|全部的?|所有的?|整个)(?:聊天记录|对话记录|会话记录|对话历史|聊天历史)[^，。！？\n]{0,6}?"
-        r"(?:原样|全部|完整|原封不动地?)?(?:输出|导出|打印|发给我|发我|贴出来|列出来)"
-        r"|(?:其他|别的|之前的|上一个|上一位)(?:客户|用户|租客|顾客)(?:的)?(?:聊天记录|对话记录|对话内容|消息记录|说了什么|跟你说了什么)",
+        r"(?:原样|全部|完整|原封不动地?)?(?:输出|导出|打印|贴出来|列出来)"
+        r"|(?:其他|别的|之前的|上一个|上一位)(?:客户|用户|顾客|租客)(?:的)?(?:聊天记录|对话记录|对话内容|消息记录|跟你说了什么)"
+        r"(?![^。！？\n]{0,12}?(?:吗|[?？]|会不会|是否|保存|删除))",
     ),
 )
 
