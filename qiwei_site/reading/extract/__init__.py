@@ -79,7 +79,7 @@ from qiwei_site.reading.extract.clauses import (
     has_own_consequent,
     split_sentences,
 )
-from qiwei_site.reading.extract.kinds import ClauseKind, clause_kind, pasted
+from qiwei_site.reading.extract.kinds import ClauseKind, clause_kind, pasted, without_pasted_spans
 from qiwei_site.reading.extract.objects import object_key
 from qiwei_site.reading.extract.profile_facts import (
     AREA,
@@ -171,6 +171,17 @@ _ASKED = (
         ),
     ),
 )
+# The agent asked what happened ("哪天到的？", "收到的是什么颜色？", "在哪个平台下单的？"), not
+# what the customer wants.
+_PAST_QUESTION_RE = re.compile(
+    r"(?:到|收|买|发|寄|拿|订|签|货)的[吗呢呀啊]?\s*[？?]?\s*$|收到|下单|签收|\b(?:did|was|were)\b", re.I
+)
+# The agent asked the customer to choose: a bare term ("M", "京东的吧") is the choice.
+_CHOICE_QUESTION_RE = re.compile(
+    r"(?:要|想|用|选|换|需要|改)(?:成)?(?:哪|什么)|哪(?:个|种|家|款|一)|什么(?:颜色|尺码|码|型号|款式|规格|材质|方式)|"
+    r"尺码|颜色|快递|还是|\bwhich\b",
+    re.I,
+)
 _QUESTION_SHAPE_RE = re.compile(r"[?？]|吗|呢|哪|什么|多少|几|请问|\b(?:what|which|where|when|how|any)\b", re.I)
 
 
@@ -181,7 +192,12 @@ def asked_for(previous_outbound: str) -> frozenset[str]:
     if not questions:
         return frozenset()
     asked = questions[-1] if len(questions) == 1 else "".join(questions[-2:])
-    return frozenset([ANY, *(kind for kind, regex in _ASKED if regex.search(asked))])
+    kinds = {kind for kind, regex in _ASKED if regex.search(asked)}
+    if _PAST_QUESTION_RE.search(asked):
+        kinds.discard(WHEN)  # "您哪天到的？": a bare "下午" tells what happened, no preference
+    elif _CHOICE_QUESTION_RE.search(asked):
+        kinds.add(ANY)  # "换什么尺码？", "用哪家快递？": a bare term answers it
+    return frozenset(kinds)
 
 
 # "大兴太远了，不考虑", "顶楼太热，算了": a complaint about an object, then a refusal with none.
@@ -371,7 +387,9 @@ def _reason(sentence: _Sentence, clause: _Clause) -> bool:
 
 
 def _time_window(sentence: _Sentence, clause: _Clause) -> bool:
-    if clause.english or THIRD_PARTY_RE.search(re.sub(r"^(?:孩子|小孩)", "", clause.text)):
+    if clause.kind not in (ClauseKind.STATEMENT, ClauseKind.REQUEST) or clause.english:
+        return False  # "周末上门吗", "晚上送还是白天送": questions are read by the question rule
+    if THIRD_PARTY_RE.search(re.sub(r"^(?:孩子|小孩)", "", clause.text)):
         return False
     window = time_window(clause.text, asked_when=WHEN in sentence.answers)
     if window is None:
@@ -388,7 +406,8 @@ def _trade_terms(sentence: _Sentence, clause: _Clause) -> bool:
     if THIRD_PARTY_RE.search(clause.text):
         return False
     # "换黑色", "别给我发中通", "必须是纯棉", "京东的吧" (answering "用哪家快递？"): the trade's terms
-    choices = term_choices(clause.text, sentence.vocabulary, answering=bool(sentence.answers))
+    asked = sentence.context.previous_outbound if sentence.context and ANY in sentence.answers else ""
+    choices = term_choices(clause.text, sentence.vocabulary, asked=asked)
     if not choices:
         return False
     facts = [
@@ -520,7 +539,7 @@ def _statement(sentence: _Sentence, clause: _Clause) -> bool:
 # The clause rules, in precedence order: the first rule that decides a clause is the only one that
 # does. A new phrasing family is a row here (with its example), not a branch somewhere else.
 CLAUSE_RULES: tuple[ClauseRule, ...] = (
-    ClauseRule("pasted", "我喜欢朝南的，【浦东】精装两居", _pasted),
+    ClauseRule("pasted", "我喜欢朝南的，【翠湖湾·3室2厅·128㎡】", _pasted),
     ClauseRule("voided_by_condition", "如果预算够的话，我要三居室", _voided_by_condition),
     ClauseRule("topic_lead", "价格的话，五千以内", _topic_lead),
     ClauseRule("first_person_saying", "我跟你说，我喜欢高层", _first_person_saying),
@@ -598,7 +617,7 @@ def extract(text: str, context: ExtractContext | None = None, *, decided_by: lis
     if message_refusal(text):
         return Extraction([], [])  # a message spoofing structure (role lines, fences, delimiters) states nothing
     # A pasted line (a share card, a notice, a listing title) is nobody's words: it is not read.
-    text = "\n".join(line for line in text.split("\n") if not pasted(line))
+    text = "\n".join(without_pasted_spans(line) for line in text.split("\n") if not pasted(line))
     answers = asked_for(context.previous_outbound) if context is not None else frozenset()
     per_sentence: list[list[Candidate]] = []
     releases: list[Candidate] = []

@@ -24,17 +24,38 @@ _REFUSED_AFTER_RE = re.compile(
     r"^[的\s]*(?:我|我们)?(?:就|也|都|可|真)?(?:不要|不想要|别给我|别发|不考虑|不行|免了|算了|不喜欢|不接受|pass)"
 )
 _MUST_BEFORE_RE = re.compile(r"(?:必须|一定要|一定得|得是|务必|非要|只要|只能(?:是|用|发|走))[^，,]*$")
-_WANT_BEFORE_RE = re.compile(r"想|要|希望|倾向|最好|喜欢|改成|换成|改为|换为|换个|换|改|用|走|发|选|就|还是|直接|来")
+# A want word right before the term (a few characters between at most): "倾向换黑色", "改成XL",
+# "想要纯棉的"; not a verb earlier in the clause ("我要投诉顺丰", "发错了，发成XL了").
+_WANT_BEFORE_RE = re.compile(
+    r"(?:想要|想|要|希望|倾向于?|最好是?|喜欢|改成|换成|改为|换为|换个|换|改|用|走|选|还是|直接|就|报|学|买|订)"
+    r"(?:个|成|用|发|寄|走|是|要|换|选)?[^，,。！？\s]{0,2}$"
+)
+# Words that make the term something that happened or a complaint, not a wish.
+_NOT_A_WISH_RE = re.compile(
+    r"投诉|发成|发错|错发|收到|来了|掉色|坏|破|差评|不是我|弄错|寄过|发过|寄出|发出|寄来|发来|昨天|前天|上次"
+)
 # After the term only a closing acceptance counts ("京东的吧", "XL就行"): a verb after it belongs to
 # what follows ("换货别再发那个荧光绿了").
 _WANT_AFTER_RE = re.compile(
-    r"^[的\s]*(?:就|也|都)?(?:吧|就行|就好|可以|也行|也可以|刚好|合适|挺好|好了)[的吧啊呀哈了呢哦嘛啦]*(?:\s|$)"
+    r"^[的\s]*(?:就|也|都)?(?:就行|就好|可以|也行|也可以|刚好|合适|挺好|好了)[的吧啊呀哈了呢哦嘛啦]*(?:\s|$)"
 )
+# What a question must name for a bare term to answer it: the term's group, by its usual words.
+_GROUP_CUES = {"尺码": r"尺码|码|大小|号|size", "颜色": r"颜色|色", "快递": r"快递|物流|寄|发货|配送"}
 _NON_NEED_BEFORE_RE = re.compile(r"(?:不需要|不用|无需|用不着|不必)[^，,]{0,4}$")
 _FILLER_RE = re.compile(r"[的吧啊呀哈了呢哦嘛啦就行可以好\s、和或者还是也都那就那]+")
 
 
-def _stance(text: str, term: Term, *, answering: bool) -> str | None:
+def _answers(term: Term, vocabulary: Vocabulary, asked: str) -> bool:
+    """Whether the agent's question asked for a term of this one's group ("换什么尺码？" → M)."""
+    if not asked:
+        return False
+    cue = _GROUP_CUES.get(term.group)
+    if cue is not None and re.search(cue, asked, re.IGNORECASE):
+        return True
+    return term.group in asked or any(word in asked for word in vocabulary.groups.get(term.group, ()))
+
+
+def _stance(text: str, term: Term, *, answering: bool, chosen: bool = False) -> str | None:
     before, after = text[: term.start], text[term.end :]
     if _REFUSED_BEFORE_RE.search(before) or _REFUSED_AFTER_RE.match(after):
         return CONSTRAINT
@@ -42,8 +63,14 @@ def _stance(text: str, term: Term, *, answering: bool) -> str | None:
         return None  # "赠品不需要补发": a non-need rules nothing out and wants nothing
     if _MUST_BEFORE_RE.search(before):
         return MUST_LABEL
+    if _NOT_A_WISH_RE.search(before) or _NOT_A_WISH_RE.search(after):
+        return None
+    if re.match(r"^[的\s]*(?:那|这)(?:件|个|双|条|款|套|单)", after):
+        return None  # "我要退黑色那件": the term tells which item, it is no wish
     if _WANT_BEFORE_RE.search(before) or _WANT_AFTER_RE.match(after):
         return PREFERENCE
+    if chosen and re.match(r"^[的\s]*吧", after):
+        return PREFERENCE  # "线上吧": the account's own choice, named and settled on
     return PREFERENCE if answering else None
 
 
@@ -72,16 +99,21 @@ def _candidate(term: Term, stance: str, clause: str) -> Candidate:
     )
 
 
-def term_choices(clause: str, vocabulary: Vocabulary, *, answering: bool) -> list[Candidate]:
-    """The trade terms the clause takes a stance on. `answering`: the clause answers the agent's
-    question (a bare "京东的吧" after "用哪家快递？")."""
+def term_choices(clause: str, vocabulary: Vocabulary, *, asked: str = "") -> list[Candidate]:
+    """The trade terms the clause takes a stance on. `asked`: the agent's question when it asked the
+    customer to choose; a bare term of the group it names answers it ("京东的吧" after "用哪家快递？")."""
     terms = vocabulary.terms_in(clause)
     if not terms:
         return []
     bare = not _FILLER_RE.sub("", _without(clause, terms))
     found = []
     for term in terms:
-        stance = _stance(clause, term, answering=answering and bare)
+        stance = _stance(
+            clause,
+            term,
+            answering=bare and _answers(term, vocabulary, asked),
+            chosen=bare and vocabulary.is_account_word(term.word),
+        )
         if stance is not None:
             found.append(_candidate(term, stance, clause))
     return found

@@ -59,27 +59,31 @@ _REASON_RE = re.compile(
 _PASTED_LINE_RE = re.compile(
     r"(?:我|我正|我在|我正在)(?:在)?(?:看|浏览|关注)(?:了)?[^，,。]{0,20}?(?:的)?(?:房源|房子|宝贝|商品|链接|笔记|视频|课程)[：:]|"
     r"(?:分享|转发)(?:了)?(?:一个|一套|个)?(?:房源|宝贝|商品|链接|笔记|课程)|来自.{1,12}的分享|点击(?:查看|链接|打开)|"
-    r"(?:订单|运单|快递单|物流单|退货单)(?:编)?号\s*[:：]?\s*[A-Za-z]*\d{6,}|"
+    r"(?:房源|宝贝|商品|链接|笔记|课程)(?:分享|推荐)】|"
     r"您的(?:快件|包裹|订单)(?:已|正在)|"
     r"\b(?:i\s*(?:'m|\s+am)\s+(?:looking\s+at|viewing)\s+[^.,]{1,40}'s\s+(?:flat|listing|apartment|house|home|post)|"
     r"shared\s+(?:a\s+)?(?:listing|link|post)|check\s+out\s+this\s+(?:listing|link|flat))\b",
     re.IGNORECASE,
 )
 # Within a line of the customer's own words, a clause that is a link or a bracketed title.
-_PASTED_CLAUSE_RE = re.compile(r"【[^】]{1,30}】|https?://|www\.", re.IGNORECASE)
-_PER_UNIT_PRICE_RE = re.compile(r"\d\s*(?:元|块)?\s*/\s*(?:月|晚|天|年|㎡|平|平米|件|次|节|课时|学期)|¥\s*\d|￥\s*\d")
-_OWN_WORDS_RE = re.compile(
-    r"我|俺|咱|想|要|希望|喜欢|最好|预算|以内|以下|左右|不超过|最多|至少|能不能|可以吗|吗|呢|\b(?:i|we|my|want|need)\b",
-    re.IGNORECASE,
+# Within a line of the customer's own words, a bracketed listing or product title
+# ("我正在看【翠湖湾·3室2厅·128㎡】，想咨询一下"); a short bracket ("【急】") is the customer's own.
+_PASTED_CLAUSE_RE = re.compile(r"【(?=[^】]*(?:室|厅|㎡|平米|元|·|¥|￥))[^】]{6,60}】")
+# Spans nobody typed as words, cut out of a line before it is read: links, order and tracking numbers.
+_PASTED_SPAN_RE = re.compile(
+    r"https?://\S+|www\.\S+|(?:订单|运单|快递单|物流单|退货单)(?:编)?号\s*[:：]?\s*[A-Za-z]*\d{6,}", re.IGNORECASE
 )
+
+
+def without_pasted_spans(line: str) -> str:
+    """The line with links and order numbers cut out (each a space): nobody's words."""
+    return _PASTED_SPAN_RE.sub(" ", line)
 
 
 def pasted(line: str) -> bool:
     """A line nobody typed as their own words: a share card, a notice, labelled fields, a title.
     Read per line of a message, before it is split into clauses (a card's "：" would split it)."""
-    if _PASTED_LINE_RE.search(line) or re.match(r"\s*【[^】]{1,30}】", line):
-        return True  # a card, a notice, or a line opening with a bracketed title
-    return bool(_PER_UNIT_PRICE_RE.search(line)) and not _OWN_WORDS_RE.search(line)
+    return _PASTED_LINE_RE.search(line) is not None
 
 
 def is_either_or(clause: str) -> bool:
@@ -91,7 +95,7 @@ def clause_kind(clause: str, *, closes_question: bool = False) -> ClauseKind:
     if _PASTED_CLAUSE_RE.search(clause):
         return ClauseKind.PASTED
     # "…的景点吧？": a suggestion closed with a question mark asks nothing
-    suggestion = re.search(r"吧\s*$", clause) is not None
+    suggestion = re.search(r"吧\s*$", clause) is not None and re.search(r"是|会|又|该不", clause) is None
     if (closes_question and not suggestion) or QUESTION_RE.search(clause) or is_either_or(clause):
         return ClauseKind.QUESTION
     if _REASON_RE.search(clause):
@@ -101,4 +105,4 @@ def clause_kind(clause: str, *, closes_question: bool = False) -> ClauseKind:
     return ClauseKind.STATEMENT
 
 
-__all__ = ["ClauseKind", "clause_kind", "is_either_or", "pasted"]
+__all__ = ["ClauseKind", "clause_kind", "is_either_or", "pasted", "without_pasted_spans"]

@@ -43,8 +43,10 @@ _AVAILABLE_RE = re.compile(
     r"^(?:都|也|比较|会)?(?:有空|有时间|方便|可以|行|都行|都可以|ok|OK|没问题|合适)(?:一些|一点|些)?[的吧啊呀哈了呢哦嘛啦]*$"
 )
 _UNAVAILABLE_RE = re.compile(
-    r"^(?:都|也|可能|肯定|真的)?(?:不行|不可以|不方便|没空|没时间|不在家|不在|没法|不太行|不合适|排不开|有事)[的吧啊呀哈了呢哦嘛啦]*"
+    r"^(?:都|也|可能|肯定|真的)?(?:不行|不可以|不方便|没空|没时间|不在家|不在|没法|不太行|不合适|排不开|有事)[的吧啊呀哈了呢哦嘛啦]*$"
 )
+# "上午送到的", "周末送过来的那个坏了", "下午寄出的": what happened, not when the customer wants it.
+_PAST_AFTER_VERB_RE = re.compile(r"^(?:到|出|过来|过去|好|完)?(?:的|了|过)")
 _LEAD_RE = re.compile(
     r"^(?:我|我们|孩子|他|她|小孩|本人|其实|那|那就|就|最好|希望|尽量|一般|只有|只能|得|要|时间|时间上|(?P<change>改成|换成|改到|换到)|"
     r"快递|电话|打电话的话|送货的话|的话|平时|能|可以|请|麻烦)*"
@@ -100,6 +102,8 @@ def time_window(clause: str, *, asked_when: bool = False) -> Candidate | None:
         verb = purpose.group("verb")
         if name == "class" and verb in {"上", "学"} and not re.match(r"^(?:上|学)(?:课|吧|就行|也行|都行|的)?$", rest):
             return None  # "晚上上班", "周末学车": not a class time
+        if _PAST_AFTER_VERB_RE.match(rest[purpose.end() :]):
+            return None
         shown = "联系" if name == "contact" else verb
         return _candidate(PREFERENCE, window + shown, clause, name, 0.85)
     if _UNAVAILABLE_RE.match(rest):

@@ -25,7 +25,7 @@ VOCABULARY_HEADING_RE = re.compile(
     r"词汇|术语|可选项|选项|规格|属性|品类|售后方式|服务项目|科目|课程类型|上课方式|vocabulary", re.IGNORECASE
 )
 _LIST_ITEM_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)、])\s+(.+?)\s*$")
-MIN_CHARS, MAX_CHARS = 1, 12
+MIN_CHARS, MAX_CHARS = 2, 12  # a one-character term ("棉") would match inside other words
 
 _BUILT_IN: dict[str, tuple[str, ...]] = {
     "快递": (
@@ -46,7 +46,7 @@ _BUILT_IN: dict[str, tuple[str, ...]] = {
 }
 # Sizes and colours are open families: read by shape.
 _SIZE_RE = re.compile(
-    r"(?<![A-Za-z0-9])(?:[2-5]?X{1,4}L|XS|S|M|L)(?:码|号)?(?![A-Za-z0-9])|(?<!\d)[2-4]\d(?:\.5)?码|均码"
+    r"(?<![A-Za-z0-9])(?:[2-5]?X{1,4}L|XS|S|M|L)(?:码|号)?(?![A-Za-z0-9型形字])|(?<!\d)[2-4]\d(?:\.5)?码|均码"
 )
 _COLOUR_RE = re.compile(
     r"(?:浅|深|亮|暗|米|藏|墨|奶|雾霾|荧光|酒|宝|天|湖|军|卡其|咖啡|香槟|玫瑰|樱花|薄荷|牛油果)?"
@@ -56,7 +56,9 @@ _COLOUR_RE = re.compile(
 
 
 # After a term, a CJK character that is no particle, verb or measure word continues a name.
-_NAME_GOES_ON_RE = re.compile(r"(?![的吧了啊呀呢哦嘛就也都还发寄送和或与跟、色码号款快物速的])[\u4e00-\u9fff]")
+_NAME_GOES_ON_RE = re.compile(
+    r"(?![的吧了啊呀呢哦嘛就也都还再直先好行可能要是在给发寄送退换和或与跟、色码号款快物速])[\u4e00-\u9fff]"
+)
 
 
 @dataclass(frozen=True)
@@ -87,8 +89,12 @@ class Vocabulary:
         def add(word: str, group: str, start: int, end: int) -> None:
             if any(start < e and s < end for s, e in taken):
                 return
-            if group in _BUILT_IN and word not in self.account_words and _NAME_GOES_ON_RE.match(text, end):
-                return  # "京东大峡谷": a built-in term opening a longer name
+            if not word.isascii() and _NAME_GOES_ON_RE.match(text, end):
+                return  # "京东大峡谷", "白色家电", "补发票": the term opens a longer word
+            if word.isascii() and (
+                re.match(r"[A-Za-z]", text[end : end + 1]) or re.match(r"[A-Za-z]", text[max(0, start - 1) : start])
+            ):
+                return  # "systems", "Emsland", "PUMA": letters inside a longer word
             taken.append((start, end))
             found.append(Term(word, group, start, end))
 
@@ -132,7 +138,9 @@ def parse_vocabulary(markdown: str, *, heading: str = "") -> dict[str, list[str]
         body = re.sub(r"[*_`]", "", item.group(1))
         group = group_heading
         if re.search(r"[:：]", body):
-            group, body = (part.strip() for part in re.split(r"[:：]", body, maxsplit=1))
+            left, right = (part.strip() for part in re.split(r"[:：]", body, maxsplit=1))
+            # "- 快递：顺丰、中通" names a group; "- 退款：签收后7天内" describes the term 退款
+            group, body = (left, right) if re.search(r"[、，,;；/|]", right) else (group_heading, left)
         for word in re.split(r"[、，,;；/|]", body):
             word = word.strip(" 。.")
             if MIN_CHARS <= len(word) <= MAX_CHARS:

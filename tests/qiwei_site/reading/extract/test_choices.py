@@ -67,3 +67,66 @@ def test_parse_vocabulary_reads_groups_under_vocabulary_headings_only():
     markdown = "# 介绍\n- 我们是一家店\n## 业务词汇\n- 快递：顺丰、京东\n### 颜色\n- 雾霾蓝、奶白\n# 其他\n- 不是词汇\n"
     # Then only the vocabulary's items are read, by group
     assert parse_vocabulary(markdown) == {"快递": ["顺丰", "京东"], "颜色": ["雾霾蓝", "奶白"]}
+
+
+# Found by a review of the first version: each read a term or a window as a want.
+@pytest.mark.parametrize(
+    ("asked", "text"),
+    [
+        ("", "我要投诉顺丰"),
+        ("", "我要退黑色那件"),
+        ("", "发错了，发成XL了"),
+        ("", "就这个黑色掉色严重"),
+        ("", "来了个白色的，不是我订的"),
+        ("", "昨天用京东寄过去的"),
+        ("", "不会又是中通吧？"),
+        ("", "这个是M码的吧？"),
+        ("您收到的是什么颜色？", "黑色"),
+        ("您在哪个平台下单的？", "京东的吧"),
+        ("发票抬头是个人还是公司？", "S"),
+        ("请问有什么可以帮您？", "M"),
+        ("", "周末上门吗"),
+        ("", "晚上送还是白天送？"),
+        ("", "上午送到的，挺快"),
+        ("", "周末送过来的那个坏了"),
+        ("", "早上上门的师傅态度很差"),
+        ("", "周三晚上不行吗？"),
+        ("", "周末有事想问一下"),
+        ("您哪天到的？", "下午吧"),
+        ("几点发货的？", "十点"),
+        ("", "这套两居我挺喜欢"),
+    ],
+)
+def test_terms_and_windows_in_complaints_questions_and_past_events_are_nothing(asked, text):
+    # Given a complaint, a question, something that happened, or an answer about it
+    # Then no term or window is kept as a want
+    found = contents(text, asked=asked)
+    assert not [c for c in found if c.startswith(("偏好：", "不考虑：", "必须："))], found
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("订单号：1234567890，收到的衣服有破洞，不要中通了", ["不考虑：中通"]),
+        ("【急】想要朝南的两居", ["户型：两居室", "偏好：朝南"]),
+        ("我正在看【翠湖湾·3室2厅·128㎡·南北通透】，想咨询一下", []),
+    ],
+)
+def test_pasted_spans_are_cut_and_the_customers_words_kept(text, kept):
+    # Given an order number or a listing title inside the customer's own line
+    # Then only the customer's own words are read
+    assert contents(text) == kept
+
+
+def test_parse_vocabulary_reads_a_term_with_its_description():
+    # Given a section describing each term rather than listing a group
+    markdown = "## 售后方式\n- 退款：签收后7天内\n- 换货：联系客服\n- 快递：顺丰、京东\n"
+    # Then the described terms are the items, and a listed group stays a group
+    assert parse_vocabulary(markdown) == {"售后方式": ["退款", "换货"], "快递": ["顺丰", "京东"]}
+
+
+@pytest.mark.parametrize(("text", "colour"), [("我要走绿色通道", "绿色"), ("想要白色家电", "白色")])
+def test_a_colour_inside_a_compound_word_is_no_colour(text, colour):
+    # Given a colour word opening a longer word
+    # Then the colour alone is not kept (the whole phrase may be)
+    assert f"偏好：{colour}" not in contents(text)
