@@ -93,8 +93,15 @@ def _section_text(path: str, heading: str, seen: set[int] | None = None) -> str:
         if section.heading == wanted or section.anchor == wanted or section.anchor == slugify_heading(wanted):
             if seen is not None:
                 seen.add(section.pk)
-            return f"{'#' * section.level} {section.heading}\n{section.text}"
+            found = _section_in(document.text, section)
+            return found.group(0) if found else f"{'#' * section.level} {section.heading}\n{section.text}"
     raise _Refused("文件中没有这个标题")
+
+
+def _section_in(text: str, section: KnowledgeSection) -> re.Match[str] | None:
+    """Where a section stands in its document's text: its heading line, then its text as written."""
+    heading = rf"^#{{{section.level}}}[ \t]+{re.escape(section.heading)}[ \t#]*\n\s*"
+    return re.search(heading + re.escape(section.text), text, flags=re.MULTILINE)
 
 
 def _without_sections(document: KnowledgeDocument, seen: set[int]) -> str:
@@ -102,8 +109,9 @@ def _without_sections(document: KnowledgeDocument, seen: set[int]) -> str:
     each instruction section once in the prompt (the first place it appears)."""
     text = document.text
     for section in KnowledgeSection.objects.filter(document=document, pk__in=seen):
-        heading = rf"^#{{{section.level}}}[ \t]+{re.escape(section.heading)}[ \t#]*\n\s*"
-        text = re.sub(heading + re.escape(section.text), "", text, count=1, flags=re.MULTILINE)
+        found = _section_in(text, section)
+        if found:
+            text = text[: found.start()] + text[found.end() :]
     return text
 
 

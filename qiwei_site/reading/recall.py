@@ -404,15 +404,16 @@ _DATE_RULES: tuple[tuple[str, str, Callable[[_Groups], str | None], str], ...] =
      _en_named_date, "2 march / 8 may, 2023"),
     ("zh three days", r"大前天", _fixed("d-3"), "大前天"),
     ("zh three days on", r"大后天", _fixed("d3"), "大后天"),
-    ("zh two days", r"前天", _fixed("d-2"), "前天"),
-    ("zh two days on", r"后天", _fixed("d2"), "后天"),
+    ("zh two days", r"(?<![目提当])前天(?![气然])", _fixed("d-2"), "前天"),
+    ("zh two days on", r"(?<![然最先落以之])后天(?![气然台井花])", _fixed("d2"), "后天"),
     ("zh yesterday", r"昨[天日晚]", _fixed("d-1"), "昨天"),
-    ("zh today", r"今[天日晚早]", _fixed("d0"), "今天"),
-    ("zh tomorrow", r"明[天日晚早]", _fixed("d1"), "明天"),
+    ("zh today", r"今[天日晚早](?![气然])", _fixed("d0"), "今天"),
+    ("zh tomorrow", r"(?<![说证透表标阐声鲜聪简发])明[天日晚早](?![然气])", _fixed("d1"), "明天"),
     ("zh days ago", rf"{_N_ZH}\s*天(?:以|之)?前", _days_from(-1), "两天前"),
     ("zh days on", rf"{_N_ZH}\s*天(?:以|之)?后", _days_from(1), "三天后"),
-    ("zh week", rf"(?P<rel>上上|下下|上|下|这|本)?个?(?:周|星期|礼拜)(?P<wd>[{''.join(_ZH_WEEKDAYS)}])"
-     rf"|(?P<rel2>上上|下下|上|下|这|本)个?(?:周|星期|礼拜)",
+    # Not inside other words: 一下周边, 这周边, 楼上周围, 本周天气.
+    ("zh week", rf"(?<![一楼])(?P<rel>上上|下下|上|下|这|本)?个?(?:周|星期|礼拜)"
+     rf"(?P<wd>[{''.join(_ZH_WEEKDAYS)}])(?![气然台空])|(?<![一楼])(?P<rel2>上上|下下|上|下|这|本)个?(?:周|星期|礼拜)(?![边围刊报])",
      lambda m: _zh_week(m) if m.group("wd") else f"w{_ZH_WEEK_OFFSETS[m.group('rel2')]}", "下周三 / 上周"),
     ("en two days", r"\bthe day before yesterday\b", _fixed("d-2"), "the day before yesterday"),
     ("en two days on", r"\bthe day after tomorrow\b", _fixed("d2"), "the day after tomorrow"),

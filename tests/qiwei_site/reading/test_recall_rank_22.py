@@ -244,3 +244,12 @@ def test_rank_documents_reads_a_month_and_day_in_the_nearest_year():
     days = ["2026-12-28", "2026-12-28"]
     # when asked on 3 January "the day before yesterday"
     assert ranked(history, "前天是什么事", days=days, asked="2027-01-04") == [0]
+
+
+@pytest.mark.parametrize(
+    "text", ["了解一下周边", "这周边有超市吗", "目前天气不错", "然后天台可以用吗", "说明天然气费另算", "楼上周围很吵"]
+)
+def test_date_words_inside_other_words_are_no_dates(text):
+    # Given a relative-date word that is part of another word (found by a review)
+    # Then no date is read from it
+    assert date_mentions(text) == []
