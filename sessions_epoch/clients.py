@@ -247,6 +247,13 @@ class OpenAICompatibleClient(ModelClient):
         return _with_parsed(result, str(content or ""))
 
 
+def plain_address(value: str) -> str:
+    """The form of address as a customer may read it: the profile's annotation goes ("刘（姓）" →
+    ""), and a bare surname is no form of address on its own (so the greeting is a plain 您好)."""
+    plain = re.sub(r"[（(][^）)]*[）)]", "", value).strip()
+    return "" if len(plain) <= 1 and _CJK_RE.search(plain or "a") else plain
+
+
 class OfflineClient(ModelClient):
     """The embedded default: a polite holding reply, no model, always for a human to review."""
 
@@ -255,7 +262,7 @@ class OfflineClient(ModelClient):
 
     def generate(self, *, prompt: str, session: SessionRef, hints: Mapping[str, str] | None = None) -> ModelResult:
         hints = hints or {}
-        name = (hints.get("preferred_name") or "").strip()
+        name = plain_address(hints.get("preferred_name") or "")
         latest = hints.get("latest_message") or ""
         if latest and _LATIN_RE.search(latest) and not _CJK_RE.search(latest):
             greeting = f"Hello {name}, " if name else "Hello, "

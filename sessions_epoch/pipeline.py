@@ -364,7 +364,7 @@ def draft_generate(
         answered = draft_answering(reply_to=latest)
         if answered is not None:
             raise Conflict(
-                f"客户的最新消息已由草稿 #{answered.pk} 回复；如需重新生成请传 regenerate=true "
+                f"客户的最新消息已由草稿 #{answered.pk} 回复；如需重新生成，请点“重新生成”（接口参数 regenerate=true）"
                 "(the latest customer message was already answered).",
                 code="already_answered",
                 extra={"draft_id": answered.pk},

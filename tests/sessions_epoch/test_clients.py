@@ -234,3 +234,14 @@ def test_get_client_follows_the_setting(settings):
         assert isinstance(get_client(), cls)
     with pytest.raises(ValueError):
         get_client("gpt-cloud")
+
+
+@pytest.mark.parametrize(
+    ("preferred_name", "greeting"),
+    [("刘（姓）", "您好，"), ("刘女士（客户自称）", "刘女士您好，"), ("刘", "您好，"), ("老刘", "老刘您好，")],
+)
+def test_offline_client_greets_in_the_plain_form_of_address(preferred_name, greeting):
+    # Given a form of address with the profile's annotation, or a bare surname
+    result = OfflineClient().generate(prompt=PROMPT, session=SessionRef("s"), hints={"preferred_name": preferred_name})
+    # Then the customer reads a plain greeting, never the annotation
+    assert result.output["reply"].startswith(greeting) and "（" not in result.output["reply"]
