@@ -61,10 +61,11 @@ def draft_create(
     actor: Actor,
     reason: str,
     prompt: str = "",
+    failed: bool = False,
 ) -> Draft:
     """Save a generated draft with its trace and the prompt exactly as the model received it
-    (pending review) and audit it. The prompt is kept out of the draft's history, so forget has
-    one copy to scrub."""
+    (pending review, or `failed` when the model gave no usable reply) and audit it. The prompt is
+    kept out of the draft's history, so forget has one copy to scrub."""
     with account_atomic():
         draft = Draft(
             customer=customer,
@@ -80,6 +81,7 @@ def draft_create(
             error=error[:2000],
             context_trace=context_trace,
             prompt=prompt,
+            status=DraftStatus.FAILED if failed else DraftStatus.PENDING,
         )
         draft.full_clean()
         stamp_history(draft, actor=actor, reason=reason)
@@ -184,7 +186,7 @@ def draft_reject(*, draft: Draft, actor: Actor, reason: str = "审核拒绝") ->
         locked = Draft.objects.select_for_update().get(pk=draft.pk)
         if locked.status == DraftStatus.REJECTED:
             return locked
-        if locked.status not in (DraftStatus.PENDING, DraftStatus.APPROVED):
+        if locked.status not in (DraftStatus.PENDING, DraftStatus.APPROVED, DraftStatus.FAILED):
             raise Conflict(
                 f"草稿已{locked.get_status_display()}，不能拒绝 (draft is {locked.status}).", code="draft_not_pending"
             )

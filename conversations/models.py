@@ -272,6 +272,9 @@ class DraftStatus(models.TextChoices):
     APPROVED = "approved", _("已批准")
     REJECTED = "rejected", _("已拒绝")
     SENT = "sent", _("已发送")
+    # The model gave no usable reply (not installed, unreachable, timed out, no valid output): never
+    # approvable, not awaiting review; the Workbench offers 重新生成.
+    FAILED = "failed", _("生成失败")
 
 
 class Draft(TimeStampedModel):

@@ -138,8 +138,14 @@ class ClaudeCodeClient(ModelClient):
         except subprocess.TimeoutExpired:
             result.error = f"Claude Code 超时（{self.timeout:g} 秒）(timed out)."
             return result
+        except FileNotFoundError:
+            result.error = (
+                "未找到 Claude Code 命令行工具，没有连接模型：请安装 @anthropic-ai/claude-code，"
+                "或用 QIWEI_CLAUDE_CLI 指向它，或改用 QIWEI_MODEL_CLIENT=openai / offline。"
+            )
+            return result
         except OSError as exc:
-            result.error = f"无法运行 Claude Code：{exc.__class__.__name__}: {exc}"
+            result.error = f"无法运行 Claude Code（{exc.__class__.__name__}），没有连接模型。"
             return result
         stdout, stderr = completed.stdout or "", completed.stderr or ""
         envelope: dict[str, Any] | None = None
@@ -228,6 +234,9 @@ class OpenAICompatibleClient(ModelClient):
                 response = self._post(body)
         except requests.Timeout:
             result.error = f"模型服务超时（{self.timeout:g} 秒）(timed out)."
+            return result
+        except requests.ConnectionError:
+            result.error = f"无法连接模型服务（{self.base_url}）：请确认服务已启动，或修改 QIWEI_OPENAI_BASE_URL。"
             return result
         except requests.RequestException as exc:
             result.error = f"无法连接模型服务：{exc.__class__.__name__}"

@@ -413,6 +413,8 @@ def draft_generate(
         actor=actor,
         reason=reason,
         prompt=prompt,
+        # No usable reply: a failed draft with the reason, never approvable, not awaiting review.
+        failed=not result.ok or not output.reply.strip(),
     )
     _capture(
         customer=customer,

@@ -219,3 +219,32 @@ def test_workbench_shows_markup_in_messages_as_text(page, browser_context, live_
     expect(page.locator("#wb-customer-name")).to_have_text("<img src=x onerror=window.pwned=1>")
     assert page.locator("#wb-messages b, #wb-messages script, .wb-conversation img").count() == 0
     assert page.evaluate("window.pwned === undefined")
+
+
+def test_workbench_failed_draft_offers_regenerate_not_approve(
+    page, browser_context, live_server, staff_user, acme_customer
+):
+    # Given a draft whose generation failed (the model CLI was not installed)
+    failed = DraftFactory(
+        customer=acme_customer,
+        reply="",
+        status=DraftStatus.FAILED,
+        error="未找到 Claude Code 命令行工具，没有连接模型",
+        requires_human=True,
+    )
+    login(browser_context, live_server, staff_user)
+    page.route("**/api/status*", lambda route: route.fulfill(json=ONLINE))
+    from playwright.sync_api import expect
+
+    page.goto(live_server.url + "/")
+    item = page.locator(f"li[data-draft='{failed.pk}']")
+    # Then it says it failed and why, offers 重新生成, and nothing to approve
+    expect(item).to_have_attribute("data-status", "failed")
+    expect(item.locator(".wb-badge--failed")).to_have_text("生成失败")
+    expect(item.locator(".wb-inline-error").first).to_contain_text("未找到 Claude Code")
+    expect(item.locator("button[data-action=approve]")).to_have_count(0)
+    # When the agent regenerates
+    item.locator("button[data-action=regenerate]").click()
+    # Then a new draft is made for the same message (the offline client in tests)
+    expect(page.locator("li[data-status='pending']")).to_have_count(1)
+    assert Draft.objects.filter(customer=acme_customer, status=DraftStatus.PENDING).count() == 1

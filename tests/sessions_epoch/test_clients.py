@@ -115,8 +115,8 @@ def test_claude_client_reports_missing_binary(settings):
     # when a turn runs
     result = ClaudeCodeClient().generate(prompt=PROMPT, session=SessionRef(str(uuid.uuid4())))
 
-    # then it is a clear error
-    assert "无法运行 Claude Code" in result.error
+    # then it is a clear error, in Chinese, saying what to do
+    assert "未找到 Claude Code 命令行工具" in result.error and "QIWEI_MODEL_CLIENT" in result.error
 
 
 def test_claude_client_keeps_unparsable_answer_as_error(fake_claude):

@@ -6,10 +6,12 @@ import datetime as dt
 
 import pytest
 
-from conversations.drafts import draft_auto_send_blockers
+from conversations.drafts import draft_approve, draft_auto_send_blockers, draft_reject
 from conversations.gateway import LoopbackGateway
 from conversations.models import AlertKind, AlertLevel, AuditEvent, Delivery, DraftStatus, MessageDirection, SessionMode
 from conversations.services import alert_raise, alert_resolve
+from memory.attention import drafts_awaiting_review
+from qiwei_site.platform.errors import Conflict
 from qiwei_site.reading.grounding import normalise
 from sessions_epoch.clients import ClaudeCodeClient, ModelClient, ModelResult, OfflineClient
 from sessions_epoch.models import CloseReason, SessionEpoch
@@ -124,10 +126,11 @@ def test_invalid_model_output_gives_a_draft_for_a_human(customer, provider, outp
     # when a draft is generated
     draft = draft_generate(customer=customer, actor="pipeline", client=client)
 
-    # then there is still a draft, flagged for a human, with the validation error
+    # then there is still a draft, flagged for a human, with the validation error; with no reply
+    # at all it failed (never approvable, not awaiting review)
     assert draft.requires_human is True
     assert message in draft.error
-    assert draft.status == DraftStatus.PENDING
+    assert draft.status == (DraftStatus.FAILED if not output["reply"] else DraftStatus.PENDING)
     assert not Delivery.objects.exists()
 
 
@@ -357,3 +360,25 @@ def test_grounding_does_not_match_inside_a_longer_number(customer):
     # a substring is no longer enough, issue 21); the layout he stated is
     assert grounded == {"layout": "两居室"}
     assert [item["field"] for item in dropped] == ["budget", "district"]
+
+
+def test_failed_generation_is_a_failed_draft_never_approvable_nor_awaiting_review(customer, provider, staff_user):
+    # Given a model client that cannot run (the CLI is not installed)
+    class Missing(ModelClient):
+        name = "claude_code"
+
+        def generate(self, *, prompt, session, hints=None):
+            return ModelResult(client=self.name, error="未找到 Claude Code 命令行工具，没有连接模型")
+
+    # When a draft is generated
+    draft = draft_generate(customer=customer, actor="pipeline", client=Missing())
+    # Then it is a failed draft with the Chinese reason, not awaiting review, refused by approval
+    assert draft.status == DraftStatus.FAILED and draft.get_status_display() == "生成失败"
+    assert draft.error.startswith("未找到 Claude Code")
+    assert not drafts_awaiting_review().filter(pk=draft.pk).exists()
+    with pytest.raises(Conflict):
+        draft_approve(draft=draft, actor=staff_user, reason="试试")
+    # And it can be dismissed, and another generated for the same message
+    assert draft_reject(draft=draft, actor=staff_user, reason="模型未连接").status == DraftStatus.REJECTED
+    again = draft_generate(customer=customer, actor="pipeline", client=Missing())
+    assert again.pk != draft.pk

@@ -823,6 +823,10 @@
       actions.push(actionButton("批准", "approve", draft, "wb-button--primary"));
       actions.push(actionButton("编辑", "edit", draft));
       actions.push(actionButton("拒绝", "reject", draft, "wb-button--danger"));
+    } else if (draft.status === "failed") {
+      // No usable reply from the model: nothing to approve; generate again (or dismiss it).
+      actions.push(actionButton("重新生成", "regenerate", draft, "wb-button--primary"));
+      actions.push(actionButton("忽略", "reject", draft));
     } else if (draft.status === "approved") {
       actions.push(actionButton("发送", "send", draft, "wb-button--primary"));
       actions.push(actionButton("编辑", "edit", draft));
@@ -903,6 +907,11 @@
     } else if (action === "reject") {
       label = "拒绝失败";
       pending = api("POST", accountUrl("drafts/" + draft.id + "/reject/"), { reason: "客服在智能会话中拒绝" });
+    } else if (action === "regenerate") {
+      label = "重新生成失败";
+      pending = api("POST", accountUrl("conversations/" + encodeURIComponent(state.conversation) + "/drafts/"), {
+        regenerate: true,
+      });
     } else if (action === "send") {
       if (sendBlockedReason()) {
         draftError(draft.id, sendBlockedReason());
