@@ -16,7 +16,7 @@ from qiwei_site.platform.admin_site import AccountScopedAdminMixin, ReadOnlyAdmi
 
 @admin.register(AuditEvent)
 class AuditEventAdmin(AccountScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["created_at", "action", "conversation_id", "actor_name", "reason", "short_payload"]
+    list_display = ["created_at", "action", "conversation_id", "actor", "reason", "short_payload"]
     list_filter = ["action", "actor_name", "created_at"]
     search_fields = ["=conversation_id", "actor_name", "action", "reason"]
     date_hierarchy = "created_at"
@@ -30,6 +30,10 @@ class AuditEventAdmin(AccountScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAd
         "reason",
         "readable_payload",
     ]
+
+    @admin.display(description="操作人", ordering="actor_name")
+    def actor(self, obj: AuditEvent) -> str:
+        return actor_label(obj.actor_name)
 
     @admin.display(description="详情")
     def short_payload(self, obj: AuditEvent) -> str:
@@ -76,7 +80,84 @@ _AUDIT_KEY_LABELS = {
     "account_id": "账号",
     "snapshots_redacted": "已改写的快照",
     "prompts_redacted": "已改写的提示词",
+    # issue 24, item 2: every key a service writes has a Chinese name
+    "history_rows_deleted": "删除的历史记录",
+    "profile_field_cleared": "已清空画像字段",
+    "superseded_ids": "被替代的条目",
+    "sealed_originals_deleted": "删除的密封原文",
+    "sealed_original_deleted": "已删除密封原文",
+    "items_forgotten": "随之遗忘的记忆",
+    "items_evidence_removed": "移除证据的记忆",
+    "draft_ids": "草稿",
+    "grounded_fields": "已核验的画像字段",
+    "dropped_fields": "未核验的画像字段",
+    "error": "错误",
+    "client": "模型客户端",
+    "auto": "自动发送",
+    "upstream_id": "上游消息 ID",
+    "requires_human": "需要人工",
+    "reason": "原因",
+    "close_reason": "关闭原因",
+    "old_session_id": "旧会话",
+    "new_session_id": "新会话",
+    "memory_version": "记忆版本",
+    "recalled_message_ids": "召回的消息",
+    "recent_message_ids": "最近消息",
+    "capture_job_ids": "提取任务",
+    "scrub_id": "存储清理",
+    "attempts": "尝试次数",
+    "created": "新建",
+    "updated": "更新",
+    "unchanged": "未变",
+    "count": "数量",
+    "total": "合计",
+    "threshold": "阈值",
+    "value": "值",
+    "cause": "起因",
+    "customer_id": "客户",
+    "external_id": "外部消息 ID",
+    "direction": "方向",
+    "due_at": "截止时间",
+    "expires_at": "过期时间",
+    "title": "标题",
+    "text": "内容",
+    "verdict": "结论",
 }
+# Values that are codes, shown as their Chinese names: safety categories, actors, memory types.
+_AUDIT_VALUE_LABELS = {
+    "prompt_injection": "提示注入",
+    "credential": "凭证",
+    "hidden_characters": "隐藏字符",
+    "verification_code": "验证码",
+    "cvv": "卡安全码",
+    "id_card": "身份证号",
+    "bank_card": "银行卡号",
+    "mobile": "手机号",
+    "fact": "事实",
+    "preference": "偏好",
+    "constraint": "排除",
+    "event": "事件",
+    "hypothesis": "待确认推断",
+}
+# Who acted, when it was the system rather than a person.
+ACTOR_LABELS = {
+    "capture": "自动提取",
+    "pipeline": "草稿流水线",
+    "backfill": "历史回填",
+    "seed_demo": "演示数据",
+    "manage.py": "命令行",
+    "system": "系统",
+    "beat": "定时任务",
+    "expiry": "到期清理",
+    "grounding": "画像核验",
+    "api": "接口",
+}
+
+
+def actor_label(name: str) -> str:
+    return ACTOR_LABELS.get(name, name)
+
+
 _AUDIT_ID_PAGES = {
     "item_id": "admin:memory_memoryitem_change",
     "item_ids": "admin:memory_memoryitem_change",
@@ -106,7 +187,9 @@ def _audit_value_html(key: str, value: Any) -> SafeString:
     if isinstance(value, bool):
         return format_html("{}", "是" if value else "否")
     if isinstance(value, list):
-        return format_html("{}", "、".join(str(v) for v in value))
+        return format_html("{}", "、".join(_AUDIT_VALUE_LABELS.get(str(v), str(v)) for v in value))
+    if isinstance(value, str) and value in _AUDIT_VALUE_LABELS:
+        return format_html("{}", _AUDIT_VALUE_LABELS[value])
     if isinstance(value, dict):
         return format_html("{}", json.dumps(value, ensure_ascii=False, sort_keys=True))
     return format_html("{}", value)

@@ -3,6 +3,8 @@ keys, ids as links to the rows they name, every value escaped."""
 
 from __future__ import annotations
 
+from django.urls import reverse
+
 from conversations.admin import audit_payload_html
 from conversations.models import AuditEvent
 from memory.governance.services import memory_item_add
@@ -16,10 +18,27 @@ def test_audit_payload_html_names_keys_in_chinese_and_links_ids(account):
     payload = {"item_id": 12, "message_ids": [3, 4], "categories": ["prompt_injection"], "forced": True}
     # When it is rendered for the admin
     html = str(audit_payload_html(payload))
-    # Then keys read in Chinese, ids open their admin pages, flags read 是/否
+    # Then keys and category codes read in Chinese, ids open their admin pages, flags read 是/否
     assert "记忆条目：" in html and '<a href="/admin/memory/memoryitem/12/change/">#12</a>' in html
     assert '<a href="/admin/conversations/message/3/change/">#3</a>' in html
-    assert "类别：prompt_injection" in html and "forced：是" in html
+    assert "类别：提示注入" in html and "forced：是" in html
+
+
+def test_audit_payload_html_names_every_key_services_write_in_chinese(account):
+    # Given the keys a forget and a message forget write (issue 24, item 2)
+    payload = {"history_rows_deleted": 2, "profile_field_cleared": True, "items_forgotten": [5], "type": "fact"}
+    html = str(audit_payload_html(payload))
+    # Then none shows as a code
+    assert "删除的历史记录：2" in html and "已清空画像字段：是" in html and "类型：事实" in html
+    assert "history_rows_deleted" not in html and "profile_field_cleared" not in html
+
+
+def test_audit_admin_lists_system_actors_by_name(admin_client, account):
+    # Given an audit row written by automatic capture
+    audit_record(action="memory_item_captured", conversation_id="wm_x", actor="capture", reason="客户原话")
+    # Then the journal names the actor in Chinese
+    body = admin_client.get(reverse("admin:conversations_auditevent_changelist")).content.decode()
+    assert "自动提取" in body
 
 
 def test_audit_payload_html_escapes_values_and_shortens_long_payloads(account):
