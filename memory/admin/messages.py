@@ -89,14 +89,18 @@ class MessageAdmin(AccountScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin
             *super().get_urls(),
         ]
 
-    def reveal_view(self, request: HttpRequest, object_id: int) -> TemplateResponse:
-        """GET asks why; POST records the audit and shows the message as received (never cached)."""
+    def _staff_message_form(self, request: HttpRequest, object_id: int) -> tuple[Message, MessageRevealForm]:
+        """The message of a staff-only page (reveal, forget) and its reason form, bound on POST."""
         if not self.has_reveal_permission(request):
             raise PermissionDenied
         message = self.get_object(request, str(object_id))
         if message is None:
             raise Http404
-        form = MessageRevealForm(request.POST if request.method == "POST" else None)
+        return message, MessageRevealForm(request.POST if request.method == "POST" else None)
+
+    def reveal_view(self, request: HttpRequest, object_id: int) -> TemplateResponse:
+        """GET asks why; POST records the audit and shows the message as received (never cached)."""
+        message, form = self._staff_message_form(request, object_id)
         original: str | None = None
         if request.method == "POST" and form.is_valid():
             try:
@@ -117,12 +121,7 @@ class MessageAdmin(AccountScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin
     def forget_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
         """GET asks why and says what will go; POST forgets the message (and the automatic items it
         alone supported) and returns to the customer's messages."""
-        if not self.has_reveal_permission(request):
-            raise PermissionDenied
-        message = self.get_object(request, str(object_id))
-        if message is None:
-            raise Http404
-        form = MessageRevealForm(request.POST if request.method == "POST" else None)
+        message, form = self._staff_message_form(request, object_id)
         if request.method == "POST" and form.is_valid():
             try:
                 result = message_forget(message=message, actor=request.user, reason=form.cleaned_data["reason"])

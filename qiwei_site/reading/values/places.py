@@ -19,6 +19,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from qiwei_site.reading.values.lists import list_items_under
+
 PROVINCE, CITY, DISTRICT, LOCAL = "province", "city", "district", "local"
 MIN_CHARS, MAX_CHARS = 2, 10
 _SUFFIX_RE = re.compile(
@@ -265,7 +267,6 @@ def gazetteer_place(words: str) -> Place | None:
     return _place(words, entries, 0) if entries else None
 
 
-_LIST_ITEM_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)、])\s+(.+)$")
 PLACE_HEADING_RE = re.compile(r"片区|板块|商圈|地名|区域|服务范围|小区名单|地段")
 
 
@@ -276,23 +277,12 @@ def parse_place_list(markdown: str, *, heading: str = "") -> list[str]:
     "### 朝阳区" does the same for the items under it). `heading` is the heading of a section whose
     text is given without it. Anything else in the document is ignored."""
     names: list[str] = []
-    place_level = 0 if heading and PLACE_HEADING_RE.search(heading) else None
-    group_heading = ""
-    for line in markdown.splitlines():
-        found = re.match(r"^\s*(#{1,6})\s+(.+?)\s*#*\s*$", line)
-        if found:
-            level, title = len(found.group(1)), found.group(2)
-            if place_level is not None and level > place_level:
-                group_heading = title if re.fullmatch(r"[\u4e00-\u9fff]{2,10}", title) else ""
-            else:
-                place_level = level if PLACE_HEADING_RE.search(title) else None
-                group_heading = ""
-            continue
-        item = _LIST_ITEM_RE.match(line)
-        if place_level is None or item is None:
-            continue
-        body = re.sub(r"[*_`]", "", item.group(1))
-        group = group_heading
+
+    def group_of(title: str, top: bool) -> str:
+        # a sub-heading names the district its items lie in ("### 朝阳区"); the places heading none
+        return "" if top or not re.fullmatch(r"[\u4e00-\u9fff]{2,10}", title) else title
+
+    for group, body in list_items_under(markdown, PLACE_HEADING_RE, heading=heading, group_of=group_of):
         if re.search(r"[:：]", body):
             group, body = re.split(r"[:：]", body, maxsplit=1)  # "- 朝阳区：望京、酒仙桥"
             group = group.strip()

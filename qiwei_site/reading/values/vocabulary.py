@@ -21,10 +21,11 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from qiwei_site.reading.values.lists import list_items_under
+
 VOCABULARY_HEADING_RE = re.compile(
     r"词汇|术语|可选项|选项|规格|属性|品类|售后方式|服务项目|科目|课程类型|上课方式|vocabulary", re.IGNORECASE
 )
-_LIST_ITEM_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)、])\s+(.+?)\s*$")
 MIN_CHARS, MAX_CHARS = 2, 12  # a one-character term ("棉") would match inside other words
 
 _BUILT_IN: dict[str, tuple[str, ...]] = {
@@ -120,22 +121,7 @@ def parse_vocabulary(markdown: str, *, heading: str = "") -> dict[str, list[str]
     """The vocabulary an account's knowledge base names: list items under a vocabulary heading (and
     its sub-headings, which name the group of the items under them)."""
     groups: dict[str, list[str]] = {}
-    level: int | None = 0 if heading and VOCABULARY_HEADING_RE.search(heading) else None
-    group_heading = heading
-    for line in markdown.splitlines():
-        found = re.match(r"^\s*(#{1,6})\s+(.+?)\s*#*\s*$", line)
-        if found:
-            depth, title = len(found.group(1)), found.group(2)
-            if level is not None and depth > level:
-                group_heading = title
-            else:
-                level = depth if VOCABULARY_HEADING_RE.search(title) else None
-                group_heading = title
-            continue
-        item = _LIST_ITEM_RE.match(line)
-        if level is None or item is None:
-            continue
-        body = re.sub(r"[*_`]", "", item.group(1))
+    for group_heading, body in list_items_under(markdown, VOCABULARY_HEADING_RE, heading=heading):
         group = group_heading
         if re.search(r"[:：]", body):
             left, right = (part.strip() for part in re.split(r"[:：]", body, maxsplit=1))
