@@ -27,6 +27,7 @@ from kombu import Exchange, Producer, Queue
 from qiwei_site.celery import app
 from qiwei_site.platform.models import WeComAccount
 from qiwei_site.platform.tenancy import register_account_database
+from sessions_epoch.health import model_health
 
 CHECK_TIMEOUT_SECONDS = 3.0
 # Account databases probed per request, rotating through the active accounts, so a probe every
@@ -53,6 +54,8 @@ def readyz(request: HttpRequest) -> JsonResponse:
     # The account registry is in the default database: without it there is nothing to sample.
     checks["account_databases"] = _check_account_databases(deadline) if checks["database"] == "ok" else "skipped"
     checks["broker"] = _result(broker, deadline=deadline)
+    # Whether a model is connected: a note, never a failure (memory and drafts still work offline).
+    checks["model"] = _run_inline(_check_model)
     failing = [name for name, value in checks.items() if value.startswith("error")]
     return JsonResponse(
         {"status": "unavailable" if failing else "ok", "checks": checks, "failing": failing},
@@ -102,6 +105,11 @@ def _check_default_database() -> str:
     with connections["default"].cursor() as cursor:
         cursor.execute("SELECT 1")
     return "ok"
+
+
+def _check_model() -> str:
+    health = model_health()
+    return f"ok: {health.client}" if health.ok else f"warning: {health.client}: {health.title}"
 
 
 def health_queue() -> Queue:

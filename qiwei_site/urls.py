@@ -19,6 +19,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/", include("conversations.urls_global")),
+    path("api/", include("sessions_epoch.urls_global")),
     path("api/accounts/<str:account_id>/", include(account_api)),
     path("", include("qiwei_site.workbench.urls")),
 ]

@@ -4,15 +4,17 @@ generates a draft) and the model-session epochs. Reviewing and sending drafts is
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers, status
+from rest_framework import permissions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from conversations.models import DraftStatus
 from conversations.selectors import customer_get, draft_get, draft_list
 from conversations.serializers import DraftOutputSerializer
 from qiwei_site.platform.api import AccountAPIView
 from qiwei_site.platform.pagination import LimitOffsetPagination, paginated_response
+from sessions_epoch.health import model_health
 from sessions_epoch.models import SessionEpoch
 from sessions_epoch.pipeline import draft_generate
 from sessions_epoch.selectors import epoch_list
@@ -76,3 +78,21 @@ class EpochListApi(AccountAPIView):
     def get(self, request: Request, account_id: str, conversation_id: str) -> Response:
         epochs = epoch_list(customer=customer_get(conversation_id))
         return paginated_response(request=request, view=self, queryset=epochs, serializer=EpochOutputSerializer)
+
+
+class ModelStatusOutputSerializer(serializers.Serializer):
+    client = serializers.CharField()
+    state = serializers.ChoiceField(choices=["ok", "offline", "missing", "unreachable"])
+    ok = serializers.BooleanField()
+    title = serializers.CharField()
+    action = serializers.CharField(allow_blank=True)
+
+
+class ModelStatusApi(APIView):
+    """Whether the configured model client is connected, in Chinese with what to do (cached a minute)."""
+
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(responses=ModelStatusOutputSerializer, summary="模型连接状态")
+    def get(self, request: Request) -> Response:
+        return Response(model_health().as_dict())

@@ -141,7 +141,7 @@ class ClaudeCodeClient(ModelClient):
         except FileNotFoundError:
             result.error = (
                 "未找到 Claude Code 命令行工具，没有连接模型：请安装 @anthropic-ai/claude-code，"
-                "或用 QIWEI_CLAUDE_CLI 指向它，或改用 QIWEI_MODEL_CLIENT=openai / offline。"
+                "或用 CLAUDE_CODE_BIN 指向它，或改用 QIWEI_MODEL_CLIENT=openai / offline。"
             )
             return result
         except OSError as exc:

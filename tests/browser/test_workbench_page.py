@@ -7,6 +7,7 @@ import json
 import time
 
 import pytest
+from django.core.cache import cache
 from django.utils import timezone
 
 from conversations.models import Delivery, Draft, DraftStatus, MessageDirection
@@ -248,3 +249,45 @@ def test_workbench_failed_draft_offers_regenerate_not_approve(
     # Then a new draft is made for the same message (the offline client in tests)
     expect(page.locator("li[data-status='pending']")).to_have_count(1)
     assert Draft.objects.filter(customer=acme_customer, status=DraftStatus.PENDING).count() == 1
+
+
+@pytest.mark.parametrize(
+    ("client", "title"),
+    [("offline", "未连接模型（离线模式）"), ("claude_code", "找不到 Claude Code 命令行工具")],
+)
+def test_workbench_model_banner_says_when_no_model_is_connected(
+    page, browser_context, live_server, staff_user, acme_customer, settings, client, title
+):
+    # Given a model client that is not connected
+    cache.delete("qiwei:model-health")
+    settings.QIWEI_MODEL_CLIENT = client
+    settings.CLAUDE_CODE_BIN = "/nonexistent/claude"
+    login(browser_context, live_server, staff_user)
+    page.route("**/api/status*", lambda route: route.fulfill(json=ONLINE))
+    from playwright.sync_api import expect
+
+    # When the agent opens the Workbench
+    page.goto(live_server.url + "/")
+    # Then a banner says no model is connected, and what to do
+    banner = page.locator("#wb-model-banner")
+    expect(banner).to_be_visible()
+    expect(page.locator("#wb-model-title")).to_contain_text(title)
+    expect(page.locator("#wb-model-action")).not_to_be_empty()
+
+
+def test_workbench_model_banner_stays_hidden_when_a_model_answers(
+    page, browser_context, live_server, staff_user, acme_customer, settings, json_server
+):
+    # Given an OpenAI-compatible server that answers its models
+    cache.delete("qiwei:model-health")
+    json_server.routes[("GET", "/v1/models")] = (200, {"data": [{"id": "qwen2.5-7b-instruct"}]})
+    settings.QIWEI_MODEL_CLIENT = "openai"
+    settings.QIWEI_OPENAI_BASE_URL = json_server.url + "/v1"
+    login(browser_context, live_server, staff_user)
+    page.route("**/api/status*", lambda route: route.fulfill(json=ONLINE))
+    from playwright.sync_api import expect
+
+    page.goto(live_server.url + "/")
+    # Then the model is connected and no banner shows
+    expect(page.locator("#wb-model-banner")).to_have_attribute("data-state", "ok")
+    expect(page.locator("#wb-model-banner")).to_be_hidden()

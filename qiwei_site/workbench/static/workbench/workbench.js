@@ -1001,6 +1001,22 @@
     }
   }
 
+  // Whether a model is connected (GET /api/model-status): a banner with what to do when not.
+  function checkModel() {
+    return request("GET", "/api/model-status", { timeoutMs: 8000 })
+      .then(function (result) {
+        var data = result.data || {};
+        var banner = $("wb-model-banner");
+        banner.hidden = data.ok === true;
+        banner.setAttribute("data-state", data.state || "unknown");
+        $("wb-model-title").textContent = data.title || "";
+        $("wb-model-action").textContent = data.action || "";
+      })
+      .catch(function () {
+        /* the model banner is advice: a failed check leaves it hidden */
+      });
+  }
+
   function initialAccounts() {
     // The page embeds the server's list (same local request); the per-origin copy is the fallback.
     var embedded = readJson("wb-initial-accounts", []);
@@ -1032,6 +1048,7 @@
       loadConversations();
     }
     checkStatus();
+    checkModel();
     // (c) complete the binding in the background; (d) keep the page live.
     refreshAccounts();
     startLive();
