@@ -1,0 +1,37 @@
+"""`manage.py` on a data directory with no project database (issue 24, item 5): a clear message and
+exit 1, no traceback, and no folder created."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_manage(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "QIWEI_DATA_DIR": str(data_dir), "DJANGO_SETTINGS_MODULE": "qiwei_site.settings.local"}
+    env.pop("DATABASE_URL", None)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), *args], capture_output=True, text=True, env=env, cwd=ROOT, check=False
+    )
+
+
+def test_manage_without_a_project_database_says_so_and_creates_nothing(tmp_path):
+    # Given a data directory that does not exist
+    data_dir = tmp_path / "elsewhere"
+    # When an operator runs a command that needs the database
+    completed = run_manage("backfill_memory", data_dir=data_dir)
+    # Then it says what to do, without a traceback, and creates no folder
+    assert completed.returncode == 1
+    assert "数据目录里没有项目数据库" in completed.stderr and "manage.py setup" in completed.stderr
+    assert "Traceback" not in completed.stderr
+    assert not data_dir.exists()
+
+
+def test_manage_setup_commands_run_on_a_fresh_data_directory(tmp_path):
+    # Given the same fresh data directory, the commands that make the database still run
+    completed = run_manage("check", data_dir=tmp_path / "fresh")
+    assert completed.returncode == 0, completed.stderr
