@@ -8,7 +8,7 @@ from pathlib import Path
 BASE_DIR = Path(__file__).resolve().parent
 # Commands that make or need no project database: everything else needs one set up first.
 _WITHOUT_DATABASE = {
-    "setup", "migrate", "makemigrations", "showmigrations", "sqlmigrate", "check", "collectstatic",
+    "setup", "migrate", "makemigrations", "check", "collectstatic",
     "help", "version", "--help", "-h", "--version", "test", "diffsettings", "startapp", "shell",
 }  # fmt: skip
 
@@ -21,7 +21,7 @@ def _missing_database() -> str:
     environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
     if os.environ.get("DJANGO_SETTINGS_MODULE") != "qiwei_site.settings.local" or os.environ.get("DATABASE_URL"):
         return ""
-    data_dir = Path(os.environ.get("QIWEI_DATA_DIR") or BASE_DIR / "var").resolve()
+    data_dir = Path(os.environ.get("QIWEI_DATA_DIR", "").strip() or BASE_DIR / "var").resolve()
     database = data_dir / "default.sqlite3"
     return "" if database.exists() else str(database)
 
@@ -29,7 +29,8 @@ def _missing_database() -> str:
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "qiwei_site.settings.local")
     command = sys.argv[1] if len(sys.argv) > 1 else "help"
-    if command not in _WITHOUT_DATABASE and (missing := _missing_database()):
+    asks_help = any(arg in ("--help", "-h") for arg in sys.argv[2:])
+    if command not in _WITHOUT_DATABASE and not asks_help and (missing := _missing_database()):
         sys.stderr.write(
             f"数据目录里没有项目数据库：{missing}\n"
             "先运行 ./run.sh 或 manage.py setup，或把 QIWEI_DATA_DIR 指向已有的数据目录 "

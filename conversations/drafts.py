@@ -267,6 +267,8 @@ def _check_sendable(draft: Draft, *, auto: bool) -> None:
         raise Conflict("草稿尚未审核，批准后才能发送 (draft must be approved first).", code="draft_not_approved")
     if draft.status == DraftStatus.REJECTED:
         raise Conflict("草稿已被拒绝，不能发送 (draft was rejected).", code="draft_rejected")
+    if draft.status == DraftStatus.FAILED:
+        raise Conflict("草稿生成失败，没有可发送的回复，请重新生成 (draft failed).", code="draft_failed")
 
 
 def draft_send(*, draft: Draft, actor: Actor, reason: str = "发送回复", auto: bool = False) -> Delivery:

@@ -49,13 +49,15 @@ def healthz(request: HttpRequest) -> JsonResponse:
 def readyz(request: HttpRequest) -> JsonResponse:
     deadline = time.monotonic() + CHECK_TIMEOUT_SECONDS  # one budget for the checks running side by side
     broker = _in_thread(_check_broker)
+    model = _in_thread(_check_model)
     checks: dict[str, str] = {}
     checks["database"] = _run_inline(_check_default_database)
     # The account registry is in the default database: without it there is nothing to sample.
     checks["account_databases"] = _check_account_databases(deadline) if checks["database"] == "ok" else "skipped"
     checks["broker"] = _result(broker, deadline=deadline)
-    # Whether a model is connected: a note, never a failure (memory and drafts still work offline).
-    checks["model"] = _run_inline(_check_model)
+    # Whether a model is connected: a note, never a failure (memory and drafts still work offline);
+    # probed beside the others under the same deadline, and naming only the client and its state.
+    checks["model"] = _result(model, deadline=deadline).replace("error:", "warning:", 1)
     failing = [name for name, value in checks.items() if value.startswith("error")]
     return JsonResponse(
         {"status": "unavailable" if failing else "ok", "checks": checks, "failing": failing},
@@ -109,7 +111,7 @@ def _check_default_database() -> str:
 
 def _check_model() -> str:
     health = model_health()
-    return f"ok: {health.client}" if health.ok else f"warning: {health.client}: {health.title}"
+    return f"ok: {health.client}" if health.ok else f"warning: {health.client}: {health.state}"
 
 
 def health_queue() -> Queue:

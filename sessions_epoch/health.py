@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from dataclasses import asdict, dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 from django.conf import settings
@@ -88,26 +90,38 @@ def _claude_code() -> ModelHealth:
     return ModelHealth(client="claude_code", state=OK, title=f"已连接模型：Claude Code {label}".strip())
 
 
+def _shown(url: str) -> str:
+    """The server as an operator may see it: scheme, host and port (no user, password or query)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.hostname or ''}{':' + str(parts.port) if parts.port else ''}"
+
+
 def _openai() -> ModelHealth:
     base = settings.QIWEI_OPENAI_BASE_URL.rstrip("/")
+    shown = _shown(base)
     headers = {"Authorization": f"Bearer {settings.QIWEI_OPENAI_API_KEY}"} if settings.QIWEI_OPENAI_API_KEY else {}
     try:
-        response = requests.get(f"{base}/models", headers=headers, timeout=PROBE_SECONDS)
+        # connect and each read bounded; the whole answer is read in at most PROBE_SECONDS
+        with requests.get(f"{base}/models", headers=headers, timeout=PROBE_SECONDS, stream=True) as response:
+            started = time.monotonic()
+            for _chunk in response.iter_content(4096):
+                if time.monotonic() - started > PROBE_SECONDS:
+                    raise requests.Timeout("slow answer")
     except requests.RequestException as exc:
         return ModelHealth(
             client="openai",
             state=UNREACHABLE,
-            title=f"未连接模型：无法连接模型服务 {base}（{exc.__class__.__name__}）",
+            title=f"未连接模型：无法连接模型服务 {shown}（{exc.__class__.__name__}）",
             action="确认模型服务已启动，或修改 QIWEI_OPENAI_BASE_URL",
         )
     if response.status_code >= 400:
         return ModelHealth(
             client="openai",
             state=UNREACHABLE,
-            title=f"未连接模型：模型服务 {base} 返回 HTTP {response.status_code}",
+            title=f"未连接模型：模型服务 {shown} 返回 HTTP {response.status_code}",
             action="检查 QIWEI_OPENAI_API_KEY 和服务地址",
         )
-    return ModelHealth(client="openai", state=OK, title=f"已连接模型：{settings.QIWEI_OPENAI_MODEL}（{base}）")
+    return ModelHealth(client="openai", state=OK, title=f"已连接模型：{settings.QIWEI_OPENAI_MODEL}（{shown}）")
 
 
 def model_health(*, fresh: bool = False) -> ModelHealth:

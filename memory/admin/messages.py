@@ -14,7 +14,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from conversations.models import Message
+from conversations.models import Message, MessageDirection
 from conversations.services import message_reveal
 from memory.governance.messages import message_forget
 from qiwei_site.platform.admin_site import AccountScopedAdminMixin, ReadOnlyAdminMixin
@@ -67,8 +67,16 @@ class MessageAdmin(AccountScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin
 
     @admin.display(description="遗忘")
     def forget(self, obj: Message) -> str:
+        if obj.direction != MessageDirection.INBOUND:
+            return "—（我方回复在草稿中处理）"
         url = reverse("admin:conversations_message_forget", args=[obj.pk])
         return format_html('<a class="button" href="{}">{}</a>', url, "遗忘这条消息（记入审计）")
+
+    def has_forget_permission(self, request: HttpRequest) -> bool:
+        """Forgetting deletes, as forgetting an item or erasing a customer does: staff with the
+        permission to delete messages (ReadOnlyAdminMixin keeps the admin's own delete off)."""
+        user = request.user
+        return bool(user.is_active and user.is_staff) and user.has_perm("conversations.delete_message")
 
     def has_reveal_permission(self, request: HttpRequest) -> bool:
         user = request.user
@@ -121,6 +129,8 @@ class MessageAdmin(AccountScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin
     def forget_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
         """GET asks why and says what will go; POST forgets the message (and the automatic items it
         alone supported) and returns to the customer's messages."""
+        if not self.has_forget_permission(request):
+            raise PermissionDenied
         message, form = self._staff_message_form(request, object_id)
         if request.method == "POST" and form.is_valid():
             try:

@@ -468,7 +468,7 @@ def _scrub_structured_updates(customer: Customer, field: str, values: set[str]) 
             )
 
 
-def memory_item_forget(*, item: MemoryItem, actor: Actor, reason: str) -> dict[str, Any]:
+def memory_item_forget(*, item: MemoryItem, actor: Actor, reason: str, decide: bool = True) -> dict[str, Any]:
     """Physically delete an item and its history rows, write a snapshot version without it and take
     its line out of every older version; leave no byte of it behind.
 
@@ -493,8 +493,11 @@ def memory_item_forget(*, item: MemoryItem, actor: Actor, reason: str) -> dict[s
             dependant.save(update_fields=["superseded_by", "updated_at"])
         item_id, item_type = item.pk, item.type
         cited = [int(i) for i in item.source_message_ids or [] if str(i).lstrip("-").isdigit()]
-        # Every value the item ever had is refused from now on (each as a fingerprint only).
-        decision_record(item=item, kind=DecisionKind.FORGOTTEN, contents=contents)
+        # Every value the item ever had is refused from now on (each as a fingerprint only) — unless
+        # the item goes only because its evidence did (`decide=False`: a message forgotten as sent by
+        # mistake refuses nothing the customer may say again).
+        if decide:
+            decision_record(item=item, kind=DecisionKind.FORGOTTEN, contents=contents)
         profile_values = _forget_profile_value(customer, item.key, contents, actor=actor, reason=reason)
         # A supervisor types the bare value ("8000元"), not the rendered item ("预算：8000元").
         contents |= profile_values

@@ -125,7 +125,7 @@ def test_readyz_all_good_is_200_and_leaves_no_probe_behind(db, client, account, 
             "account_databases": "ok",
             "broker": "ok",
             # the offline default: a note that no model is connected, never a failure
-            "model": "warning: offline: 未连接模型（离线模式）：生成的草稿只是礼貌的暂缓回复，需要人工改写",
+            "model": "warning: offline: offline",
         },
         "failing": [],
     }

@@ -35,3 +35,14 @@ def test_manage_setup_commands_run_on_a_fresh_data_directory(tmp_path):
     # Given the same fresh data directory, the commands that make the database still run
     completed = run_manage("check", data_dir=tmp_path / "fresh")
     assert completed.returncode == 0, completed.stderr
+
+
+def test_manage_help_of_a_command_needs_no_database(tmp_path):
+    completed = run_manage("backfill_memory", "--help", data_dir=tmp_path / "fresh")
+    assert completed.returncode == 0 and "backfill" in completed.stdout.lower()
+
+
+def test_manage_showmigrations_needs_the_database_and_creates_nothing(tmp_path):
+    data_dir = tmp_path / "fresh"
+    completed = run_manage("showmigrations", data_dir=data_dir)
+    assert completed.returncode == 1 and not data_dir.exists()

@@ -3,12 +3,16 @@ posting forgets the message and the automatic items it alone supported, through 
 
 from __future__ import annotations
 
+from django.contrib.auth.models import Permission
+from django.test import Client
 from django.urls import reverse
 
 from conversations.models import AuditEvent, Message
 from memory.capture.services import capture_message
 from memory.models import MemoryItem
-from tests.factories import CustomerFactory, MessageFactory
+from qiwei_site.platform.middleware import SESSION_KEY
+from qiwei_site.platform.services import membership_grant
+from tests.factories import CustomerFactory, MessageFactory, StaffUserFactory
 
 
 def _setup():
@@ -47,3 +51,21 @@ def test_message_admin_forget_cascades_through_the_service(admin_client, account
 
 def test_message_admin_forget_unknown_message_is_404(admin_client, account):
     assert admin_client.get(reverse("admin:conversations_message_forget", args=[999999])).status_code == 404
+
+
+def test_message_admin_forget_needs_the_delete_permission(account):
+    # Given a staff member who may only view messages
+    viewer = StaffUserFactory()
+    viewer.user_permissions.set([Permission.objects.get(codename="view_message")])
+    membership_grant(user=viewer, account=account)
+    client = Client()
+    client.force_login(viewer)
+    session = client.session
+    session[SESSION_KEY] = account.id
+    session.save()
+    message, item = _setup()
+    # When they post the forget page
+    response = client.post(reverse("admin:conversations_message_forget", args=[message.pk]), {"reason": "试试"})
+    # Then it is refused and nothing is forgotten
+    assert response.status_code == 403
+    assert Message.objects.filter(pk=message.pk).exists() and MemoryItem.objects.filter(pk=item.pk).exists()

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from conversations.models import AuditEvent, Message, MessageSecret
+from conversations.models import AuditEvent, Message, MessageDirection, MessageSecret
 from conversations.received import stored_form
 from memory.capture.services import capture_message
 from memory.context.search import search_messages
 from memory.governance.messages import CASCADE_REASON, message_forget
-from memory.models import MemoryCreatedBy, MemoryItem, MemorySnapshot, MemoryStatus
+from memory.models import CaptureJob, MemoryCreatedBy, MemoryItem, MemorySnapshot, MemoryStatus
+from qiwei_site.platform.audit import audit_record
+from qiwei_site.platform.errors import Conflict
 from tests.factories import CustomerFactory, MemoryItemFactory, MessageFactory
 
 BASE = "/api/accounts/acme/conversations/wm_forget_001"
@@ -118,3 +120,46 @@ def test_message_forget_api_another_customers_message_is_unknown(said, staff_cli
     response = staff_client.post(f"{BASE}/messages/{other.pk}/forget/", {"reason": REASON}, format="json")
     # Then it is unknown here, and it stays
     assert response.status_code == 404 and Message.objects.filter(pk=other.pk).exists()
+
+
+def test_message_forget_records_no_decision_so_the_customer_may_say_it_again(said, staff_user):
+    customer, budget, _layout, _again = said
+    # Given the only message behind the budget forgotten (sent by mistake)
+    message_forget(message=budget, actor=staff_user, reason=REASON)
+    # When the customer says it again
+    capture_message(message=MessageFactory(customer=customer, text="预算四千五左右"))
+    # Then it is captured again: the cascade refused nothing
+    assert _active(customer, "profile:budget") is not None
+
+
+def test_message_forget_refuses_our_own_reply(account, staff_user):
+    # Given one of our replies
+    reply = MessageFactory(text="王先生您好，周六上午可以看房", direction=MessageDirection.OUTBOUND)
+    # Then it is not forgotten here (it lives on in its draft and delivery)
+    with pytest.raises(Conflict) as refused:
+        message_forget(message=reply, actor=staff_user, reason=REASON)
+    assert refused.value.code == "not_inbound" and Message.objects.filter(pk=reply.pk).exists()
+
+
+def test_message_forget_cancels_a_model_turns_pending_write_citing_it(said, staff_user):
+    customer, budget, _layout, _again = said
+    # Given a model turn's pending write resting on the message
+    job = CaptureJob.objects.create(
+        customer=customer, payload={"profile_updates": {"budget": "五千以内"}, "source_message_ids": [budget.pk]}
+    )
+    # When the message is forgotten
+    message_forget(message=budget, actor=staff_user, reason=REASON)
+    # Then the write is cancelled, and the audit says so
+    assert not CaptureJob.objects.filter(pk=job.pk).exists()
+    assert AuditEvent.objects.get(action="message_forgotten").payload["capture_jobs_cancelled"] == [job.pk]
+
+
+def test_message_forget_of_a_short_message_leaves_other_words_alone(account, staff_user):
+    # Given a short message and an unrelated audit reason that happens to contain it
+    message = MessageFactory(text="好的")
+    conversation_id = message.customer.conversation_id
+    audit_record(action="customer_updated", conversation_id=conversation_id, actor="x", reason="客户说好的，改为自动")
+    # When it is forgotten
+    message_forget(message=message, actor=staff_user, reason=REASON)
+    # Then the unrelated reason keeps its words
+    assert AuditEvent.objects.filter(reason="客户说好的，改为自动").exists()
