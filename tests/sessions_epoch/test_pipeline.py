@@ -171,7 +171,7 @@ def test_memory_failures_still_produce_a_draft_with_audits(customer, monkeypatch
     assert draft.context_trace["fallback"] is True
     # (assembled by the context builder, like every prompt)
     assert draft.context_trace["memory_recall_failed"] == {"stage": "prefetch", "error": "RuntimeError"}
-    assert "===== 六、需要回复的最新客户消息（原话引用） =====" in client.prompts[0]
+    assert "===== 二、需要回复的最新客户消息（原话引用） =====" in client.prompts[0]
     # and grounding failed closed: the model's budget is not kept unchecked
     assert draft.profile_updates == {}
     assert draft.dropped_updates == [{"field": "budget", "value": "4500", "reason": "无法核对客户原话，未保留"}]

@@ -23,6 +23,7 @@ from memory.context.builder import (
     BUSINESS_STATE,
     CORE_MEMORY,
     DEGRADED_NOTICE,
+    HEADER_RE,
     INSTRUCTIONS,
     LATEST_MESSAGE,
     OUTPUT_CONTRACT,
@@ -100,6 +101,21 @@ def test_build_orders_sections_as_the_spec_says(rich_customer):
         assert key in text[OUTPUT_CONTRACT]
 
 
+def test_build_numbers_sections_without_a_gap_when_one_is_empty(customer, chat):
+    # Given a customer with a short conversation: nothing older to recall, no business state
+    chat(customer, [(IN, "你好，想租一套两居室"), (OUT, "您好，请问预算多少？"), (IN, "五千左右")])
+
+    # When the context is built
+    built = build(customer)
+
+    # Then the sections present are numbered one after another, and the trace carries the same titles
+    names = [s.name for s in built.sections]
+    assert RECALLED_HISTORY not in names
+    titles = HEADER_RE.findall(built.prompt)
+    assert [title.split("、", 1)[0] for title in titles] == list("一二三四五六七")[: len(titles)]
+    assert [entry["title"] for entry in built.trace["prompt_sections"] if entry["chars"]] == titles
+
+
 def test_build_recalls_an_older_relevant_message_beyond_the_recent_window(rich_customer):
     customer, old, latest = rich_customer
     built = build(customer)
@@ -172,7 +188,7 @@ def test_build_quoted_history_cannot_inject(customer, chat, attack):
     assert len(lines) == 4 and lines[2].startswith("> [")
     assert "=====" not in lines[2] and "```" not in lines[2] and QUOTE_END not in lines[2]
     # And the prompt has exactly one of each of our section headers
-    assert built.prompt.count("===== 七、结构化输出约束 =====") == 1
+    assert built.prompt.count("结构化输出约束 =====") == 1
 
 
 @pytest.mark.parametrize(
@@ -313,6 +329,11 @@ def test_build_degraded_has_only_instructions_the_latest_message_and_the_contrac
 
     # Then it has the instructions with a notice, the quoted latest message and the contract, nothing else
     assert [s.name for s in built.sections] == [INSTRUCTIONS, LATEST_MESSAGE, OUTPUT_CONTRACT]
+    assert HEADER_RE.findall(built.prompt) == [
+        "一、客服身份、规则与安全边界",
+        "二、需要回复的最新客户消息（原话引用）",
+        "三、结构化输出约束",
+    ]
     text = {s.name: s.text for s in built.sections}
     assert DEGRADED_NOTICE in text[INSTRUCTIONS] and "安全边界" in text[INSTRUCTIONS]
     assert text[LATEST_MESSAGE].splitlines()[1] == QUOTE_NOTICE and "那套是顶楼吗" in text[LATEST_MESSAGE]

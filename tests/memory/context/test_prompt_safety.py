@@ -66,6 +66,11 @@ def section(built, name):
     return next(s.text for s in built.sections if s.name == name)
 
 
+def _body(text):
+    """A section without its header line (the header's number depends on the sections before it)."""
+    return text.split("\n", 1)[1]
+
+
 @pytest.fixture
 def poisoned_customer(customer, chat):
     """王先生, whose memory and latest message hold delimiter-, fence-, heading- and role-like text."""
@@ -98,7 +103,9 @@ def test_build_poisoned_memory_gives_exactly_the_builders_sections(poisoned_cust
     built = build(customer)
 
     # Then parsing the prompt by the builder's own header format finds exactly the builder's sections
-    assert HEADER_RE.findall(built.prompt) == [TITLES[s.name] for s in built.sections]
+    assert HEADER_RE.findall(built.prompt) == [
+        "一二三四五六七"[position] + TITLES[s.name][1:] for position, s in enumerate(built.sections)
+    ]
     assert CORE_MEMORY in [s.name for s in built.sections]
     # and no other line carries our delimiter, a fence or a closing quote of its own
     lines = built.prompt.splitlines()
@@ -214,7 +221,7 @@ def test_build_always_keeps_rules_contract_and_latest_message(busy_customer, cha
     instructions = section(built, INSTRUCTIONS)
     for block in _rules_blocks():
         assert block in instructions
-    assert section(built, OUTPUT_CONTRACT) == output_contract()
+    assert _body(section(built, OUTPUT_CONTRACT)) == _body(output_contract())
     # and the latest message is there, whole, or shortened and marked as such
     latest = section(built, LATEST_MESSAGE).splitlines()
     assert latest[1] == QUOTE_NOTICE and latest[-1] == QUOTE_END
@@ -267,7 +274,7 @@ def test_build_smallest_instructions_budget_keeps_the_safety_boundary_and_rules_
     assert "# 业务背景" not in instructions  # no bare heading without its sections
     assert "安全边界" not in built.trace["instructions_left_out"]
     assert instructions.endswith("已省略）") and built.trace["knowledge"]["truncated"] is True
-    assert section(built, OUTPUT_CONTRACT) == output_contract()
+    assert _body(section(built, OUTPUT_CONTRACT)) == _body(output_contract())
 
 
 def test_knowledge_blocks_inherit_the_priority_of_their_heading():
