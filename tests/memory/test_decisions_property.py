@@ -4,7 +4,8 @@ same in the structured state and in core memory; no automatic path brings back a
 supervisor rejected or forgot — in any spelling: 八千 for 8000, 浦东 for 浦东新区 — until a human
 writes it again; customer words repeating a value a supervisor replaced never undo the edit; and
 a confirmed hypothesis is a lasting fact that the expiry sweep, run past the hypothesis TTL, never
-supersedes (issue 21).
+supersedes (issue 21); a forgotten message is nobody's evidence any more, an automatic item it
+alone supported is gone, and the prompt lists each fact once (issue 25).
 
 Runs 10 sequences of 50 steps (500 steps) in CI; QIWEI_PROPERTY_EXAMPLES raises it locally.
 """
@@ -27,6 +28,7 @@ from conversations.models import CustomerProfile
 from memory.capture.backfill import Totals, customer_backfill
 from memory.capture.services import capture_message
 from memory.context.builder import BUSINESS_STATE, CORE_MEMORY, build_context
+from memory.governance.messages import message_forget
 from memory.governance.services import (
     memory_item_add,
     memory_item_confirm,
@@ -79,6 +81,7 @@ class ProfileAndMemory(RuleBasedStateMachine):
         self.replaced: set[tuple[str, str]] = set()  # (field, meaning) a supervisor edited away
         self.confirmed: set[int] = set()  # ids of hypotheses a supervisor confirmed
         self.messages: list = []
+        self.forgotten_messages: set[int] = set()
         self.clock = timezone.now() + dt.timedelta(minutes=1)
 
     @initialize()
@@ -207,6 +210,14 @@ class ProfileAndMemory(RuleBasedStateMachine):
             memory_item_confirm(item=item, actor=SUPERVISOR, reason="客户确认")
             self.confirmed.add(item.pk)
 
+    @rule(data=st.data())
+    def supervisor_forgets_a_message(self, data: st.DataObject) -> None:
+        if self.messages:
+            message = data.draw(st.sampled_from(self.messages))
+            message_forget(message=message, actor=SUPERVISOR, reason="客户要求删除这条消息")
+            self.messages.remove(message)
+            self.forgotten_messages.add(message.pk)
+
     @rule(days=st.integers(1, 30))
     def expiry_sweep_runs_later(self, days: int) -> None:
         ttl = dt.timedelta(hours=django_settings.QIWEI_HYPOTHESIS_TTL_HOURS)
@@ -225,15 +236,19 @@ class ProfileAndMemory(RuleBasedStateMachine):
             assert getattr(profile, field) == in_memory, (field, getattr(profile, field), in_memory)
 
     @invariant()
-    def prompt_shows_one_value_per_field(self) -> None:
+    def prompt_shows_each_field_once_with_one_value(self) -> None:
         if not hasattr(self, "customer"):
             return
-        sections = {s.name: s.text for s in build_context(customer=self.customer).sections}
+        built = build_context(customer=self.customer)
+        sections = {s.name: s.text for s in built.sections}
         state_and_memory = sections.get(BUSINESS_STATE, "") + "\n" + sections.get(CORE_MEMORY, "")
         for field in FIELDS:
             label = PROFILE_FIELD_LABELS[field]
-            shown = set(re.findall(rf"^- {label}：(.+)$", state_and_memory, flags=re.M))
-            assert len(shown) <= 1, (field, shown)
+            shown = re.findall(rf"^- {label}：(.+)$", state_and_memory, flags=re.M)
+            assert len(set(shown)) <= 1, (field, shown)
+            # and each fact once: not in core memory and in the profile both
+            listed = [line for line in re.findall(r"^- (.+)$", state_and_memory, flags=re.M) if f"{label}：" in line]
+            assert len(listed) <= 1, (field, listed)
 
     @invariant()
     def rejected_and_forgotten_values_stay_out(self) -> None:
@@ -256,6 +271,16 @@ class ProfileAndMemory(RuleBasedStateMachine):
             if item is not None and item.created_by != MemoryCreatedBy.HUMAN:
                 value = profile_item_value(field, item.content)
                 assert _meaning(field, value) not in self.replaced, (field, item.content)
+
+    @invariant()
+    def forgotten_messages_are_nobodys_evidence(self) -> None:
+        if not hasattr(self, "customer"):
+            return
+        for item in MemoryItem.objects.filter(customer=self.customer):
+            cited = {int(source) for source in item.source_message_ids}
+            assert not cited & self.forgotten_messages, (item.content, item.status, cited)
+            if item.status == MemoryStatus.ACTIVE and item.created_by != MemoryCreatedBy.HUMAN:
+                assert cited, (item.content, "an automatic item with no evidence left")
 
     @invariant()
     def confirmed_hypotheses_stay_facts(self) -> None:

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from conversations.models import AuditEvent, Message, MessageDirection, MessageSecret
+from conversations.models import AuditEvent, CustomerProfile, Message, MessageDirection, MessageSecret
 from conversations.received import stored_form
 from memory.capture.services import capture_message
 from memory.context.search import search_messages
 from memory.governance.messages import CASCADE_REASON, message_forget
+from memory.governance.services import memory_item_reject
 from memory.models import CaptureJob, MemoryCreatedBy, MemoryItem, MemorySnapshot, MemoryStatus
+from memory.profile import customer_profile_update
 from qiwei_site.platform.audit import audit_record
 from qiwei_site.platform.errors import Conflict
 from tests.factories import CustomerFactory, MemoryItemFactory, MessageFactory
@@ -163,3 +165,22 @@ def test_message_forget_of_a_short_message_leaves_other_words_alone(account, sta
     message_forget(message=message, actor=staff_user, reason=REASON)
     # Then the unrelated reason keeps its words
     assert AuditEvent.objects.filter(reason="客户说好的，改为自动").exists()
+
+
+def test_message_forget_keeps_the_value_a_supervisor_has_since_written(said, staff_user):
+    # Given the customer's layout (two messages), rejected by a supervisor who later writes the same
+    # value by hand: the rejected automatic item still cites the messages
+    customer, _budget, layout, again = said
+    automatic = _active(customer, "profile:layout")
+    value = automatic.content.split("：", 1)[1]
+    memory_item_reject(item=automatic, actor=staff_user, reason="先不记")
+    customer_profile_update(customer=customer, changes={"layout": value}, actor=staff_user, reason="电话确认")
+    written = _active(customer, "profile:layout")
+    assert written.created_by == MemoryCreatedBy.HUMAN and written.content == automatic.content
+    # When both messages are forgotten (found by a property test: the profile lost the value)
+    message_forget(message=layout, actor=staff_user, reason=REASON)
+    message_forget(message=again, actor=staff_user, reason=REASON)
+    # Then the rejected automatic item is gone, and the supervisor's item and the profile still say it
+    assert not MemoryItem.objects.filter(pk=automatic.pk).exists()
+    assert _active(customer, "profile:layout").content == written.content
+    assert CustomerProfile.objects.get(customer=customer).layout == value
