@@ -1,19 +1,30 @@
-"""The smoke check catches regressions (issue 11): for each spec §8 step, the behaviour is broken on
-purpose and `agent_console_smoke` must exit non-zero naming that step."""
+"""The smoke check catches regressions (issues 11 and 25): for each spec §8 step, the behaviour is
+broken on purpose — the real function monkeypatched to what a plausible wrong change would make it
+— and `agent_console_smoke` must exit non-zero naming that step, failing on the check meant for it."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import io
+import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from conversations import drafts
-from memory import snapshots
+from conversations.models import Message
+from memory import decisions, snapshots
+from memory.capture import grounding
+from memory.capture import services as capture_services
+from memory.governance import services as governance
+from memory.models import DecisionKind, MemoryCreatedBy
 from memory.safety import ScanResult
+from qiwei_site.reading import safety
+from sessions_epoch import services as epochs
 
 
 def _without_blocker(prefix: str) -> Callable[..., list[str]]:
@@ -24,6 +35,13 @@ def _without_blocker(prefix: str) -> Callable[..., list[str]]:
         return [reason for reason in original(draft, customer) if not reason.startswith(prefix)]
 
     return blockers
+
+
+def _auto_send_without(mp: pytest.MonkeyPatch, prefix: str) -> None:
+    # The function itself is broken: the pipeline and the send path both see it.
+    broken = _without_blocker(prefix)
+    mp.setattr("conversations.drafts.draft_auto_send_blockers", broken)
+    mp.setattr("sessions_epoch.pipeline.draft_auto_send_blockers", broken)
 
 
 def _schedule_without_expiry(settings: Any) -> None:
@@ -44,95 +62,322 @@ def _effective_including_rejected(customer: Any) -> Any:
     return MemoryItem.objects.filter(customer=customer).exclude(status="superseded").order_by("-importance", "-id")
 
 
-MUTATIONS: list[tuple[str, str, Callable[[pytest.MonkeyPatch, Any], None]]] = [
-    (
+def _gate_passing(original: Callable[[str], ScanResult]) -> Callable[[str], ScanResult]:
+    """The gate as one caller would read it after losing its `blocked` check (spans still found)."""
+    return lambda text: dataclasses.replace(original(text), blocked=False, categories=[])
+
+
+class _MessagesOfBothDirections:
+    """`Message` as grounding's query would see it with the filter's direction condition lost."""
+
+    class objects:  # stands in for the model manager
+        @staticmethod
+        def filter(*args: Any, **kwargs: Any) -> Any:
+            kwargs.pop("direction", None)
+            return Message.objects.filter(*args, **kwargs)
+
+
+def _reads_any_mention(original: Callable[..., bool]) -> Callable[..., bool]:
+    """read_field that also accepts a value any reading of the message mentions, whatever it says
+    of it: "我不要朝阳区的房子" (a constraint) would ground district 朝阳区."""
+
+    def read_field(field: str, value: str, candidates: Any, context: Any) -> bool:
+        candidates = list(candidates)
+        return original(field, value, candidates, context) or any(value in c.content for c in candidates)
+
+    return read_field
+
+
+def _newest_instead_of_relevant(query_features: Any, documents: Any, limit: int, **kwargs: Any) -> list[int]:
+    """Recall that keeps the newest `limit` older messages (documents are oldest first)."""
+    return list(range(len(documents)))[-limit:]
+
+
+def _called_from(function_name: str) -> bool:
+    return sys._getframe(2).f_code.co_name == function_name
+
+
+def _edit_leaves_created_by(original: Callable[..., None]) -> Callable[..., None]:
+    """item_row_save as memory_item_edit would call it with "created_by" missing from update_fields."""
+
+    def item_row_save(item: Any, *, update_fields: list[str] | None = None, **kwargs: Any) -> None:
+        if update_fields is not None and _called_from("memory_item_edit"):
+            update_fields = [name for name in update_fields if name != "created_by"]
+        original(item, update_fields=update_fields, **kwargs)
+
+    return item_row_save
+
+
+def _edit_skips_snapshot(original: Callable[..., Any]) -> Callable[..., Any]:
+    """snapshot_refresh no longer called by memory_item_edit (every other service still calls it)."""
+
+    def snapshot_refresh(**kwargs: Any) -> Any:
+        return (None, False) if _called_from("memory_item_edit") else original(**kwargs)
+
+    return snapshot_refresh
+
+
+def _capture_without_snapshot(original: Callable[..., Any]) -> Callable[..., Any]:
+    """capture_apply flushing its writes with refresh_snapshot=False, whatever the caller asked."""
+    return lambda plan, *, actor="capture", refresh_snapshot=True: original(plan, actor=actor, refresh_snapshot=False)
+
+
+def _rotation_by_turns_only(epoch: Any, now: Any) -> str | None:
+    from django.conf import settings
+
+    from sessions_epoch.models import CloseReason
+
+    return CloseReason.MAX_TURNS if epoch.turns >= settings.CLAUDE_CODE_SESSION_MAX_TURNS else None
+
+
+def _refusal_blind_to_edits(original: Callable[..., str | None]) -> Callable[..., str | None]:
+    """automatic_write_refusal without the rules that let a supervisor's edit stand: the value an
+    edit replaced is no longer remembered, and a human item no longer outranks older words."""
+
+    def refusal(**kwargs: Any) -> str | None:
+        customer = kwargs["customer"]
+        known = kwargs.get("decisions") or decisions.CustomerDecisions.load(customer)
+        kwargs["decisions"] = decisions.CustomerDecisions(
+            rows=[row for row in known.rows if row[0] != DecisionKind.REPLACED]
+        )
+        active = kwargs.get("active")
+
+        def as_automatic(key: str) -> Any:
+            from memory.models import MemoryItem
+
+            item = (
+                active(key)
+                if active is not None
+                else MemoryItem.objects.filter(customer=customer, key=key, status="active").first()
+            )
+            if item is None or item.created_by != MemoryCreatedBy.HUMAN:
+                return item
+            seen = copy.copy(item)
+            seen.created_by = MemoryCreatedBy.AUTO
+            return seen
+
+        kwargs["active"] = as_automatic
+        return original(**kwargs)
+
+    return refusal
+
+
+class Mutation(NamedTuple):
+    step: str
+    breakage: str
+    mutate: Callable[[pytest.MonkeyPatch, Any], None]
+    # A fragment of the failing check's message: the step fails on the check meant for this breakage.
+    detail: str
+
+
+MUTATIONS: list[Mutation] = [
+    Mutation(
         "explicit_fact_preference_constraint_capture",
         "extraction finds nothing",
-        lambda mp, settings: mp.setattr("memory.capture.services.extract_candidates", lambda text: []),
+        lambda mp, settings: mp.setattr("memory.capture.services.extract_candidates", lambda text, *a, **k: []),
+        "预算事实未写入",
     ),
-    (
+    Mutation(
+        "explicit_fact_preference_constraint_capture",
+        "capture never refreshes the snapshot",
+        lambda mp, settings: mp.setattr(
+            "memory.capture.services.capture_apply", _capture_without_snapshot(capture_services.capture_apply)
+        ),
+        "捕获后快照未刷新",
+    ),
+    Mutation(
         "injection_and_credentials_kept_out_of_memory",
         "the safety gate lets everything through",
         lambda mp, settings: mp.setattr(
             "memory.capture.services.scan", lambda text: ScanResult(blocked=False, categories=[])
         ),
+        "未被安全闸拦截",
     ),
-    (
+    Mutation(
+        "injection_and_credentials_kept_out_of_memory",
+        "the gate stops blocking zero-width and bidi characters",
+        lambda mp, settings: mp.setattr("qiwei_site.reading.safety._hidden_characters", lambda text: False),
+        "未按隐藏字符拦截",
+    ),
+    Mutation(
         "older_relevant_history_recalled",
         "recall returns nothing",
         lambda mp, settings: mp.setattr("memory.context.recall.recall_for", lambda customer, latest, **kwargs: []),
+        "未被召回",
     ),
-    (
+    Mutation(
+        "older_relevant_history_recalled",
+        "recall returns the newest older messages instead of the relevant ones",
+        lambda mp, settings: mp.setattr("memory.context.recall.rank_documents", _newest_instead_of_relevant),
+        "未被召回",
+    ),
+    Mutation(
         "core_snapshot_within_limit",
         "the snapshot ignores the core limit",
         lambda mp, settings: mp.setattr(
             "memory.snapshots.render_snapshot", _render_without_limit(snapshots.render_snapshot)
         ),
+        "超过上限",
     ),
-    (
+    Mutation(
         "epoch_rotation_by_turns_keeps_parent_and_history",
         "epochs never rotate",
         lambda mp, settings: mp.setattr("sessions_epoch.services._rotation_due", lambda epoch, now: None),
+        "应开启新 Epoch",
     ),
-    (
+    Mutation(
+        "epoch_rotation_by_age_keeps_last_50_closed",
+        "age rotation removed",
+        lambda mp, settings: mp.setattr("sessions_epoch.services._rotation_due", _rotation_by_turns_only),
+        "后未开启新 Epoch",
+    ),
+    Mutation(
+        "epoch_rotation_by_age_keeps_last_50_closed",
+        "fewer than 50 closed epochs kept",
+        lambda mp, settings: mp.setattr("sessions_epoch.services.CLOSED_EPOCHS_KEPT", epochs.CLOSED_EPOCHS_KEPT - 1),
+        "应保留最近 50 个已关闭 Epoch",
+    ),
+    Mutation(
         "review_whitelist_send_idempotency_grounding",
         "auto-send ignores the session mode",
-        lambda mp, settings: mp.setattr(
-            "sessions_epoch.pipeline.draft_auto_send_blockers", _without_blocker("会话模式")
-        ),
+        lambda mp, settings: _auto_send_without(mp, "会话模式"),
+        "辅助模式下的草稿被自动发送",
     ),
-    (
+    Mutation(
         "review_whitelist_send_idempotency_grounding",
         "auto-send ignores the confidence threshold",
-        lambda mp, settings: mp.setattr("sessions_epoch.pipeline.draft_auto_send_blockers", _without_blocker("置信度")),
+        lambda mp, settings: _auto_send_without(mp, "置信度"),
+        "低置信度的草稿被自动发送",
     ),
-    (
+    Mutation(
+        "review_whitelist_send_idempotency_grounding",
+        "auto-send ignores the whitelist",
+        lambda mp, settings: _auto_send_without(mp, "客户不在自动发送白名单"),
+        "不在白名单的客户被自动发送",
+    ),
+    Mutation(
+        "grounding_reads_only_customer_affirmed_gate_passed_words",
+        "grounding reads our staff's words",
+        lambda mp, settings: mp.setattr("memory.capture.grounding.Message", _MessagesOfBothDirections),
+        "采用了客服说的城市",
+    ),
+    Mutation(
+        "grounding_reads_only_customer_affirmed_gate_passed_words",
+        "grounding reads messages the safety gate blocks",
+        lambda mp, settings: mp.setattr("memory.capture.grounding.scan", _gate_passing(grounding.scan)),
+        "被安全闸拦截的消息中的预算",
+    ),
+    Mutation(
+        "grounding_reads_only_customer_affirmed_gate_passed_words",
+        "grounding reads negated statements",
+        lambda mp, settings: mp.setattr(
+            "memory.capture.grounding.read_field", _reads_any_mention(grounding.read_field)
+        ),
+        "客户否定的区域",
+    ),
+    Mutation(
+        "grounding_reads_only_customer_affirmed_gate_passed_words",
+        "hypotheses rest on messages the safety gate blocks",
+        lambda mp, settings: mp.setattr("sessions_epoch.pipeline.scan", _gate_passing(safety.scan)),
+        "推断依据了被安全闸拦截的消息",
+    ),
+    Mutation(
         "human_add_edit_confirm_reject_forget",
         "rejected items stay in the context",
         lambda mp, settings: mp.setattr("memory.snapshots.effective_items", _effective_including_rejected),
+        "被拒绝的记忆仍进入上下文",
     ),
-    (
+    Mutation(
         "human_add_edit_confirm_reject_forget",
         "the model's hypotheses never reach memory",
         lambda mp, settings: mp.setattr(
             "sessions_epoch.pipeline.ground_hypotheses", lambda customer, hypotheses: ([], [])
         ),
+        "模型推断未作为待确认条目写入",
     ),
-    (
+    Mutation(
+        "human_add_edit_confirm_reject_forget",
+        "an edit no longer marks the item created_by=human",
+        lambda mp, settings: mp.setattr(
+            "memory.governance.services.item_row_save", _edit_leaves_created_by(governance.item_row_save)
+        ),
+        "未标记为人工",
+    ),
+    Mutation(
+        "human_add_edit_confirm_reject_forget",
+        "an edit writes no snapshot",
+        lambda mp, settings: mp.setattr(
+            "memory.governance.services.snapshot_refresh", _edit_skips_snapshot(governance.snapshot_refresh)
+        ),
+        "编辑后没有写入新快照",
+    ),
+    Mutation(
         "temporary_memory_expires_out_of_snapshot",
         "the expiry schedule is gone",
         lambda mp, settings: _schedule_without_expiry(settings),
+        "定时任务中缺少到期失效",
     ),
-    (
+    Mutation(
+        "temporary_memory_expires_out_of_snapshot",
+        "the scheduled expiry task expires nothing",
+        lambda mp, settings: mp.setattr("memory.tasks.governance.memory_items_expire_due", lambda **kwargs: 0),
+        "运行后到期条目未失效",
+    ),
+    Mutation(
         "backfill_profiles_and_customer_words_idempotent",
         "backfill re-creates rejected items",
         lambda mp, settings: mp.setattr("memory.items.automatic_write_refusal", lambda **kwargs: None),
+        "回填恢复了被拒绝的记忆",
     ),
-    (
+    Mutation(
+        "backfill_profiles_and_customer_words_idempotent",
+        "backfill revives a forgotten value",
+        lambda mp, settings: mp.setattr("memory.decisions.FINAL_KINDS", (DecisionKind.REJECTED,)),
+        "回填恢复了被遗忘的记忆",
+    ),
+    Mutation(
+        "backfill_profiles_and_customer_words_idempotent",
+        "backfill revives an expired value",
+        lambda mp, settings: mp.setattr("memory.decisions.DATED_KINDS", (DecisionKind.CLEARED,)),
+        "回填恢复了已到期失效的记忆",
+    ),
+    Mutation(
+        "backfill_profiles_and_customer_words_idempotent",
+        "backfill overrides a human edit",
+        lambda mp, settings: mp.setattr(
+            "memory.items.automatic_write_refusal", _refusal_blind_to_edits(decisions.automatic_write_refusal)
+        ),
+        "回填覆盖了主管的编辑",
+    ),
+    Mutation(
         "profile_field_clear_invalidates_stable_memory",
         "clearing a profile field leaves its memory item",
         lambda mp, settings: mp.setattr("memory.profile.memory_item_supersede", lambda **kwargs: kwargs["item"]),
+        "清空画像字段后稳定记忆未失效",
     ),
 ]
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize(("step", "breakage", "mutate"), MUTATIONS, ids=[f"{s}:{b}" for s, b, _ in MUTATIONS])
-def test_smoke_step_fails_when_its_behaviour_is_broken(monkeypatch, settings, step, breakage, mutate):
+@pytest.mark.parametrize("mutation", MUTATIONS, ids=[f"{m.step}:{m.breakage}" for m in MUTATIONS])
+def test_smoke_step_fails_when_its_behaviour_is_broken(monkeypatch, settings, mutation):
     # given the behaviour of one §8 step broken on purpose
-    mutate(monkeypatch, settings)
+    mutation.mutate(monkeypatch, settings)
     out = io.StringIO()
-    # when the smoke check runs that step, then it exits non-zero naming it
-    with pytest.raises(CommandError, match=step):
-        call_command("agent_console_smoke", "--step", step, stdout=out)
-    assert f"FAIL {step}" in out.getvalue(), (breakage, out.getvalue())
+    # when the smoke check runs that step
+    with pytest.raises(CommandError, match=mutation.step):
+        call_command("agent_console_smoke", "--step", mutation.step, stdout=out)
+    # then it exits non-zero naming it, on the check meant for this breakage
+    failed = [line for line in out.getvalue().splitlines() if line.startswith(f"FAIL {mutation.step}")]
+    assert failed, (mutation.breakage, out.getvalue())
+    assert mutation.detail in failed[0], (mutation.breakage, failed[0])
 
 
 @pytest.mark.django_db(transaction=True)
 def test_smoke_covers_every_step_with_a_mutation():
     from qiwei_site.operations.smoke import STEPS
 
-    assert {name for name, _func in STEPS} == {step for step, _b, _m in MUTATIONS}
+    assert {name for name, _func in STEPS} == {mutation.step for mutation in MUTATIONS}
 
 
 @pytest.mark.django_db(transaction=True)
