@@ -13,7 +13,7 @@ from django.db.models import F
 from conversations.models import AuditAction, Customer, CustomerProfile, Message, MessageDirection
 from memory.capture.services import capture_message
 from memory.items import CREATED, EVIDENCE_ADDED, REFUSED, SUPERSEDED, UNCHANGED, memory_item_put
-from memory.models import MemoryCreatedBy, MemoryDirection, MemoryType
+from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem, MemoryStatus, MemoryType
 from memory.profile import profile_item_content, profile_item_key
 from memory.snapshots import snapshot_refresh
 from qiwei_site.reading.normalise import normalize_content
@@ -53,11 +53,19 @@ def customer_backfill(*, customer: Customer, totals: Totals) -> None:
     for field, value in (profile.as_dict() if profile else {}).items():
         if not value.strip():
             continue
+        content = profile_item_content(field, normalize_content(value))
+        if MemoryItem.objects.filter(
+            customer=customer, key=profile_item_key(field), content=content, status=MemoryStatus.ACTIVE
+        ).exists():
+            # Memory already says it (the profile mirrors memory: perhaps this very backfill's
+            # capture wrote it). Replaying it as staff's would only raise the item's confidence.
+            totals.present += 1
+            continue
         result = memory_item_put(
             customer=customer,
             type=MemoryType.FACT,
             key=profile_item_key(field),
-            content=profile_item_content(field, normalize_content(value)),
+            content=content,
             actor=ACTOR,
             reason=REASON,
             confidence=1.0,

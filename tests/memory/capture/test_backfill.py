@@ -59,6 +59,23 @@ def test_backfill_memory_second_run_changes_nothing(history):
     assert "写入记忆 0 条" in output
 
 
+def test_backfill_memory_second_run_leaves_a_field_its_capture_filled(account):
+    # Given a profile without a name and a message saying the name (found by the smoke check's
+    # backfill step: the second run replayed the captured name as staff's and raised its confidence)
+    customer = CustomerFactory(conversation_id="wm_conv_backfill_name")
+    CustomerProfile.objects.filter(customer=customer).update(budget="8000", preferred_name="")
+    MessageFactory(customer=customer, text="叫我赵姐就行", sent_at=BASE_TIME)
+    run()
+    name = MemoryItem.objects.get(key="profile:preferred_name", status=MemoryStatus.ACTIVE)
+    items, events = list(MemoryItem.objects.order_by("pk").values()), AuditEvent.objects.count()
+    # When the backfill runs again
+    output = run()
+    # Then nothing changes: not the captured name's confidence, no history, no audit row
+    assert list(MemoryItem.objects.order_by("pk").values()) == items
+    assert MemoryItem.history.filter(id=name.pk).count() == 1 and AuditEvent.objects.count() == events
+    assert "写入记忆 0 条" in output and "补充证据 0 条" in output
+
+
 def test_backfill_memory_dry_run_writes_nothing(history):
     output = run("--dry-run")
     assert MemoryItem.objects.count() == 0 and MemorySnapshot.objects.count() == 0
