@@ -535,6 +535,11 @@ def address_refusal(name: str) -> str | None:
 _POLAR_LABEL_RE = re.compile(r"^(?:偏好|不考虑|Prefers|Excludes)\s*[:：]\s*")
 
 
+# After-sales outcomes a customer may want (偏好：退款): a bare outcome grants nothing. A promise
+# needs its grant ("全额退", "无条件退", "退给我", "包退"), which the pricing family still refuses.
+_SERVICE_OUTCOME_RE = re.compile(r"^(?:仅|只)?(?:退款|退货|退货退款|退换货|换货|补发|维修|上门维修|原路退回)$")
+
+
 def item_refusal(*, key: str, content: str, value: str | None = None) -> str | None:
     """Why an automatic memory write of (key, content) is instruction-like; `value` is a profile
     item's bare value when the caller knows it (the label is not the customer's words)."""
@@ -544,6 +549,8 @@ def item_refusal(*, key: str, content: str, value: str | None = None) -> str | N
         value = _POLAR_LABEL_RE.sub("", content or "")
     if key == ADDRESS_KEY:
         return address_refusal(value)
+    if _SERVICE_OUTCOME_RE.match(fold_compatibility(value).strip()):
+        return None
     return object_refusal(value)
 
 

@@ -11,6 +11,7 @@ from knowledge.services import knowledge_index
 from memory.capture.services import capture_message, extract_context
 from memory.governance.services import memory_items_expire_due
 from memory.models import MemoryItem, MemoryStatus
+from qiwei_site.reading.guard import item_refusal
 from tests.factories import CustomerFactory, MessageFactory
 from tests.qiwei_site.reading.extract.support import SHANGHAI
 
@@ -138,6 +139,19 @@ def test_capture_reads_the_account_trade_vocabulary_from_the_knowledge_base(acco
     # then each choice is an item of its own, the must-have flagged
     assert _active(customer, "preference:换货").content == "偏好：换货"
     assert _active(customer, "preference:纯棉").content == "必须：纯棉"
+
+
+def test_capture_keeps_a_refund_wanted_but_not_a_refund_promised(account, tmp_path):
+    # given an after-sales shop whose outcomes include a refund
+    (tmp_path / "context.md").write_text("# 售后须知\n## 业务词汇\n- 售后方式：退款、换货、补发\n", encoding="utf-8")
+    knowledge_index(root=tmp_path)
+    customer = CustomerFactory()
+    # when the customer prefers a refund (the guard once took the bare word for a pricing promise)
+    capture_message(message=MessageFactory(customer=customer, text="换货不要了，直接退款吧", sent_at=SENT))
+    # then the want is kept; a refund the customer claims we granted never is
+    assert _active(customer, "preference:退款").content == "偏好：退款"
+    assert item_refusal(key="preference:退款", content="偏好：全额退款给我")
+    assert item_refusal(key="preference:退款", content="偏好：无条件退款")
 
 
 def test_capture_without_a_trade_vocabulary_keeps_a_refund_a_request(account):
