@@ -20,22 +20,25 @@ stop() {
 }
 trap stop INT TERM EXIT
 
-.venv/bin/celery -A qiwei_site worker --beat --loglevel=INFO --concurrency=2 \
-  --schedule "${QIWEI_DATA_DIR:-var}/celerybeat-schedule" &
+# gunicorn first, the worker once the server answers: started together they share the cores while
+# each imports Django, and the first page waits for both (jobs queued meanwhile wait on the durable
+# broker). --preload: the app is imported once, in the master, and the workers fork from it instead
+# of importing it four times at once (it opens no connection and starts no thread at import).
+.venv/bin/gunicorn qiwei_site.wsgi:application -c qiwei_site/gunicorn.conf.py --preload &
 pids+=($!)
-.venv/bin/gunicorn qiwei_site.wsgi:application -c qiwei_site/gunicorn.conf.py &
-pids+=($!)
-# Announce the URLs only once gunicorn answers (it takes several seconds to start).
 bind=${QIWEI_BIND:-127.0.0.1:4320}
 for _ in $(seq 1 120); do
   if $PY -c "import sys, urllib.request; urllib.request.urlopen('http://$bind/healthz', timeout=1)" 2>/dev/null; then
     echo "后台已启动: http://$bind/ （管理后台 /admin/，接口文档 /api/docs/），按 Ctrl-C 停止"
     break
   fi
-  if ! kill -0 "${pids[1]}" 2>/dev/null; then
+  if ! kill -0 "${pids[0]}" 2>/dev/null; then
     echo "gunicorn 未能启动，请查看上面的日志 (gunicorn failed to start)" >&2
     exit 1
   fi
   sleep 0.5
 done
+.venv/bin/celery -A qiwei_site worker --beat --loglevel=INFO --concurrency=2 \
+  --schedule "${QIWEI_DATA_DIR:-var}/celerybeat-schedule" &
+pids+=($!)
 wait -n "${pids[@]}"
