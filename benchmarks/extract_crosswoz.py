@@ -17,7 +17,10 @@ act that still yield a candidate; and wrong candidates per 100 turns), and the t
 The previous extractor is `git show <rev>:memory/capture/extract/*` (read-only git), loaded under
 another package name beside the current one; both share the current guard. No dataset text is kept.
 
-    .venv/bin/python benchmarks/extract_crosswoz.py [--data …/user_turns.jsonl] [--rev b40be73] [--json OUT]
+    .venv/bin/python benchmarks/extract_crosswoz.py [--data …/user_turns.jsonl] [--rev b40be73] [--json OUT] [--misses]
+
+`--misses` prints the current extractor's misses (a claimed slot no candidate holds) and its wrong
+candidates, one per line with the turn's text, to analyse them by phrasing family.
 
 Plain Python: extraction needs no database.
 """
@@ -185,6 +188,19 @@ def timed(extract: Callable[[str], list[Any]], texts: list[str], repeats: int) -
     return found, best_mean, best_median
 
 
+def print_misses(turns: list[dict[str, Any]], found: list[list[Any]]) -> None:
+    """Each claimed slot no candidate holds ("miss"), and each candidate matching no Inform act ("wrong")."""
+    for turn, cands in zip(turns, found, strict=True):
+        contents = [c.content for c in cands]
+        for domain, slot, value in turn["inform"]:
+            family = slot_family(domain, slot, value)
+            if family in {"price", "features", "area"} and not any(matches(family, slot, value, c) for c in contents):
+                print(f"miss  {family:<8} {slot}={value} | {turn['text']} | {contents}")
+        for content in contents:
+            if not any(matches(slot_family(d, s, v), s, v, content) for d, s, v in turn["inform"]):
+                print(f"wrong {content} | {turn['text']} | inform={turn['inform']}")
+
+
 def _pct(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f}%"
 
@@ -195,6 +211,7 @@ def main() -> None:
     parser.add_argument("--rev", default="b40be73", help="the git revision of the previous extractor (before issue 15)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--misses", action="store_true", help="print the current extractor's misses and wrong ones")
     args = parser.parse_args()
     turns = [json.loads(line) for line in args.data.read_text(encoding="utf-8").splitlines() if line.strip()]
     texts = [turn["text"] for turn in turns]
@@ -241,6 +258,8 @@ def main() -> None:
     print(f"{'':{width}}  {f'previous ({args.rev})':>16}  {'current':>10}")
     for label, before_value, after_value, note in rows:
         print(f"{label:{width}}  {before_value:>16}  {after_value:>10}  {note}")
+    if args.misses:
+        print_misses(turns, after)
     write_json(
         args.json,
         {

@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from django.core.cache import caches
 from django.db import connections
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
@@ -50,6 +51,9 @@ def _isolated_account_databases(tmp_path, settings) -> Iterator[None]:
     # the next test's database guard would fence that alias off and the test could not create it.
     _unregister_account_databases()
     settings.QIWEI_DATA_DIR = tmp_path / "data"
+    # The in-process cache outlives a test's rolled-back database: a knowledge-index version token
+    # left there would make the next test read the previous one's vocabulary.
+    caches["default"].clear()
     yield
     _unregister_account_databases()
 

@@ -20,6 +20,13 @@ Questions about stock state a want (有没有带阳台的两居 → `questions`)
 area (滨江那边也行 → 意向区域, `Candidate.extends`); a cap said with its limit is the budget (八千是上限);
 the floor area is one preference (`sizes`); who lives in the home is a fact (`household`).
 
+Issue 22's second pass, each a family read by shape: a limit on a fee (运费最多出15, 差价三百以内)
+is a budget of its own key and a limit on a price said per unit (一节课最多两百, 一年下来不超过三万)
+is the budget (`profile_facts`); a request opened in one clause goes on over the clauses after it
+("能帮我找一个两居，带电梯的吗"); the company the customer brings ("带女朋友找…") is no other speaker;
+an outcome the account offers said as a verb ("想退了", "直接退钱吧") is that outcome
+(`values.vocabulary`); a branch named by its place ("福田校区都行") gives the area.
+
 This module reads a message sentence by sentence; `clauses` splits and guards, `statements` turns
 one clause into candidates from `address`, `profile_facts`, `sizes`, `household` and the
 `constraints`/`preferences` triggers on `objects`; `acceptance` reads what the customer lets go of.
@@ -88,6 +95,7 @@ from qiwei_site.reading.extract.profile_facts import (
     NAME,
     NEEDS,
     alternative_places,
+    amount_topic,
     capped_budget,
     extended_value,
     merged_districts,
@@ -148,7 +156,7 @@ _ASKED = (
     (
         AREA,
         re.compile(
-            r"哪个(?:区|片区|板块|位置|地段|商圈)|哪一?(?:带|片|边)|什么(?:位置|区域|地段|片区)|意向区域|在哪(?:里|儿)?(?:找|租|买|住)|\bwhere\b",
+            r"哪个(?:区|片区|板块|位置|地段|商圈|校区|门店|分店|店|网点|自提点|营业厅)|哪(?:家|个)(?:校区|门店|店|网点)|哪一?(?:带|片|边)|什么(?:位置|区域|地段|片区)|意向区域|在哪(?:里|儿)?(?:找|租|买|住)|\bwhere\b",
             re.I,
         ),
     ),
@@ -270,6 +278,9 @@ class ClauseRule:
     example: str  # a message whose reading this rule decides (the table test runs each one)
     read: ClauseRead
     asked: str = ""  # the agent's message before the example, when the rule needs one
+    # A rule that only prepares the clause or tells the clauses after it (True when it applied):
+    # the rules after it still read the clause.
+    passes_on: bool = False
 
 
 def _voided_by_condition(sentence: _Sentence, clause: _Clause) -> bool:
@@ -279,6 +290,25 @@ def _voided_by_condition(sentence: _Sentence, clause: _Clause) -> bool:
     return False
 
 
+# "补差价的话两百以内能接受", "自提的话天河或者越秀的点都行": a topic named with 的话 inside the
+# clause is what the clause is about, not a condition, when it is a money topic or a term of the
+# trade (a condition has a verb of its own: "有电梯的话", "下雨的话").
+_INLINE_TOPIC_RE = re.compile(r"^(?:那|至于|关于)?(?P<topic>[\u4e00-\u9fff]{2,4}?)的话(?:，|,)?(?P<rest>.+)$")
+
+
+def _inline_topic(text: str, vocabulary: Vocabulary) -> str | None:
+    match = _INLINE_TOPIC_RE.match(text)
+    if match is None:
+        return None
+    topic, rest = match.group("topic"), match.group("rest")
+    if amount_topic(topic):
+        return topic + rest  # the amount after it is about it
+    terms = vocabulary.terms_in(topic) + vocabulary.verbs_in(topic)
+    if len(terms) == 1 and terms[0].end - terms[0].start == len(topic) and vocabulary.is_account_word(terms[0].word):
+        return rest  # "退货的话，…": what follows is said about that outcome
+    return None
+
+
 def _topic_lead(sentence: _Sentence, clause: _Clause) -> bool:
     topic_clause = TOPIC_CLAUSE_RE.match(clause.text)
     if topic_clause and not clause.last:
@@ -286,6 +316,7 @@ def _topic_lead(sentence: _Sentence, clause: _Clause) -> bool:
         return True
     if sentence.topic:
         clause.text, sentence.topic = sentence.topic + clause.text, ""
+    clause.text = _inline_topic(clause.text, sentence.vocabulary) or clause.text
     return False
 
 
@@ -294,6 +325,22 @@ def _first_person_saying(sentence: _Sentence, clause: _Clause) -> bool:
         return True  # "我跟你说", "forget what I said earlier": the customer's own words follow
     clause.text = FIRST_PERSON_LEAD_RE.sub("", clause.text) or clause.text
     return False
+
+
+# "我想带女朋友找一家…", "想和家人一起去…": the company the customer brings is no part of the want,
+# and no other speaker; the clause is read without it.
+_COMPANY_RE = re.compile(
+    r"(?:带着?|和|跟|陪着?|同)(?:我的|我)?(?:几个|两个)?(?:女朋友|男朋友|女友|男友|老婆|老公|妻子|丈夫|爱人|媳妇|太太|家人|家里人|"
+    r"孩子|小孩|儿子|女儿|父母|爸妈|爸爸|妈妈|老人|朋友们?|同事们?|同学们?|闺蜜|客户|对象|宝宝)(?:一起|一块儿?)?"
+    r"(?=找|订|预定|预订)"
+)
+
+
+def _company(sentence: _Sentence, clause: _Clause) -> bool:
+    if clause.english:
+        return False
+    clause.text, removed = _COMPANY_RE.subn("", clause.text)
+    return removed > 0
 
 
 def _reported_speech(sentence: _Sentence, clause: _Clause) -> bool:
@@ -305,7 +352,21 @@ def _reported_speech(sentence: _Sentence, clause: _Clause) -> bool:
 
 def _instruction(sentence: _Sentence, clause: _Clause) -> bool:
     # An instruction to us or the model, not a statement about the customer's world.
-    return bool(statement_refusal(clause.text))
+    if not statement_refusal(clause.text):
+        return False
+    # "直接退款吧", "希望能尽快退款": an outcome the account offers (its vocabulary names it) is the
+    # customer's choice, not a promise asked of us; the clause is an instruction only without it.
+    vocabulary = sentence.context.vocabulary if sentence.context else None
+    if vocabulary is None:
+        return True
+    terms = [t for t in vocabulary.terms_in(clause.text) + vocabulary.verbs_in(clause.text) if t.group != "颜色"]
+    own = [t for t in terms if vocabulary.is_account_word(t.word)]
+    if not own:
+        return True
+    masked = clause.text
+    for term in sorted(own, key=lambda t: t.start, reverse=True):
+        masked = masked[: term.start] + "这个" + masked[term.end :]
+    return bool(statement_refusal(masked))
 
 
 def _pasted(sentence: _Sentence, clause: _Clause) -> bool:
@@ -353,6 +414,24 @@ def _condition(sentence: _Sentence, clause: _Clause) -> bool:
     return True
 
 
+# "你可以帮我找一个评分高的，人均一百左右的餐馆吗", "给我推荐一套，带车位和电梯的三居吧": the
+# request opens a sentence whose want goes on over the clauses after it; the particle closing the
+# last one is politeness, not a question.
+_REQUEST_OPENER_RE = re.compile(
+    r"(?:帮|给|替)(?:我|我们)?(?:找|推荐|介绍|挑|挑选|选|物色|安排|留意|预定|预订|订)|帮忙(?:找|推荐|介绍|物色)|"
+    r"(?:^|我|我们)(?:想|要|打算|准备|计划)(?:再)?(?:找|预定|预订|订|报)(?:一|个|家|套|间|款)"
+)
+
+
+def _request_opener(sentence: _Sentence, clause: _Clause) -> bool:
+    if clause.kind not in (ClauseKind.STATEMENT, ClauseKind.REQUEST) or clause.last:
+        return False
+    if not _REQUEST_OPENER_RE.search(clause.text) or THIRD_PARTY_RE.search(clause.text):
+        return False
+    sentence.stock_asked = True  # what follows goes on stating the request; this clause is read below
+    return True
+
+
 def _question(sentence: _Sentence, clause: _Clause) -> bool:
     if clause.kind is not ClauseKind.QUESTION:
         return False
@@ -360,7 +439,8 @@ def _question(sentence: _Sentence, clause: _Clause) -> bool:
         # "有没有两居，预算五千？", "能帮我找个经济型的，并且提供洗衣服务的酒店呢？": the request was
         # the clause before; this one goes on stating it, whatever particle closes the sentence.
         closed = re.sub(r"(?:吗|呢|么|嘛)[呀啊]?\s*$", "", clause.text)
-        if not QUESTION_RE.search(closed):
+        # "…，有合适的吗": a new question whether there is any, not the request going on
+        if not QUESTION_RE.search(closed) and not re.match(r"^(?:那)?(?:还)?有", closed):
             clause.text = closed
             return False
     # "能帮我找一个两居室吗" (a request) and "有没有带阳台的两居" (asking after stock) are wants;
@@ -541,10 +621,12 @@ def _statement(sentence: _Sentence, clause: _Clause) -> bool:
 CLAUSE_RULES: tuple[ClauseRule, ...] = (
     ClauseRule("pasted", "我喜欢朝南的，【翠湖湾·3室2厅·128㎡】", _pasted),
     ClauseRule("voided_by_condition", "如果预算够的话，我要三居室", _voided_by_condition),
-    ClauseRule("topic_lead", "价格的话，五千以内", _topic_lead),
+    ClauseRule("topic_lead", "价格的话，五千以内", _topic_lead),  # also "补差价的话两百以内能接受"
     ClauseRule("first_person_saying", "我跟你说，我喜欢高层", _first_person_saying),
+    ClauseRule("company", "我想带女朋友找一家安静的酒店", _company, passes_on=True),
     ClauseRule("reported_speech", "我老婆说，不要顶楼", _reported_speech),
     ClauseRule("instruction", "我希望你以后自动发送回复", _instruction),
+    ClauseRule("request_opener", "能帮我找一个两居，带电梯的吗", _request_opener, passes_on=True),
     ClauseRule("alternative_area", "浦东的房子我想看看，滨江那边也行", _alternative_area),
     ClauseRule("budget_cap", "八千是上限", _budget_cap),
     ClauseRule("time_window", "打电话的话晚上联系我", _time_window),
@@ -573,7 +655,8 @@ def _sentence_candidates(
     decided_by: list[str] | None = None,
 ) -> list[Candidate]:
     """Candidates of one sentence's clauses, each read by the first rule of CLAUSE_RULES that decides
-    it; acceptances go to `releases`, and the rule names that decided clauses to `decided_by`."""
+    it; acceptances go to `releases`, and the rule names that decided clauses (or, passing them on,
+    applied to them) to `decided_by`."""
     sentence = _Sentence(clauses, question_mark, context, answers, releases)
     for index, text in enumerate(clauses):
         pending, sentence.carried = sentence.carried, []
@@ -586,7 +669,8 @@ def _sentence_candidates(
             if rule.read(sentence, clause):
                 if decided_by is not None:
                     decided_by.append(rule.name)
-                break
+                if not rule.passes_on:
+                    break
     return [candidate for candidates in sentence.found.values() for candidate in candidates]
 
 

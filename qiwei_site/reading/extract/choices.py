@@ -14,10 +14,10 @@ import re
 
 from qiwei_site.reading.extract._common import CONSTRAINT, MUST_LABEL, PREFERENCE, Candidate
 from qiwei_site.reading.extract.objects import object_key
-from qiwei_site.reading.values.vocabulary import Term, Vocabulary
+from qiwei_site.reading.values.vocabulary import VERB_GROUP, Term, Vocabulary
 
 _REFUSED_BEFORE_RE = re.compile(
-    r"(?:不要|不想要|不想用|别(?:再)?(?:给我)?(?:们)?(?:发|寄|推荐|推|选|用|安排|派|换成|换|走|来)?(?:那个|这个|那种|这种)?|"
+    r"(?:不要|不想要|不想用|不想|别(?:再)?(?:给我)?(?:们)?(?:发|寄|推荐|推|选|用|安排|派|换成|换|走|来)?(?:那个|这个|那种|这种)?|"
     r"不考虑|拒绝|不喜欢|讨厌|不能(?:是|用|发|走)|不接受|排除)\s*$"
 )
 _REFUSED_AFTER_RE = re.compile(
@@ -28,7 +28,9 @@ _MUST_BEFORE_RE = re.compile(r"(?:必须|一定要|一定得|得是|务必|非�
 # "想要纯棉的"; not a verb earlier in the clause ("我要投诉顺丰", "发错了，发成XL了").
 _WANT_BEFORE_RE = re.compile(
     r"(?:想要|想|要|希望|倾向于?|最好是?|喜欢|改成|换成|改为|换为|换个|换|改|用|走|选|还是|直接|就|报|学|买|订)"
-    r"(?:个|成|用|发|寄|走|是|要|换|选)?[^，,。！？\s]{0,2}$"
+    r"(?:能|可以)?(?:尽快|赶紧|马上|快点|早点|直接)?(?:个|成|用|发|寄|走|是|要|换|选)?[^，,。！？\s]{0,2}$|"
+    # where the money goes back to: "退支付宝吧", "退回原来的银行卡", "钱退到微信"
+    r"(?:退|退回|退到|退给|打到|转到|返到|返回)(?:原来的|原来|我的|我)?$"
 )
 # Words that make the term something that happened or a complaint, not a wish.
 _NOT_A_WISH_RE = re.compile(
@@ -62,11 +64,13 @@ def _stance(text: str, term: Term, *, answering: bool, chosen: bool = False) -> 
     if _NON_NEED_BEFORE_RE.search(before) or re.match(r"^[的\s]*(?:也|都|就)?(?:不需要|不用|用不着)", after):
         return None  # "赠品不需要补发": a non-need rules nothing out and wants nothing
     if _MUST_BEFORE_RE.search(before):
+        if re.search(r"(?:不一定|不必|未必|没必要|不是)(?:非要|非得|必须|一定要)?[^，,]{0,2}$", before):
+            return None  # "不一定非要退": a must-have let go of, no wish
         return MUST_LABEL
     if _NOT_A_WISH_RE.search(before) or _NOT_A_WISH_RE.search(after):
         return None
-    if re.match(r"^[的\s]*(?:那|这)(?:件|个|双|条|款|套|单)", after):
-        return None  # "我要退黑色那件": the term tells which item, it is no wish
+    if term.group != VERB_GROUP and re.match(r"^[的\s]*(?:那|这)(?:件|个|双|条|款|套|单)", after):
+        return None  # "我要退黑色那件": the term tells which item, it is no wish ("想换这个" is one)
     if _WANT_BEFORE_RE.search(before) or _WANT_AFTER_RE.match(after):
         return PREFERENCE
     if chosen and re.match(r"^[的\s]*吧", after):
@@ -102,7 +106,7 @@ def _candidate(term: Term, stance: str, clause: str) -> Candidate:
 def term_choices(clause: str, vocabulary: Vocabulary, *, asked: str = "") -> list[Candidate]:
     """The trade terms the clause takes a stance on. `asked`: the agent's question when it asked the
     customer to choose; a bare term of the group it names answers it ("京东的吧" after "用哪家快递？")."""
-    terms = vocabulary.terms_in(clause)
+    terms = sorted(vocabulary.terms_in(clause) + vocabulary.verbs_in(clause), key=lambda term: term.start)
     if not terms:
         return []
     bare = not _FILLER_RE.sub("", _without(clause, terms))
@@ -112,7 +116,7 @@ def term_choices(clause: str, vocabulary: Vocabulary, *, asked: str = "") -> lis
             clause,
             term,
             answering=bare and _answers(term, vocabulary, asked),
-            chosen=bare and vocabulary.is_account_word(term.word),
+            chosen=(bare or term.group == VERB_GROUP) and vocabulary.is_account_word(term.word),
         )
         if stance is not None:
             found.append(_candidate(term, stance, clause))

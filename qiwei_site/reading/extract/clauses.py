@@ -31,7 +31,7 @@ def split_sentences(text: str) -> list[tuple[list[str], bool]]:
 # --- guards -------------------------------------------------------------------------------
 
 QUESTION_RE = re.compile(
-    r"[吗嘛]|(?<![一么])么\s*$|呢\s*$|有没有|是否|能否|能不能|可不可以|可以吗|行不行|好不好|是不是|会不会|要不要|"
+    r"[吗嘛]|(?<![一么])么\s*$|呢\s*$|(?:对|是)吧[?？]?\s*$|对不对|([\u4e00-\u9fff])不\1|有没有|是否|能否|能不能|可不可以|可以吗|行不行|好不好|是不是|会不会|要不要|"
     r"多少|多久|多长时间|谁|难道|岂|(?<![了过好])几[个套间室楼号点层居房]|(?<!没)什么|(?<!没)啥|哪|(?<!不)怎么|如何|为什么|为啥|咋|"
     r"^\s*(?:do|does|did|is|are|was|were|can|could|would|will|have|has|any|what|which|where|when|how|why|who|"
     r"should|shall|may)\b",
@@ -40,14 +40,14 @@ QUESTION_RE = re.compile(
 # Someone other than the customer as the subject ("我朋友喜欢…", "房东希望…"); checked on the words
 # before the trigger, so "不要中介费" stays the customer's own constraint.
 # A companion or the one it is for ("带女朋友去…", "给孩子报…", "陪爸妈住") is no subject: the
-# customer still speaks for themselves.
+# customer still speaks for themselves; "带女朋友" is one companion, not a 朋友 after 女.
 _COMPANION = r"(?<![带陪给帮替为])(?<![带陪给帮替为]我)(?<![带陪给帮替为]我的)(?<![带陪给帮替为]我们)"
 THIRD_PARTY_RE = re.compile(
-    rf"{_COMPANION}(?:朋友|老婆|老公|妻子|丈夫|爱人|媳妇|太太|我妈|妈妈|母亲|我爸|爸爸|父亲|父母|爸妈|家人|家里人|同事|室友|"
+    rf"{_COMPANION}(?:(?<![女男])朋友|老婆|老公|妻子|丈夫|爱人|媳妇|太太|我妈|妈妈|母亲|我爸|爸爸|父亲|父母|爸妈|家人|家里人|同事|室友|"
     r"女朋友|男朋友|女友|男友|对象|孩子|儿子|女儿|闺蜜|哥哥|姐姐|弟弟|妹妹|邻居|亲戚|公婆|岳父|岳母|老人|小孩|客户)|"
     r"房东|中介|老板|领导|别人|有人|"
     r"人家|大家|他们|她们|(?<!其)(?<![带陪给帮替为])他|(?<![带陪给帮替为])她|"
-    r"(?<!老实)(?<!坦白)(?<!坦白地)(?<!来)说(?!实话|真的)|觉得|认为|听|"
+    r"(?<!老实)(?<!坦白)(?<!坦白地)(?<!来)(?<!刚)(?<!刚才)说(?!实话|真的)|觉得|认为|听|"
     r"\bmy\s+(?:wife|husband|partner|friend|friends|mom|mother|dad|father|parents|boss|colleague|colleagues|"
     r"roommate|roommates|girlfriend|boyfriend|son|daughter|kids|children|family|sister|brother)\b|"
     r"\b(?:he|she|they|his|her|their|someone|somebody|people|others|landlord|agent|said|says|thinks)\b",

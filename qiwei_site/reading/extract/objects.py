@@ -25,7 +25,7 @@ _DEICTIC = re.compile(
 
 _OBJ_LEAD = re.compile(
     # a verb that starts a word stays ("住宿", "租金", "看房"): only the verb of the statement goes
-    r"^(?:(?:至少|起码|最少|住在|住(?![宿户址])|租在|租(?![金期客约])|买在|买(?![单房])|找|选|要(?![求])|是|在|个|一个|一套|一间|一处|一家|几个|几套|几家|"
+    r"^(?:(?:至少|起码|最少|住在|住(?![宿户址])|租在|租(?![金期客约车])|买在|买(?![单房])|找|选|要(?![求])|是|在|个|一个|一套|一间|一处|一家|几个|几套|几家|"
     r"那种|这种|有|能|可以|用|带个|到|给我|给|推荐|看(?![房点])|考虑|接受|选择)\s*)+"
 )
 _OBJ_LEAD_VERB = re.compile(r"^(?:个|一个|先|再|去|赶紧|马上|尽快)+")
@@ -47,7 +47,11 @@ _EN_OBJ_TRAIL = re.compile(
     r"ones?|though|really|at\s+all|for\s+sure))+$",
     re.IGNORECASE,
 )
-_OBJ_SPLIT_RE = re.compile(r"、|和|或者|或是|或|及|以及|还有|跟|\s+and\s+|\s+n?or\s+|/", re.IGNORECASE)
+_OBJ_SPLIT_RE = re.compile(
+    # "评分4.5分以上有宽带上网": a bound closes one want, and what it has starts the next
+    r"、|和|或者|或是|或|及|以及|还有|跟|(?<=以上|以下|以内)(?=有|提供|带)|\s+and\s+|\s+n?or\s+|/",
+    re.IGNORECASE,
+)
 _EN_STOP_OBJECTS = frozenset(
     {"to", "it", "a", "the", "some", "that", "this", "more", "one", "something", "anything", "them", "those", "these",
      "too", "that one", "this one", "to do", "to know", "to see", "to ask", "to check", "help", "you", "know",
@@ -55,7 +59,7 @@ _EN_STOP_OBJECTS = frozenset(
      "at least", "at most", "least", "minimum", "maximum"}
 )  # fmt: skip
 # "你最好早点联系我" is about us, but "麻烦你帮我找…" is the customer's own request.
-_SECOND_PERSON_PREFIX = re.compile(r"^(?:你们|你|您)(?!帮|给|替)|它")
+_SECOND_PERSON_PREFIX = re.compile(r"^(?:你们|你|您)(?!(?:可以|能|能不能|可不可以|再)?(?:帮|给|替))|它")
 
 
 def object_key(obj: str) -> str:
@@ -137,7 +141,7 @@ def objects_for(clause: str, match: re.Match[str], is_english: bool, *, fronted:
     if not obj:
         # Object fronted: "顶楼就不考虑了", "一楼的话不要".
         obj = _clean_zh_object(_ZH_TRAILING_FILLERS.sub("", _ZH_SUBJECT_FILLERS.sub("", before.strip())))
-    elif prefix and _SECOND_PERSON_PREFIX.search(prefix):
+    elif prefix and _SECOND_PERSON_PREFIX.search(prefix + match.group(0)):  # "你可以帮我找…" asks for the customer
         return []
     elif prefix and _is_quantity(obj):
         # "通勤最好半小时以内": a bare quantity belongs to the topic named before the trigger.
@@ -255,7 +259,7 @@ _SOUGHT_HEAD = (
     r"课程|课|机构|学校)"
 )
 _PURPOSE = (
-    r"(?:用餐|就餐|吃饭|吃东西|吃|住宿|入住|住下|住|休息|游玩|(?<!好)玩玩?|出去玩|去玩|走走|逛逛|转转|溜溜|溜达|放松|看看|上课|学习|"
+    r"(?:用餐|就餐|吃饭|吃东西|吃|住宿|入住|住下|住|休息|游玩|(?<!好)玩一?玩?|出去玩|去玩|走走|逛逛|转转|溜溜|溜达|放松|看看|上课|学习|"
     r"品尝|订房|订餐|订票)"
     r"(?:一下|一晚|几天|几晚|一圈|一会儿?|一趟)?"
 )

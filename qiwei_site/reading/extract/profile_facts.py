@@ -28,7 +28,7 @@ from qiwei_site.reading.extract.objects import object_key
 from qiwei_site.reading.fields import PROFILE_FIELD_SPECS
 from qiwei_site.reading.normalise import normalize_content
 from qiwei_site.reading.values import Amount, DateSpan, Place, PlaceNames, amounts_in, dates_in, places_in
-from qiwei_site.reading.values.amounts import AT_LEAST, AT_MOST, EXACT, LEAD_WORDS, RANGE
+from qiwei_site.reading.values.amounts import AT_LEAST, AT_MOST, EXACT, FEE_TOPICS, LEAD_WORDS, RANGE
 from qiwei_site.reading.values.dates import DATE_WORDS_ZH, TIME_OF_DAY_ZH
 from qiwei_site.reading.values.places import CITY, LOCAL, PROVINCE
 
@@ -62,11 +62,34 @@ _BUDGET_TOPICS = frozenset(
         "人均",
         "门票",
         "票价",
+        # what a course costs is the course's price (training, issue 22)
+        "学费",
+        "课时费",
+        "课费",
+        "培训费",
         "budget",
     ]
 )
 # Topics kept in the value: they are a part of the budget, not all of it.
-_KEPT_TOPICS = frozenset(["首付", "月供", "单价", "人均消费", "人均", "门票", "票价"])
+_KEPT_TOPICS = frozenset(
+    ["首付", "月供", "单价", "人均消费", "人均", "门票", "票价", "学费", "课时费", "课费", "培训费"]
+)
+# A fee beside the price (运费, 差价, 安装费 …): an amount about it is no budget, but a limit the
+# customer sets on it ("运费最多出15", "差价三百以内我可以补") is one of its own (issue 22, item 3).
+_FEES = frozenset(FEE_TOPICS.split("|")) - _BUDGET_TOPICS
+# "多出两百以内都OK", "加一百左右": what the customer adds to the price is the difference (差价).
+_DIFFERENCE_BEFORE_RE = re.compile(r"(?:多出|多花|多付|再加|加价|加|补)\s*$")
+# The unit a price is said per, or the whole it sums: "每节课两百以内", "一年下来别超过两万",
+# "3k到4k一期能接受", "总共一万块以内". With it, a limit on an amount is a budget without the word.
+_PER_UNIT = r"(?:每|一)(?:个)?(?:节课?|堂课?|课时|次课?|期(?:课程?)?|学期|季度?|年|个?月|周|晚|天|单|件|人)"
+_PER_UNIT_BEFORE_RE = re.compile(
+    rf"(?:{_PER_UNIT}(?:下来)?|总共|一共|总计|合计|加起来|算下来|全部下来|整体)(?:的)?(?:费用|价格|价钱|花费)?(?:在|是)?\s*$"
+)
+_PER_UNIT_AFTER_RE = re.compile(rf"^\s*(?P<unit>{_PER_UNIT})")
+# What makes an amount a limit the customer sets: a bound, a range, "左右", or words that accept it.
+_ACCEPTED_AFTER_RE = re.compile(
+    rf"^[的\s]*(?:{_PER_UNIT})?(?:我|我们)?(?:都|也|还)?(?:能接受|可以接受|接受|就行|就好|就可以|可以|行|OK|ok|没问题)"
+)
 _CAP_WORDS_RE = re.compile(rf"^{LEAD_WORDS}")
 _BOUND_WORDS_RE = re.compile(
     r"(?:以内|以下|之内|内|封顶|为限|打住|顶天|顶格|之下|以上|起步|起|往上|之上|左右|上下|出头|附近|的样子|之间|中间)$"
@@ -289,6 +312,10 @@ def capped_budget(clause: str, following: str = "", preceding: str = "") -> Cand
     """The budget of a cap stated with its limit, in this clause or the next ("最多六千，再贵就不看了");
     a floor refused ("超过一万就算了", "五千以上的就不考虑了") is the same cap."""
     for amount in amounts_in(clause, bare=True):
+        if amount.topic in _FEES and amount.bound == AT_LEAST and _SAME_CLAUSE_TAIL_RE.match(clause[amount.end :]):
+            fee = _fee_or_unit_budget(amount, clause)  # "快递费超过二十我就不要了": a cap on the fee
+            if fee is not None:
+                return fee
         if amount.unit not in {"元", ""} or (amount.topic and amount.topic not in _BUDGET_TOPICS):
             continue
         if not amount.numbers() or max(amount.numbers()) < 300 or amount.bound == RANGE:
@@ -312,13 +339,78 @@ def capped_budget(clause: str, following: str = "", preceding: str = "") -> Cand
     return None
 
 
+def amount_topic(words: str) -> bool:
+    """Whether the words name what an amount is about: the budget or a part of it, or a fee."""
+    return words in _BUDGET_TOPICS or words in _FEES or words == "补差价"
+
+
+def _limit(amount: Amount, clause: str) -> Amount | None:
+    """The amount as a limit the customer sets ("最多出15", "80到120之间", "一百五左右能接受",
+    "超过二十就不要了" → at most 20), or None when it only states an amount ("押金两千")."""
+    after = clause[amount.end :]
+    if amount.bound == AT_LEAST:
+        if _SAME_CLAUSE_TAIL_RE.match(after) is None:
+            return None  # "至少五百": a floor on a fee is no limit the customer sets
+        return dataclasses.replace(amount, bound=AT_MOST, low=None, high=amount.low)
+    stated = (amount.bound == EXACT and not amount.approx) or re.search(r"多$", amount.words) is not None
+    if stated and _ACCEPTED_AFTER_RE.match(after) is None:
+        return None  # "物业费一年两千多": what it costs, not a limit
+    return amount
+
+
+def _per_unit_words(amount: Amount, clause: str) -> str | None:
+    """The unit or whole the amount is said per ("每节课", "一年下来", "总共", "一期"), or None."""
+    before = _PER_UNIT_BEFORE_RE.search(clause[max(0, amount.start - 10) : amount.start])
+    if before is not None:
+        return re.sub(r"(?:的)?(?:费用|价格|价钱|花费)?(?:在|是)?\s*$", "", before.group(0))
+    after = _PER_UNIT_AFTER_RE.match(clause[amount.end :])
+    return after.group("unit") if after is not None else None
+
+
+def _fee_or_unit_budget(amount: Amount, clause: str) -> Candidate | None:
+    """A limit on a fee (its own key) or on a price said per unit (the budget), without the word 预算."""
+    if not amount.numbers() or (amount.unit == "" and max(amount.numbers()) < 10):
+        return None  # "一两个", "三次": no money
+    limit = _limit(amount, clause)
+    if limit is None:
+        return None
+    topic = amount.topic
+    lead = re.sub(r"[\d一二两三四五六七八九十].*$", "", amount.words)  # "出" of "多出两百"
+    if not topic and _DIFFERENCE_BEFORE_RE.search(clause[max(0, amount.start - 4) : amount.start] + lead):
+        topic = "差价"
+    if topic in _FEES:
+        fee = "差价" if topic == "补差价" else topic
+        candidate = _budget_candidate(dataclasses.replace(limit, topic=""), clause)
+        return dataclasses.replace(
+            candidate,
+            key=f"fact:budget_fee:{fee}",
+            field=None,
+            value="",
+            content=f"{PROFILE_LABELS['budget']}：{fee}{candidate.value}",
+        )
+    unit = _per_unit_words(amount, clause)
+    if topic or unit is None or (amount.unit == "" and max(amount.numbers()) < 10):
+        return None
+    candidate = _budget_candidate(limit, clause)
+    return dataclasses.replace(
+        candidate, value=unit + candidate.value, content=f"{PROFILE_LABELS['budget']}：{unit}{candidate.value}"
+    )
+
+
 def _budget(clause: str, *, answers: frozenset[str], wanted: bool) -> tuple[Candidate, tuple[int, int]] | None:
-    for amount in amounts_in(clause):
+    for amount in amounts_in(clause, bare=True):
         if amount.unit not in {"元", ""}:
             continue
         topic = amount.topic
+        if (topic and topic not in _BUDGET_TOPICS) or not topic:
+            # "运费最多出15", "每节课两百以内": a fee's limit or a price per unit
+            own = _fee_or_unit_budget(amount, clause)
+            if own is not None:
+                return own, (max(0, clause.rfind(topic, 0, amount.start) if topic else amount.start), amount.end)
         if topic and topic not in _BUDGET_TOPICS:
             continue  # 押金两千, 中介费一个月: an amount, but not the budget
+        if not amounts_in(clause[amount.start : amount.end]) and not topic:
+            continue  # a bare number with nothing that makes it money ("2号线")
         attached = amount.bound != "exact" or amount.approx or _ATTACHED_RE.match(clause[amount.end :]) is not None
         if not topic:
             if BUDGET in answers and (amount.unit == "元" or max(amount.numbers()) >= 100):
@@ -376,7 +468,12 @@ def _layout(clause: str) -> tuple[str, tuple[int, int]] | None:
 _PLACE_BEFORE_RE = re.compile(
     r"(?:在|住|租|买|找|选|考虑|靠近|搬到|搬去|去|到|定在|选在|就在|想要|要|喜欢|倾向|首选|优先|或者|或是|或|和|跟|还是|、)\s*$"
 )
-_PLACE_AFTER_RE = re.compile(r"^\s*(?:这边|那边|附近|一带|周边|那块|这块|那片|这片|片区|板块|方向|沿线|区域)")
+# A branch of the business in a place ("福田校区", "天河的自提点", "长宁那家店"): where the customer
+# wants to be served is their area, in any trade (issue 22).
+FACILITY = r"(?:的)?(?:那家|这家|那个|这个)?(?:校区|分校|门店|分店|店|网点|自提点|取件点|取货点|服务点|营业厅|分部|点)"
+_PLACE_AFTER_RE = re.compile(
+    rf"^\s*(?:(?:这边|那边|附近|一带|周边|那块|这块|那片|这片|片区|板块|方向|沿线|区域)|{FACILITY})"
+)
 _PLACE_WORK_RE = re.compile(r"^\s*(?:这边|那边|附近)?(?:上班|工作|上学|读书|打工|办公|出差|开会)")
 _PLACE_LIST_ONLY_RE = re.compile(
     r"^(?:[、，,和或者是跟及还\s]|都行|都可以|也行|都ok|都OK|都考虑|吧|啊|呀|的|这边|那边|附近|一带)*$"
@@ -438,7 +535,7 @@ _ALTERNATIVE_ACCEPT_RE = re.compile(
 )
 _ALTERNATIVE_REST_RE = re.compile(
     r"^(?:[、，,和跟及与\s]|或者|或是|或|还是|要不|不然|其实|那|的话|这边|那边|附近|一带|那一带|那块|这块|那一块|那片|这片|"
-    r"周边|片区|板块|方向|也能|能|也|都|"
+    r"周边|片区|板块|方向|也能|能|也|都|校区|分校|门店|分店|店|网点|自提点|取件点|取货点|服务点|营业厅|分部|点|那家|这家|"
     r"也行|也可以|看看|看一下|考虑|也能接受|可以接受|能接受|也考虑|都考虑|都行|都可以|都能接受|都ok|都OK|也不是不能|"
     r"也不是不行|也不是不可以|也没问题|也成|也ok|也OK|都没问题|都成|吧|啊|呀|哈|的|我|我们)*$"
 )

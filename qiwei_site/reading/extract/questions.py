@@ -42,6 +42,11 @@ _HOME_HEAD_RE = re.compile(
     # what other trades' customers ask after (issue 22): a place to stay or eat, a product, a class
     r"酒店|宾馆|民宿|餐馆|餐厅|饭店|景点|店|款|同款|商品|产品|课|课程|班)$"
 )
+# Any trade's thing, described by what it should have ("带独立卫生间的单间", "周六上午上课的钢琴班",
+# "38码的白色运动鞋"): the description says it is a want, whatever the noun.
+_DESCRIBED_RE = re.compile(
+    r"[\u4e00-\u9fffA-Za-z0-9]{2,}的(?!.*(?:地方|推荐|选择|东西|去处|安排))[\u4e00-\u9fffA-Za-z]{1,8}$"
+)
 # Asked after, but no want: information, the process, people, media, and "something better" that
 # compares with a listing already shown.
 _NOT_STOCK_RE = re.compile(
@@ -91,7 +96,7 @@ def stock_want(clause: str, names: PlaceNames | None = None) -> str | None:
         raw = re.sub(r"(?:出租|出售|在租|在卖|可租|招租|转租)$", "", raw)  # "有没有朝南的主卧出租"
         obj = trim_object(raw)
         obj = re.sub(r"^(?:那种|这种|那些|一些|一套|一个|一间|个|套|间)", "", obj)
-        if not obj or _NOT_STOCK_RE.search(raw) or not _HOME_HEAD_RE.search(raw):
+        if not obj or _NOT_STOCK_RE.search(raw) or not (_HOME_HEAD_RE.search(raw) or _DESCRIBED_RE.search(raw)):
             return None
         lead = _lead(match.group("lead"), names)
         if lead is None:

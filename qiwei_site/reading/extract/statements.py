@@ -32,7 +32,7 @@ from qiwei_site.reading.extract.preferences import (
     NEGATED_PREFERENCE_PREFIX,
     ZH_PREFERENCE_TRIGGERS,
 )
-from qiwei_site.reading.extract.profile_facts import NEEDS, profile_facts, unknown_area
+from qiwei_site.reading.extract.profile_facts import FACILITY, NEEDS, profile_facts, unknown_area
 from qiwei_site.reading.extract.sizes import size_candidate
 from qiwei_site.reading.guard import object_refusal, value_refusal
 from qiwei_site.reading.values import amounts_in, places_in
@@ -247,6 +247,8 @@ def _statement_candidates(
         key_obj = object_key(obj)
         if not key_obj or key_obj in fact_words:
             continue
+        if any(fact.field == "district" for fact in facts) and re.fullmatch(FACILITY, obj):
+            continue  # "最好是海淀的校区": the branch only says where, and the area holds it
         if size is not None and any(amount.unit == "平方米" for amount in amounts_in(obj)):
             continue  # "面积最好在六十平以上": the size is its own item
         candidates.append(

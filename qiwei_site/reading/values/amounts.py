@@ -49,10 +49,17 @@ _QUALIFIERS = (
     "全款|双税|含税|不含税|包税|税费各付|各付各税|满五唯一|满二唯一|满五|满二|包物业费|包物业|包水电|包网费|押一付一|"
     "押一付三|押二付一|押一付二|月付|季付|半年付|年付|一次性付清|净得|到手价|到手"
 )
+# Fees a customer pays beside the price, in any trade (issue 22): 运费, 差价, 学费, 安装费 …
+FEE_TOPICS = (
+    "快递费|运费|邮费|补差价|差价|学费|课时费|课费|培训费|报名费|教材费|资料费|材料费|安装费|维修费|上门费|手续费|"
+    "停车费|水电费|网费|物业费"
+)
+# The terms of a deal, not what the customer pays for a thing: no limit on them is a budget.
+DEAL_TERMS = "押金|定金|订金|中介费|服务费|管理费|违约金"
 # What an amount is about, read from the words just before it (the nearest one wins).
 _TOPIC = (
     r"总预算|月租预算|租金预算|房租预算|预算|月租金|月租|租金|房租|总价|单价|首付|月供|价位|价格|价钱|房价|售价|租价|"
-    r"押金|定金|订金|中介费|服务费|物业费|管理费|违约金|人均消费|人均|门票|票价|通勤|面积|budget"
+    rf"{FEE_TOPICS}|{DEAL_TERMS}|人均消费|人均|门票|票价|通勤|面积|budget"
 )
 _AMOUNT_RE = re.compile(
     rf"(?:(?P<cap>{_CAP_BEFORE})|(?P<least>{_MIN_BEFORE})|(?P<about>{_APPROX_BEFORE}))?\s*"
@@ -68,7 +75,7 @@ _HALF_HOUR_RE = re.compile(
 )
 _QUALIFIER_RE = re.compile(_QUALIFIERS)
 _TOPIC_RE = re.compile(_TOPIC, re.IGNORECASE)
-_MEASURE_AFTER_RE = re.compile(r"[个晚天年月次套间家位层楼号周]")
+_MEASURE_AFTER_RE = re.compile(r"[个晚天年月次套间家位层楼号周期节堂课季]|学期")
 _UNIT_NAMES = {
     "块钱": "元", "块": "元", "元": "元", "rmb": "元", "RMB": "元", "人民币": "元",
     "平方米": "平方米", "平米": "平方米", "平方": "平方米", "平": "平方米", "㎡": "平方米",
@@ -136,8 +143,13 @@ class Amount:
 
 def _clean_run(run: str, after: str) -> str:
     run = run.rstrip(".,点")
-    # "五千一个月": the 一 belongs to the measure word that follows, not to the number.
-    if len(run) >= 2 and run[-1] in "一两" and run[-2] in CN_UNITS and _MEASURE_AFTER_RE.match(after):
+    # "五千一个月", "4000一期", "3k一节": the 一 belongs to the measure word that follows, not to the number.
+    if (
+        len(run) >= 2
+        and run[-1] in "一两"
+        and (run[-2] in CN_UNITS or run[-2] in "0123456789kKwW")
+        and _MEASURE_AFTER_RE.match(after)
+    ):
         run = run[:-1]
     return run
 
@@ -266,6 +278,10 @@ def _amount(text: str, match: re.Match[str]) -> Amount | None:
     end = match.end()
     if len(run1) < len(match.group("n1").rstrip(".,点")) and not match.group("n2"):
         end = match.start("n1") + len(run1)  # "五千一个月": the amount ends before the 一
+    elif match.group("n2") and (kept := len(_clean_run(match.group("n2"), text[match.end("n2") :]))) < len(
+        match.group("n2").rstrip(".,点")
+    ):
+        end = match.start("n2") + kept  # "3k到4k一期": the range ends before the 一
     per = match.group("per") or "" if end == match.end() else ""
     per = "月" if "月" in per else "晚" if "晚" in per else "平" if "平" in per else ""
     words = re.sub(r"\s+", "", text[match.start() : end])

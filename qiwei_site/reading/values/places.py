@@ -211,6 +211,14 @@ _SHORT_FOLLOWERS = frozenset(
     "这那附一周片板方沿的或和、，,。！？!?；;也都吧啊呀呢嘛就找租买住看上下靠离以等还边及跟与到去其 "
 )
 
+# A branch of a business named by its place ("浦东校区", "徐汇门店", "宝安分店"): the short form ends there.
+_BRANCH_FOLLOWER_RE = re.compile(r"校区|分校|门店|分店|店|网点|自提点|取件点|取货点|服务点|营业厅|分部")
+
+
+def _branch_lead(text: str, position: int) -> bool:
+    """The branch's place stands on its own: not inside a shop's name ("全聚德(昌平店)", "温都水城店")."""
+    return position == 0 or text[position - 1] in "在去到的或者和、跟选是就那这其实近离住我吧，,。 "
+
 
 def places_in(text: str, names: PlaceNames | None = None) -> list[Place]:
     """The places named in `text`, longest name first at each position, left to right. A short form
@@ -228,7 +236,12 @@ def places_in(text: str, names: PlaceNames | None = None) -> list[Place]:
             entries = names.lookup(words)
             following = text[position + size : position + size + 1]
             shortened = bool(entries) and entries[0].rank != LOCAL and entries[0].name != words
-            if shortened and following and following not in _SHORT_FOLLOWERS:
+            if (
+                shortened
+                and following
+                and following not in _SHORT_FOLLOWERS
+                and not (_BRANCH_FOLLOWER_RE.match(text, position + size) and _branch_lead(text, position))
+            ):
                 continue
             if entries:
                 raw.append((words, entries, position))

@@ -56,6 +56,20 @@ _COLOUR_RE = re.compile(
 )
 
 
+# How a customer says an outcome the account offers as a verb (issue 22): "这件我想退了" (退货),
+# "给我换一件" (换货), "直接退钱吧" (退款), "寄回去修一下" (维修), "补寄一个" (补发). Each row: the
+# shape of the account's term, and the verb that says it (`{v}`: the term's verb character). A verb
+# is read only with a completion after it, so "退到微信" and "换乘" say no outcome.
+_COMPLETION = r"(?=了|掉|吧|回去|一[件个双条台套下]|个|成|给我|这|那|$|[，,。！!\s]|[^，,。！？]{0,2}[色码])"
+VERB_GROUP = "动作"  # a term read from its verb
+_VERB_READINGS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^(?P<v>[退换])货$"), rf"(?<![交转替更切变兑])(?P<verb>{{v}}){_COMPLETION}"),
+    (re.compile(r"^(?P<v>退)款$"), r"(?P<verb>{v}钱)"),
+    (re.compile(r"^维(?P<v>修)$"), rf"(?<![维装返检])(?P<verb>{{v}})(?:一下|好)?{_COMPLETION}"),
+    (re.compile(r"^补(?P<v>[发寄])$"), rf"(?P<verb>补[发寄]){_COMPLETION}"),
+)
+
+
 # After a term, a CJK character that is no particle, verb or measure word continues a name.
 _NAME_GOES_ON_RE = re.compile(
     r"(?![的吧了啊呀呢哦嘛就也都还再直先好行可能要是在给发寄送退换和或与跟、色码号款快物速])[\u4e00-\u9fff]"
@@ -82,6 +96,25 @@ class Vocabulary:
         words = sorted({w for ws in self.groups.values() for w in ws}, key=len, reverse=True)
         self._group_of = {w: g for g, ws in self.groups.items() for w in ws}
         self._listed = re.compile("|".join(re.escape(w) for w in words), re.IGNORECASE) if words else None
+        self._verbs = tuple(
+            (re.compile(verb.replace("{v}", re.escape(shape.group("v")))), word)
+            for word in sorted(self.account_words)
+            for pattern, verb in _VERB_READINGS
+            if (shape := pattern.match(word)) is not None
+        )
+
+    def verbs_in(self, text: str) -> list[Term]:
+        """The account's outcomes said as verbs ("想退了" → 退货), where no term of it stands."""
+        taken = [(term.start, term.end) for term in self.terms_in(text)]
+        found: list[Term] = []
+        for regex, word in self._verbs:
+            for match in regex.finditer(text):
+                start, end = match.span("verb")
+                if any(start < e and s < end for s, e in taken):
+                    continue
+                taken.append((start, end))
+                found.append(Term(word, VERB_GROUP, start, end))
+        return sorted(found, key=lambda term: term.start)
 
     def terms_in(self, text: str) -> list[Term]:
         found: list[Term] = []
@@ -134,4 +167,4 @@ def parse_vocabulary(markdown: str, *, heading: str = "") -> dict[str, list[str]
     return groups
 
 
-__all__ = ["BUILT_IN", "VOCABULARY_HEADING_RE", "Term", "Vocabulary", "parse_vocabulary"]
+__all__ = ["BUILT_IN", "VERB_GROUP", "VOCABULARY_HEADING_RE", "Term", "Vocabulary", "parse_vocabulary"]

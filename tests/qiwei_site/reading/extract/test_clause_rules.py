@@ -26,5 +26,5 @@ def test_clause_rule_example_is_decided_by_its_rule(rule):
     decided: list[str] = []
     # when it is read
     extract(rule.example, context, decided_by=decided)
-    # then this rule decided one of its clauses
+    # then this rule decided one of its clauses (or, a rule that passes clauses on, applied to one)
     assert rule.name in decided, decided
