@@ -19,9 +19,10 @@ from conversations.received import received_text_of_row, sealed_originals, wholl
 from conversations.selectors import message_latest_inbound
 from memory.context.builder import AgentContextBuilder, MemoryFailure
 from memory.providers import CaptureTurn, MemoryProvider, PrefetchRequest, TurnHypothesis, get_provider
-from qiwei_site.platform.audit import audit_record
+from qiwei_site.platform.audit import audit_record, context_read_record
 from qiwei_site.platform.errors import Conflict, UpstreamUnavailable
 from qiwei_site.platform.history import Actor
+from qiwei_site.platform.models import ContextReadPurpose
 from qiwei_site.reading.fields import PROFILE_FIELD_NAMES
 from qiwei_site.reading.grounding import carries_content, is_small_talk
 from qiwei_site.reading.guard import object_refusal
@@ -415,6 +416,16 @@ def draft_generate(
         prompt=prompt,
         # No usable reply: a failed draft with the reason, never approvable, not awaiting review.
         failed=not result.ok or not output.reply.strip(),
+    )
+    # What the model was shown, by ids, kept beside the draft's own prompt (which a forget scrubs).
+    context_read_record(
+        conversation_id=customer.conversation_id,
+        purpose=ContextReadPurpose.DRAFT,
+        trace=trace,
+        actor=actor,
+        reply_to_id=latest.pk if latest is not None else None,
+        session_id=epoch.session_id,
+        draft_id=draft.pk,
     )
     _capture(
         customer=customer,

@@ -26,7 +26,7 @@ from django.utils import timezone
 from conversations.gateway import LoopbackGateway
 from conversations.models import AuditAction, AuditEvent, Customer, Draft
 from memory.models import CaptureJob, MemorySnapshot, StorageScrub
-from qiwei_site.platform.audit import audit_fields, audit_record
+from qiwei_site.platform.audit import audit_record, audit_words_rewrite
 from qiwei_site.platform.tenancy import current_alias, is_account_model, on_account_commit
 
 logger = logging.getLogger(__name__)
@@ -222,11 +222,20 @@ def column_rewrite(queryset: models.QuerySet[Any], field: str, rewrite: Callable
 
 
 def audit_scrub(conversation_id: str, quotes: Quotes) -> int:
-    """Replace quotes in a conversation's audit rows (reason and payload); returns rows changed."""
+    """Replace quotes in a conversation's audit rows (reason and payload); returns rows changed.
+    The audit is append-only in the database: this is the one rewrite it lets through
+    (`audit_words_rewrite`, unlocked inside this transaction), and each row keeps its chain."""
     if not quotes:
         return 0
-    audit = AuditEvent.objects.filter(conversation_id=conversation_id)
-    return _scrub_column(audit, "reason", quotes) + _scrub_column(audit, "payload", quotes, is_json=True)
+    rewritten: list[tuple[int, str, Any]] = []
+    rows = AuditEvent.objects.filter(conversation_id=conversation_id).order_by("pk")
+    for pk, reason, payload in rows.values_list("pk", "reason", "payload"):
+        new_reason, new_payload = quotes.scrub(reason), quotes.scrub_json(payload)
+        if new_reason != reason or new_payload != payload:
+            rewritten.append((pk, new_reason, new_payload))
+    if not rewritten:
+        return 0
+    return audit_words_rewrite(rewritten, using=current_alias())
 
 
 def reasons_scrub(customer: Customer, quotes: Quotes) -> int:
@@ -389,15 +398,14 @@ STORAGE_SCRUB_MAX_ATTEMPTS = 60
 def _scrub_pending(alias: str, *, conversation_id: str, cause: str) -> None:
     with transaction.atomic(using=alias):
         scrub = StorageScrub.objects.using(alias).create(cause=cause, conversation_id=conversation_id)
-        # After the commit, with the alias named: the audit writer's own columns, on that database.
-        AuditEvent.objects.using(alias).create(
+        # After the commit, with the alias named: the selection may be gone by then.
+        audit_record(
+            action=AuditAction.STORAGE_SCRUB_PENDING,
             conversation_id=conversation_id,
-            **audit_fields(
-                AuditAction.STORAGE_SCRUB_PENDING,
-                "storage",
-                "有读取占用数据库，旧数据页暂留在 WAL 文件中，后台每分钟重试清理",
-                {"scrub_id": scrub.pk, "cause": cause},
-            ),
+            actor="storage",
+            reason="有读取占用数据库，旧数据页暂留在 WAL 文件中，后台每分钟重试清理",
+            payload={"scrub_id": scrub.pk, "cause": cause},
+            using=alias,
         )
 
 

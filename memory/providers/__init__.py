@@ -20,8 +20,10 @@ from conversations.models import Customer, Message
 from conversations.selectors import customer_get
 from memory.capture.grounding import ProfileGrounding
 from memory.context.builder import AgentContextBuilder, BuiltContext
+from qiwei_site.platform.audit import context_read_record
 from qiwei_site.platform.errors import NotFound, ValidationFailed
 from qiwei_site.platform.history import Actor
+from qiwei_site.platform.models import ContextReadPurpose
 
 
 @dataclass(frozen=True)
@@ -181,6 +183,20 @@ class LocalMemoryProvider(MemoryProvider):
 
 
 _local = LocalMemoryProvider()
+
+
+def context_read(context: PrefetchRequest, *, actor: Actor) -> BuiltContext:
+    """The context for a reader outside a turn (the context API): built by the provider and
+    recorded, by ids, with who read it (`qiwei_site.platform.audit.context_read_record`)."""
+    built = get_provider().prefetch(context)
+    context_read_record(
+        conversation_id=context.conversation_id,
+        purpose=ContextReadPurpose.API,
+        trace=built.trace,
+        actor=actor,
+        reply_to_id=context.latest_message.pk if context.latest_message is not None else None,
+    )
+    return built
 
 
 def get_provider() -> MemoryProvider:

@@ -11,7 +11,7 @@ from rest_framework.response import Response
 
 from conversations.models import Message
 from conversations.serializers import MaskedTextField
-from memory.providers import PrefetchRequest, SearchScope, get_provider
+from memory.providers import PrefetchRequest, SearchScope, context_read, get_provider
 from qiwei_site.platform.api import AccountAPIView
 
 
@@ -62,7 +62,7 @@ class ConversationContextApi(AccountAPIView):
         params = ContextInputSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         context = PrefetchRequest.for_conversation(conversation_id, params.validated_data.get("message_id"))
-        built = get_provider().prefetch(context)
+        built = context_read(context, actor=request.user)
         return Response(built.as_dict())
 
 

@@ -1,4 +1,5 @@
-"""Governance tasks: expire memory items whose expires_at has passed (DESIGN §7)."""
+"""Governance tasks: expire memory items whose expires_at has passed (DESIGN §7), retry storage
+scrubs, purge context reads past their retention."""
 
 from __future__ import annotations
 
@@ -9,10 +10,18 @@ from celery import shared_task
 
 from memory.governance.scrub import storage_scrubs_retry
 from memory.governance.services import memory_items_expire_due
+from qiwei_site.platform.audit import context_reads_purge
 from qiwei_site.platform.models import WeComAccount
 from qiwei_site.platform.tenancy import use_account
 
-__all__ = ["memory_expire_account", "memory_expire_all", "storage_scrub_account", "storage_scrub_all"]
+__all__ = [
+    "context_reads_purge_account",
+    "context_reads_purge_all",
+    "memory_expire_account",
+    "memory_expire_all",
+    "storage_scrub_account",
+    "storage_scrub_all",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -52,3 +61,18 @@ def storage_scrub_account(account_id: str) -> int:
 def storage_scrub_all() -> int:
     """Once a minute: retry the checkpoints readers blocked, one task per active account."""
     return _per_active_account(storage_scrub_account)
+
+
+@shared_task(name="memory.tasks.context_reads_purge_account")
+def context_reads_purge_account(account_id: str) -> int:
+    with use_account(account_id):
+        purged = context_reads_purge()
+    if purged:
+        logger.info("context reads: %s past their retention purged in account %s", purged, account_id)
+    return purged
+
+
+@shared_task(name="memory.tasks.context_reads_purge_all")
+def context_reads_purge_all() -> int:
+    """Hourly: delete the context reads older than QIWEI_CONTEXT_READ_RETENTION_DAYS, per active account."""
+    return _per_active_account(context_reads_purge_account)

@@ -5,8 +5,10 @@ audit trail's models (`AuditAction`, `AuditEvent`, `RegistryAuditEvent`; see bel
 from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from qiwei_site.platform import audit_chain  # noqa: F401  (gives SQLite connections the chain's hash function)
 from qiwei_site.platform.tenancy import ACCOUNT_ID_RE
 
 
@@ -115,14 +117,26 @@ class AuditAction(models.TextChoices):
 
 
 class AuditRecord(models.Model):
-    """What every audit row says: which action, who, why, and ids (never forgotten content or secrets)."""
+    """What every audit row says: which action, who, why, and ids (never forgotten content or secrets).
+
+    Append-only and chained (`qiwei_site.platform.audit_chain`): the writer sets the time and the
+    two content hashes, the database links the row to the one before it and refuses any change
+    but a scrub's."""
 
     action = models.CharField(_("操作"), max_length=64, db_index=True, choices=AuditAction.choices)
     actor_id = models.IntegerField(_("操作人 ID"), null=True, blank=True)
     actor_name = models.CharField(_("操作人"), max_length=150, blank=True)
     reason = models.CharField(_("原因"), max_length=300, blank=True)
     payload = models.JSONField(_("详情"), default=dict, blank=True)
-    created_at = models.DateTimeField(_("时间"), auto_now_add=True, db_index=True)
+    # Set by the writer (not auto_now_add, which would overwrite it): the time is hashed before the insert.
+    created_at = models.DateTimeField(_("时间"), default=timezone.now, db_index=True)
+    payload_hash = models.CharField(_("原因与详情的哈希"), max_length=64, blank=True, default="", editable=False)
+    entry_hash = models.CharField(_("记录哈希"), max_length=64, blank=True, default="", editable=False)
+    prev_hash = models.CharField(_("前一行的链哈希"), max_length=64, blank=True, default="", editable=False)
+    chain_hash = models.CharField(_("链哈希"), max_length=64, blank=True, default="", editable=False)
+    chain_seq = models.PositiveBigIntegerField(_("链序号"), null=True, blank=True, unique=True, editable=False)
+    # The hash of the words a scrub left (forget, erasure); blank while the row is as written.
+    scrubbed_hash = models.CharField(_("清理后的哈希"), max_length=64, blank=True, default="", editable=False)
 
     class Meta:
         abstract = True
@@ -159,3 +173,42 @@ class RegistryAuditEvent(AuditRecord):
 
     def __str__(self) -> str:
         return f"{self.get_action_display()} {self.account_id}"
+
+
+# --- what a context showed ---------------------------------------------------------------------
+
+
+class ContextReadPurpose(models.TextChoices):
+    DRAFT = "draft", _("生成草稿（交给模型）")
+    API = "api", _("通过接口读取上下文")
+
+
+class ContextRead(models.Model):
+    """One context that fed a model or was read through the API: which snapshot version, memory
+    items and messages it showed, in which model session, for whom. Ids only, never text.
+
+    Its own table, not an audit action: reads outnumber writes by far and are purged after
+    `QIWEI_CONTEXT_READ_RETENTION_DAYS`, which the append-only audit chain would refuse."""
+
+    created_at = models.DateTimeField(_("时间"), default=timezone.now, db_index=True)
+    conversation_id = models.CharField(_("会话 ID"), max_length=128, db_index=True)
+    purpose = models.CharField(_("用途"), max_length=16, choices=ContextReadPurpose.choices)
+    actor_id = models.IntegerField(_("操作人 ID"), null=True, blank=True)
+    actor_name = models.CharField(_("操作人"), max_length=150, blank=True)
+    reply_to_id = models.BigIntegerField(_("回复的消息 ID"), null=True, blank=True)
+    snapshot_version = models.PositiveIntegerField(_("快照版本"), null=True, blank=True)
+    item_ids = models.JSONField(_("记忆条目 ID"), default=list, blank=True)
+    recalled_message_ids = models.JSONField(_("召回的消息 ID"), default=list, blank=True)
+    recent_message_ids = models.JSONField(_("最近消息 ID"), default=list, blank=True)
+    session_id = models.CharField(_("模型会话"), max_length=128, blank=True)
+    draft_id = models.BigIntegerField(_("草稿 ID"), null=True, blank=True)
+    degraded = models.BooleanField(_("记忆读取失败时的最小上下文"), default=False)
+
+    class Meta:
+        app_label = "conversations"  # in each account's database, beside the audit
+        verbose_name = _("上下文读取记录")
+        verbose_name_plural = _("上下文读取记录")
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.get_purpose_display()} {self.conversation_id}"

@@ -277,6 +277,7 @@ CELERY_BEAT_SCHEDULE: dict = {
     "capture-sweep": {"task": "memory.tasks.capture_sweep_all", "schedule": 30.0},
     "memory-expire": {"task": "memory.tasks.memory_expire_all", "schedule": 60.0},
     "storage-scrub": {"task": "memory.tasks.storage_scrub_all", "schedule": 60.0},
+    "context-read-purge": {"task": "memory.tasks.context_reads_purge_all", "schedule": 3600.0},
     "upstream-status": {"task": "conversations.tasks.upstream_status_refresh", "schedule": 30.0},
     "knowledge-reindex": {"task": "knowledge.tasks.knowledge_reindex", "schedule": 60.0},
 }
@@ -310,5 +311,8 @@ QIWEI_HYPOTHESIS_TTL_HOURS = env_int("QIWEI_HYPOTHESIS_TTL_HOURS", 168, 1, 8760)
 QIWEI_REVIEW_CONFIDENCE_BELOW = env_float("QIWEI_REVIEW_CONFIDENCE_BELOW", 0.7, 0.0, 1.0)
 # The start page warns when an item has waited in the review queue longer than this (days).
 QIWEI_REVIEW_STALE_DAYS = env_int("QIWEI_REVIEW_STALE_DAYS", 3, 1, 365)
+# What each context showed (snapshot version, item and message ids, session, who) is kept this many
+# days, then purged hourly by beat (`memory.tasks.context_reads_purge_all`).
+QIWEI_CONTEXT_READ_RETENTION_DAYS = env_int("QIWEI_CONTEXT_READ_RETENTION_DAYS", 180, 1, 3650)
 # Bytes of built contexts kept per process; an answer is reused only while every row it read is unchanged.
 QIWEI_AGENT_CONTEXT_CACHE_BYTES = env_int("QIWEI_AGENT_CONTEXT_CACHE_BYTES", 8 * 1024 * 1024, 0, 1024**3)

@@ -58,10 +58,16 @@ def busy_day(account, staff_user):
             reason="安全扫描拦截：提示注入或凭证，不写入记忆",
             payload={"message_id": message.pk, "categories": ["prompt_injection"]},
         )
-    yesterday = audit_record(
-        action="memory_capture_blocked", conversation_id=li.conversation_id, actor="capture", payload={"message_id": 0}
-    )
-    type(yesterday).objects.filter(pk=yesterday.pk).update(created_at=timezone.now() - dt.timedelta(days=1))
+    # Written a day ago (the audit is append-only: its time cannot be changed afterwards).
+    a_day_ago = timezone.now() - dt.timedelta(days=1)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(timezone, "now", lambda: a_day_ago)
+        audit_record(
+            action="memory_capture_blocked",
+            conversation_id=li.conversation_id,
+            actor="capture",
+            payload={"message_id": 0},
+        )
     DraftFactory(customer=wang, reply="王先生您好，学区附近的两居室我整理了三套，周六方便看房吗？")
     DraftFactory(customer=li, reply="李女士您好，为了账户安全请不要发送密码哦")
     draft_reject(draft=DraftFactory(customer=wang), actor=staff_user, reason="信息不准")

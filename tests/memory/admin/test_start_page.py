@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from urllib.parse import parse_qs, urlsplit
 
+import pytest
 from django.contrib.auth.models import Permission
 from django.test import Client
 from django.urls import reverse
@@ -26,15 +27,16 @@ LABELS = ["待确认", "提取失败的任务", "今日拦截", "待审核草稿
 
 
 def blocked(customer, message, *, at: dt.datetime) -> AuditEvent:
-    event = audit_record(
-        action="memory_capture_blocked",
-        conversation_id=customer.conversation_id,
-        actor="capture",
-        reason="安全扫描拦截：提示注入或凭证，不写入记忆",
-        payload={"message_id": message.pk, "categories": ["prompt_injection"]},
-    )
-    AuditEvent.objects.filter(pk=event.pk).update(created_at=at)
-    return event
+    # Written at `at` (the audit is append-only: its time cannot be changed afterwards).
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(timezone, "now", lambda: at)
+        return audit_record(
+            action="memory_capture_blocked",
+            conversation_id=customer.conversation_id,
+            actor="capture",
+            reason="安全扫描拦截：提示注入或凭证，不写入记忆",
+            payload={"message_id": message.pk, "categories": ["prompt_injection"]},
+        )
 
 
 def busy_account(customer, messages, review_items, staff_user):
