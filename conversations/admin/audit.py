@@ -10,14 +10,30 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from conversations.models import AuditEvent
+from conversations.models import AlertKind, AlertLevel, AuditEvent, CustomerProfile
 from qiwei_site.platform.admin_site import AccountScopedAdminMixin, ReadOnlyAdminMixin
+from qiwei_site.reading.fields import PROFILE_FIELD_NAMES
+
+
+class ActorFilter(admin.SimpleListFilter):
+    """Who acted, system actors by their Chinese names (「自动提取」, not `capture`)."""
+
+    title = "操作人"
+    parameter_name = "actor_name"
+
+    def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
+        names = model_admin.get_queryset(request).order_by("actor_name").values_list("actor_name", flat=True)
+        return [(name, actor_label(name)) for name in dict.fromkeys(names) if name]
+
+    def queryset(self, request: Any, queryset: Any) -> Any:
+        return queryset.filter(actor_name=self.value()) if self.value() else queryset
 
 
 @admin.register(AuditEvent)
 class AuditEventAdmin(AccountScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["created_at", "action", "conversation_id", "actor", "reason", "short_payload"]
-    list_filter = ["action", "actor_name", "created_at"]
+    list_filter = ("action", ActorFilter, "created_at")
+
     search_fields = ["=conversation_id", "actor_name", "action", "reason"]
     date_hierarchy = "created_at"
     fields = ["created_at", "action", "conversation_id", "actor_id", "actor_name", "reason", "readable_payload"]
@@ -122,6 +138,9 @@ _AUDIT_KEY_LABELS = {
     "title": "标题",
     "text": "内容",
     "verdict": "结论",
+    "grounded": "已核验",
+    "duplicates": "重复消息",
+    "name": "名称",
 }
 # Values that are codes, shown as their Chinese names: safety categories, actors, memory types.
 _AUDIT_VALUE_LABELS = {
@@ -138,6 +157,19 @@ _AUDIT_VALUE_LABELS = {
     "constraint": "排除",
     "event": "事件",
     "hypothesis": "待确认推断",
+    # a capture's outcome (memory.items)
+    "created": "新建",
+    "evidence_added": "补充证据",
+    "superseded": "替代旧值",
+    "unchanged": "未变",
+    "refused": "拒绝写入",
+    # an alert's kind and level, and a profile field, by their labels
+    **{str(value): str(label) for value, label in (*AlertKind.choices, *AlertLevel.choices)},
+    **{
+        field.name: str(field.verbose_name)
+        for field in CustomerProfile._meta.concrete_fields
+        if field.name in PROFILE_FIELD_NAMES
+    },
 }
 # Who acted, when it was the system rather than a person.
 ACTOR_LABELS = {

@@ -9,12 +9,14 @@ from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest
+from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 from simple_history.admin import SimpleHistoryAdmin
 
 from conversations.admin.audit import _admin_change_url, _pretty
+from conversations.admin.trace import draft_trace_table
 from conversations.drafts import draft_approve, draft_reject
 from conversations.models import Delivery, Draft, DraftStatus, MessageDirection
 from conversations.selectors import DraftPromptView, draft_prompt_view
@@ -94,6 +96,7 @@ class DraftAdmin(AccountScopedAdminMixin, ReadOnlyAdminMixin, AccountHistoryAdmi
     fields = _shown
     readonly_fields = _shown
     prompt_template = "admin/conversations/draft/prompt.html"
+    trace_template = "admin/conversations/draft/trace_table.html"
 
     @admin.display(description="模型收到的提示词")
     def prompt_link(self, obj: Draft) -> str:
@@ -150,7 +153,7 @@ class DraftAdmin(AccountScopedAdminMixin, ReadOnlyAdminMixin, AccountHistoryAdmi
 
     @admin.display(description="上下文追踪")
     def trace_pretty(self, obj: Draft) -> str:
-        return _pretty(obj.context_trace)
+        return render_to_string(self.trace_template, {"table": draft_trace_table(obj)})
 
     def _review(self, request: HttpRequest, queryset: QuerySet[Draft], *, approve: bool) -> None:
         done = 0

@@ -8,13 +8,15 @@ walks by date. The review queue (`memory.admin.review`) lives on the same admin.
 
 from __future__ import annotations
 
+import inspect
 from datetime import datetime
 from typing import Any
 
 from django import forms
 from django.contrib import admin
 from django.contrib.admin.views.main import ChangeList
-from django.http import HttpRequest
+from django.http import HttpRequest, JsonResponse
+from django.urls import path
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from simple_history.admin import SimpleHistoryAdmin
@@ -22,6 +24,7 @@ from simple_history.admin import SimpleHistoryAdmin
 from conversations.models import Message
 from memory.admin.actions import GovernanceActionsMixin
 from memory.admin.review import ReviewQueueMixin
+from memory.admin.selectors import SOURCE_PICKER_LIMIT, source_message_choices, source_message_label
 from memory.attention import evidence_for
 from memory.governance.services import (
     memory_item_add,
@@ -39,12 +42,54 @@ REASON_FIELD_KWARGS: dict[str, Any] = {
 }
 
 
+# One default importance and type for a hand-added item: the service's, which the API uses too.
+_ADD_DEFAULTS = inspect.signature(memory_item_add).parameters
+HAND_ADDED_IMPORTANCE: int = _ADD_DEFAULTS["importance"].default
+HAND_ADDED_TYPE: str = str(_ADD_DEFAULTS["type"].default)
+
+
+class SourceMessagesField(forms.ModelMultipleChoiceField):
+    """The customer's messages as checkboxes, each by its time, side and masked words; cleans to ids."""
+
+    widget = forms.CheckboxSelectMultiple(attrs={"class": "qw-source-picker"})
+
+    def label_from_instance(self, obj: Any) -> str:
+        return source_message_label(obj)
+
+    def clean(self, value: Any) -> list[int]:  # type: ignore[override]
+        return [message.pk for message in super().clean(value)]
+
+
 class MemoryItemAdminForm(forms.ModelForm):
     reason = forms.CharField(**REASON_FIELD_KWARGS)
+    source_message_ids = SourceMessagesField(
+        label="来源消息",
+        queryset=Message.objects.none(),
+        required=False,
+        help_text=f"勾选该客户说过的、支持这条记忆的消息（列出最近 {SOURCE_PICKER_LIMIT} 条，已遮蔽）；先选客户。",
+    )
 
     class Meta:
         model = MemoryItem
         fields = ["customer", "type", "content", "importance", "confidence", "expires_at", "source_message_ids"]
+
+    class Media:
+        js = ["qiwei_admin/source_picker.js"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance._state.adding:
+            given = kwargs.get("initial") or {}
+            if "importance" not in given:
+                self.initial["importance"] = HAND_ADDED_IMPORTANCE
+            if "type" not in given:
+                self.initial["type"] = HAND_ADDED_TYPE
+        if "source_message_ids" in self.fields:
+            customer = self.data.get("customer") if self.is_bound else self.initial.get("customer")
+            chosen = str(getattr(customer, "pk", customer) or "")
+            self.fields["source_message_ids"].queryset = source_message_choices(  # type: ignore[attr-defined]
+                customer_id=int(chosen) if chosen.isdigit() else None
+            )
 
 
 def _render_sources(item: MemoryItem) -> str:
@@ -71,11 +116,10 @@ EVIDENCE_COLUMN_CHARS = 60
 
 
 def local_minute(value: datetime | None) -> str:
-    """A time as Beijing time to the minute, the date above the hour for a narrow column; none is 「无」."""
+    """A time as Beijing time to the minute, on one line (its column is sized for it); none is 「无」."""
     if value is None:
         return "无"
-    local = timezone.localtime(value)
-    return format_html("{}<br>{}", local.strftime("%Y-%m-%d"), local.strftime("%H:%M"))
+    return timezone.localtime(value).strftime("%Y-%m-%d %H:%M")
 
 
 def shorten(text: str, limit: int) -> str:
@@ -128,6 +172,26 @@ class MemoryItemAdmin(
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return EvidenceChangeList
+
+    def get_urls(self) -> list[Any]:
+        return [
+            path(
+                "source-messages/",
+                self.admin_site.admin_view(self.source_messages_view),
+                name="memory_memoryitem_source_messages",
+            ),
+            *super().get_urls(),
+        ]
+
+    def source_messages_view(self, request: HttpRequest) -> JsonResponse:
+        """The add form's picker, refilled when the supervisor picks another customer."""
+        if not self.has_add_permission(request):
+            return JsonResponse({"code": "permission_denied", "detail": "无权添加记忆条目"}, status=403)
+        customer = request.GET.get("customer", "")
+        if not customer.isdigit():
+            return JsonResponse({"code": "invalid_customer", "detail": "请先选择客户"}, status=400)
+        choices = source_message_choices(customer_id=int(customer))
+        return JsonResponse({"messages": [{"id": m.pk, "label": source_message_label(m)} for m in choices]})
 
     @admin.display(description="内容")
     def short_content(self, obj: MemoryItem) -> str:

@@ -1,15 +1,22 @@
 """Admin for the account registry in the default database: accounts (created and changed through
-the platform's account services), memberships and the registry's own audit journal."""
+the platform's account services), memberships and the registry's own audit journal; and the staff
+pages that come from libraries (users, groups, sign-in records), with every label in Chinese."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from axes.admin import AccessAttemptAdmin, AccessFailureLogAdmin, AccessLogAdmin
+from axes.models import AccessAttempt, AccessFailureLog, AccessLog
+from django import forms
 from django.contrib import admin
+from django.contrib.auth.admin import GroupAdmin, UserAdmin
+from django.contrib.auth.models import Group, Permission, User
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils import timezone
 
-from qiwei_site.platform.admin_site import ReadOnlyAdminMixin, ServiceFormAdminMixin
+from qiwei_site.platform.admin_site import ReadOnlyAdminMixin, ServiceFormAdminMixin, TitledChangeFormMixin
 from qiwei_site.platform.models import AccountMembership, RegistryAuditEvent, WeComAccount
 from qiwei_site.platform.services import account_create, account_update, membership_grant, membership_revoke
 
@@ -69,3 +76,92 @@ class RegistryAuditEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     date_hierarchy = "created_at"
     fields = ("created_at", "action", "account_id", "actor_id", "actor_name", "reason", "payload")
     readonly_fields = fields
+
+
+# --- Sign-in records (django-axes): its model and field names are translated in locale/zh_Hans;
+# the two columns it adds without a label are named here.
+
+
+def sign_in_record_label(record: Any) -> str:
+    """A sign-in record as a title: django-axes's own `__str__` is English (「Failed access: user …」)."""
+    when = timezone.localtime(record.attempt_time).strftime("%Y-%m-%d %H:%M") if record.attempt_time else ""
+    parts = [str(record._meta.verbose_name), record.username or "未知用户", when, record.ip_address or ""]
+    return " · ".join(part for part in parts if part)
+
+
+class SignInRecordAdminMixin(TitledChangeFormMixin):
+    def record_title(self, obj: Any) -> str:
+        return sign_in_record_label(obj)
+
+
+class LoginLockAdmin(SignInRecordAdminMixin, AccessAttemptAdmin):
+    @admin.display(description="锁定到期")
+    def expiration(self, obj: AccessAttempt) -> Any:
+        return super().expiration(obj)
+
+    @admin.display(description="状态")
+    def status(self, obj: AccessAttempt) -> Any:
+        return super().status(obj)
+
+
+class SignInLogAdmin(SignInRecordAdminMixin, AccessLogAdmin):
+    pass
+
+
+class SignInFailureAdmin(SignInRecordAdminMixin, AccessFailureLogAdmin):
+    pass
+
+
+def _reregister(model: Any, admin_class: type[admin.ModelAdmin[Any]]) -> None:
+    """Replace a library's registration with ours (idempotent when admin modules load again)."""
+    if admin.site.is_registered(model):
+        admin.site.unregister(model)
+    admin.site.register(model, admin_class)
+
+
+_reregister(AccessAttempt, LoginLockAdmin)
+_reregister(AccessLog, SignInLogAdmin)
+_reregister(AccessFailureLog, SignInFailureAdmin)
+
+
+# --- Staff and groups: permissions by Chinese names. Django stores a permission's name in English
+# ("Can add access log"); the page shows the app, the model and the verb as the supervisor reads them.
+
+_PERMISSION_VERBS = {"add": "可以增加", "change": "可以修改", "delete": "可以删除", "view": "可以查看"}
+
+
+def permission_label(permission: Permission) -> str:
+    """「记忆 | 记忆条目 | 可以修改」; a history model as 「记忆条目（历史记录）」."""
+    content_type = permission.content_type
+    model = content_type.model_class()
+    if model is None:
+        return str(permission)
+    tracked = getattr(model, "instance_type", None)  # simple-history's historical models
+    model_name = f"{tracked._meta.verbose_name}（历史记录）" if tracked else str(model._meta.verbose_name)
+    verb, _sep, _rest = permission.codename.partition("_")
+    action = _PERMISSION_VERBS.get(verb, permission.name)
+    return f"{model._meta.app_config.verbose_name} | {model_name} | {action}"
+
+
+class PermissionChoiceField(forms.ModelMultipleChoiceField):
+    def label_from_instance(self, obj: Any) -> str:
+        return permission_label(obj)
+
+
+class ChinesePermissionsMixin:
+    def formfield_for_manytomany(self, db_field: Any, request: HttpRequest | None = None, **kwargs: Any) -> Any:
+        if db_field.name in ("permissions", "user_permissions"):
+            kwargs["form_class"] = PermissionChoiceField
+        return super().formfield_for_manytomany(db_field, request, **kwargs)  # type: ignore[misc]
+
+
+class StaffUserAdmin(ChinesePermissionsMixin, UserAdmin):
+    pass
+
+
+class StaffGroupAdmin(ChinesePermissionsMixin, GroupAdmin):
+    pass
+
+
+_reregister(User, StaffUserAdmin)
+_reregister(Group, StaffGroupAdmin)

@@ -246,6 +246,25 @@ class AccountHistoryAdminMixin:
         return super().history_form_view(request, object_id, version_id, extra_context)  # type: ignore[misc]
 
 
+class TitledChangeFormMixin:
+    """A change form that names its record with `record_title(obj)` in the title and breadcrumbs,
+    for models whose `__str__` is a library's English or an internal code."""
+
+    change_form_template: Any = "admin/qiwei/change_form_titled.html"
+
+    def record_title(self, obj: Any) -> str:
+        return str(obj)
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> Any:
+        obj = self.get_object(request, object_id)  # type: ignore[attr-defined]
+        extra = dict(extra_context or {})
+        if obj is not None:
+            extra["subtitle"] = self.record_title(obj)
+        return super().change_view(request, object_id, form_url, extra)  # type: ignore[misc]
+
+
 class ServiceFormAdminMixin:
     """Add and edit forms that save through a service: a domain error the service raises (its
     transaction rolled back) is shown on the form, which re-renders with what the user typed.

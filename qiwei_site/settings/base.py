@@ -92,7 +92,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
-    "axes",
+    "qiwei_site.platform.admin_config.LoginProtectionConfig",  # django-axes, named 登录保护
     "simple_history",
     "qiwei_site.platform",
     "conversations",

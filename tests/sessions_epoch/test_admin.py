@@ -50,8 +50,9 @@ def test_draft_change_page_shows_the_trace_read_only(admin_client, customer):
     # when its page is opened
     body = admin_client.get(f"{DRAFTS}{draft.pk}/change/").content.decode()
 
-    # then the trace is pretty-printed and nothing is editable
-    assert "上下文追踪" in body and "&quot;snapshot_version&quot;: 7" in body
+    # then the trace reads as a table, not JSON, and nothing is editable
+    assert "上下文追踪" in body and "记忆快照版本 7" in body and 'id="draft-trace-table"' in body
+    assert "消息 #3" in body and "&quot;snapshot_version&quot;" not in body
     assert 'name="reply"' not in body
 
 

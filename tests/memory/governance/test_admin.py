@@ -110,7 +110,6 @@ def test_memory_admin_add_form_uses_service(admin_client, staff_user, customer):
             "importance": 5,
             "expires_at_0": "",
             "expires_at_1": "",
-            "source_message_ids": "[]",
             "reason": "电话沟通得知",
         },
     )
@@ -127,7 +126,7 @@ def test_memory_admin_add_form_uses_service(admin_client, staff_user, customer):
 def test_memory_admin_add_form_requires_reason(admin_client, customer):
     response = admin_client.post(
         f"{CHANGELIST}add/",
-        {"customer": customer.pk, "type": "fact", "content": "预算4500", "importance": 5, "source_message_ids": "[]"},
+        {"customer": customer.pk, "type": "fact", "content": "预算4500", "importance": 5},
     )
     assert response.status_code == 200 and not MemoryItem.objects.exists()
 
@@ -178,10 +177,10 @@ def test_snapshot_diff_page_renders(admin_client, staff_user, customer, preferen
     latest = MemorySnapshot.objects.get(customer=customer, version=2)
     # When the supervisor opens the diff
     response = admin_client.get(reverse("admin:memory_memorysnapshot_diff", args=[latest.pk]))
-    # Then the added line is marked
+    # Then the added item is marked, by its text
     body = response.content.decode()
     assert response.status_code == 200
-    assert '<div class="add">+- 预算4500</div>' in body and "v1" in body
+    assert response.context["diff"].changes[0].label == "新增" and "预算4500" in body and "v1" in body
     assert admin_client.get("/admin/memory/memorysnapshot/").status_code == 200
 
 

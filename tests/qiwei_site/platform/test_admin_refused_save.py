@@ -10,23 +10,22 @@ from django.utils import timezone
 
 from conversations.models import AuditEvent
 from memory.models import MemoryItem
-from tests.factories import CustomerFactory, MessageFactory
 
 ADD = "/admin/memory/memoryitem/add/"
 
 
 def test_admin_refused_add_keeps_every_typed_field(admin_client, account_rows):
-    # given a message of another customer, which cannot be this fact's evidence
-    foreign = MessageFactory(customer=CustomerFactory(conversation_id="wm_li_002"), text="预算一万")
+    # given an expiry already past, which the service refuses (the picker offers only this
+    # customer's messages, so foreign evidence no longer reaches the service)
     items_before = MemoryItem.objects.count()
     typed = {
         "customer": account_rows.customer.pk,
         "type": "fact",
         "content": "女儿明年上小学，需要学区房",
         "importance": 4,
-        "expires_at_0": "",
-        "expires_at_1": "",
-        "source_message_ids": f"[{foreign.pk}]",
+        "expires_at_0": "2020-01-01",
+        "expires_at_1": "10:00:00",
+        "source_message_ids": [str(account_rows.message.pk)],
         "reason": "电话沟通得知",
     }
     # when the supervisor saves
@@ -34,7 +33,7 @@ def test_admin_refused_add_keeps_every_typed_field(admin_client, account_rows):
     # then the form comes back (not a redirect to a blank one) with the service's reason
     assert response.status_code == 200
     body = response.content.decode()
-    assert "不属于该客户" in body
+    assert "过期时间必须晚于现在" in body
     form = response.context["adminform"].form
     assert len(form.non_field_errors()) == 1
     # and every field holds what was typed
@@ -80,7 +79,7 @@ def test_admin_refused_save_then_corrected_save_goes_through(admin_client, accou
         "type": "fact",
         "content": "在张江上班",
         "importance": 3,
-        "source_message_ids": "[987654]",
+        "source_message_ids": ["987654"],
         "reason": "电话",
     }
     refused = admin_client.post(ADD, typed)
@@ -88,7 +87,7 @@ def test_admin_refused_save_then_corrected_save_goes_through(admin_client, accou
     assert not MemoryItem.objects.filter(content="在张江上班").exists()
     assert refused.context["adminform"].form["content"].value() == "在张江上班"
     # when the supervisor corrects the evidence and saves again
-    accepted = admin_client.post(ADD, typed | {"source_message_ids": "[]"})
+    accepted = admin_client.post(ADD, {key: value for key, value in typed.items() if key != "source_message_ids"})
     # then it is saved
     assert accepted.status_code == 302
     assert MemoryItem.objects.filter(content="在张江上班", type="fact").exists()
@@ -101,7 +100,6 @@ def test_admin_add_hypothesis_by_hand_waits_under_review(admin_client, account_r
         "type": "hypothesis",
         "content": "可能在张江上班，下次确认通勤要求",
         "importance": 3,
-        "source_message_ids": "[]",
         "reason": "电话里提到公司在张江",
     }
     # when it is saved
