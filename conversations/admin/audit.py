@@ -13,6 +13,7 @@ from django.utils.safestring import SafeString
 from conversations.models import AlertKind, AlertLevel, AuditEvent, CustomerProfile
 from qiwei_site.platform.admin_site import AccountScopedAdminMixin, ReadOnlyAdminMixin
 from qiwei_site.reading.fields import PROFILE_FIELD_NAMES
+from qiwei_site.reading.safety import CATEGORY_LABELS
 
 
 class ActorFilter(admin.SimpleListFilter):
@@ -144,14 +145,7 @@ _AUDIT_KEY_LABELS = {
 }
 # Values that are codes, shown as their Chinese names: safety categories, actors, memory types.
 _AUDIT_VALUE_LABELS = {
-    "prompt_injection": "提示注入",
-    "credential": "凭证",
-    "hidden_characters": "隐藏字符",
-    "verification_code": "验证码",
-    "cvv": "卡安全码",
-    "id_card": "身份证号",
-    "bank_card": "银行卡号",
-    "mobile": "手机号",
+    **CATEGORY_LABELS,
     "fact": "事实",
     "preference": "偏好",
     "constraint": "排除",

@@ -52,7 +52,14 @@ from qiwei_site.reading.extract import (
     extract_candidates,
     release_targets,
 )
-from qiwei_site.reading.safety import CREDENTIAL, PERSONAL_NUMBER_CATEGORIES, ScanResult, scan, without_personal_numbers
+from qiwei_site.reading.safety import (
+    CREDENTIAL,
+    PERSONAL_NUMBER_CATEGORIES,
+    ScanResult,
+    category_label,
+    scan,
+    without_personal_numbers,
+)
 from qiwei_site.reading.values import PlaceNames, parse_place_list
 from qiwei_site.reading.values.places import PLACE_HEADING_RE
 from qiwei_site.reading.values.vocabulary import VOCABULARY_HEADING_RE, Vocabulary, parse_vocabulary
@@ -336,7 +343,8 @@ def capture_apply(plan: CapturePlan, *, actor: Actor = "capture", refresh_snapsh
                 kind=AlertKind.MESSAGE_BLOCKED,
                 level=AlertLevel.WARNING,
                 text=(
-                    f"客户消息 #{message.pk} 被安全扫描拦截（{'、'.join(outcome.categories)}），未写入记忆，请人工查看"
+                    f"客户消息 #{message.pk} 被安全扫描拦截"
+                    f"（{'、'.join(category_label(c) for c in outcome.categories)}），未写入记忆，请人工查看"
                 ),
                 cause=f"message:{message.pk}",
                 actor=actor,

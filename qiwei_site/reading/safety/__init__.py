@@ -68,6 +68,7 @@ from dataclasses import dataclass, field
 from qiwei_site.reading.safety.categories import (
     BANK_CARD,
     CARD_SECURITY_CODE,
+    CATEGORY_LABELS,
     CREDENTIAL,
     HIDDEN_CHARACTERS,
     ID_CARD,
@@ -76,6 +77,7 @@ from qiwei_site.reading.safety.categories import (
     PROMPT_INJECTION,
     SECRET_CATEGORIES,
     VERIFICATION_CODE,
+    category_label,
 )
 from qiwei_site.reading.safety.credentials import announced_secret, bare_secret
 from qiwei_site.reading.safety.injection import _weak_signals_combine, injection_signals
@@ -121,6 +123,7 @@ def scan(text: str) -> ScanResult:
 __all__ = [
     "BANK_CARD",
     "CARD_SECURITY_CODE",
+    "CATEGORY_LABELS",
     "CREDENTIAL",
     "HIDDEN_CHARACTERS",
     "ID_CARD",
@@ -133,6 +136,7 @@ __all__ = [
     "Span",
     "announced_secret",
     "bare_secret",
+    "category_label",
     "find_sensitive",
     "injection_signals",
     "scan",

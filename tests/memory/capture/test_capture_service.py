@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from conversations.models import AuditEvent, CustomerProfile, MessageDirection
+from conversations.models import Alert, AlertKind, AuditEvent, CustomerProfile, MessageDirection
 from memory.capture.services import capture_message
 from memory.models import CaptureJob, CaptureJobStatus, MemoryItem, MemorySnapshot, MemoryStatus, MemoryType
 from qiwei_site.platform.errors import ValidationFailed
+from qiwei_site.reading.safety import CATEGORY_LABELS
 from tests.factories import CustomerFactory, MessageFactory
 
 
@@ -80,6 +81,9 @@ def test_capture_blocked_message_writes_nothing_and_audits_category_without_text
     assert event.payload == {"message_id": result.created[0].pk, "categories": [category]}
     assert text[:6] not in str(event.payload) + event.reason
     assert CaptureJob.objects.get().status == CaptureJobStatus.DONE
+    # And the alert names the category in Chinese, never its code
+    alert = Alert.objects.get(kind=AlertKind.MESSAGE_BLOCKED)
+    assert CATEGORY_LABELS[category] in alert.text and category not in alert.text
 
 
 def test_capture_ignores_outbound_and_system_messages(ingest):
