@@ -12,7 +12,7 @@ from django.http import Http404, HttpRequest
 from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from simple_history.admin import SimpleHistoryAdmin
 
 from conversations.admin.audit import _admin_change_url, _pretty
@@ -22,6 +22,8 @@ from conversations.models import Delivery, Draft, DraftStatus, MessageDirection
 from conversations.selectors import DraftPromptView, draft_prompt_view
 from qiwei_site.platform.admin_site import AccountHistoryAdminMixin, AccountScopedAdminMixin, ReadOnlyAdminMixin
 from qiwei_site.platform.errors import ApplicationError
+from qiwei_site.reading.fields import PROFILE_FIELD_LABELS
+from qiwei_site.reading.masking import mask_sensitive
 
 _BUSINESS_ADMIN = {"task": "待办", "alert": "预警", "recommendation": "推荐"}
 _DIRECTION_LABELS = {str(value): str(label) for value, label in MessageDirection.choices}
@@ -57,6 +59,15 @@ def prompt_sections_for_admin(view: DraftPromptView) -> list[dict[str, Any]]:
         ]
         rows.append({"section": section, "text": text, "links": links})
     return rows
+
+
+def _field_label(field: str) -> str:
+    """A profile field by its Chinese label (an undeclared field a model invented stays as it came)."""
+    return PROFILE_FIELD_LABELS.get(field, field)
+
+
+def _items(texts: Any) -> str:
+    return format_html_join("", "<li>{}</li>", ((text,) for text in texts))
 
 
 class DeliveryInline(ReadOnlyAdminMixin, admin.StackedInline):
@@ -141,15 +152,34 @@ class DraftAdmin(AccountScopedAdminMixin, ReadOnlyAdminMixin, AccountHistoryAdmi
 
     @admin.display(description="理由")
     def reasons_pretty(self, obj: Draft) -> str:
-        return _pretty(obj.reasons)
+        reasons = obj.reasons if isinstance(obj.reasons, list) else []
+        if not reasons:
+            return "（无）" if not obj.reasons else _pretty(obj.reasons)
+        return format_html("<ol class='qiwei-plain-list'>{}</ol>", _items(mask_sensitive(str(r)) for r in reasons))
 
     @admin.display(description="已核验画像更新")
     def profile_updates_pretty(self, obj: Draft) -> str:
-        return _pretty(obj.profile_updates)
+        updates = obj.profile_updates if isinstance(obj.profile_updates, dict) else {}
+        if not updates:
+            return "（无）" if not obj.profile_updates else _pretty(obj.profile_updates)
+        return format_html(
+            "<ul class='qiwei-plain-list'>{}</ul>",
+            _items(f"{_field_label(field)}：{mask_sensitive(str(value))}" for field, value in updates.items()),
+        )
 
     @admin.display(description="未核验（已丢弃）画像更新")
     def dropped_updates_pretty(self, obj: Draft) -> str:
-        return _pretty(obj.dropped_updates)
+        dropped = obj.dropped_updates if isinstance(obj.dropped_updates, list) else []
+        if not dropped or not all(isinstance(entry, dict) for entry in dropped):
+            return "（无）" if not obj.dropped_updates else _pretty(obj.dropped_updates)
+        return format_html(
+            "<ul class='qiwei-plain-list'>{}</ul>",
+            _items(
+                f"{_field_label(str(entry.get('field', '')))}：{mask_sensitive(str(entry.get('value', '')))}"
+                f"（{entry.get('reason') or '未保留'}）"
+                for entry in dropped
+            ),
+        )
 
     @admin.display(description="上下文追踪")
     def trace_pretty(self, obj: Draft) -> str:

@@ -56,6 +56,25 @@ def test_draft_change_page_shows_the_trace_read_only(admin_client, customer):
     assert 'name="reply"' not in body
 
 
+def test_draft_change_page_reads_reasons_and_updates_as_lists(admin_client, customer):
+    # given a draft whose model gave reasons, one grounded update and one dropped (a secret in it)
+    draft = DraftFactory(
+        customer=customer,
+        reasons=["客户说预算5000", "房源在地铁附近"],
+        profile_updates={"budget": "5000元/月"},
+        dropped_updates=[{"field": "district", "value": "密码 Abc123456", "reason": "无法核对客户原话，未保留"}],
+    )
+
+    # when its page is opened
+    body = admin_client.get(f"{DRAFTS}{draft.pk}/change/").content.decode()
+
+    # then each reads as a list in Chinese, field labels and not codes, the secret masked
+    assert "<li>客户说预算5000</li>" in body and "<li>房源在地铁附近</li>" in body
+    assert "<li>预算：5000元/月</li>" in body
+    assert "意向区域：" in body and "（无法核对客户原话，未保留）" in body
+    assert "Abc123456" not in body and "&quot;budget&quot;" not in body
+
+
 def test_epoch_and_delivery_admins_are_read_only_lists(admin_client, customer):
     # given an epoch
     epoch = epoch_for_turn(customer=customer)
