@@ -9,7 +9,7 @@ import datetime as dt
 from conversations.models import MessageDirection
 from memory.capture.grounding import INSTRUCTION_LIKE, NOT_READ, RESTATED, profile_updates_ground
 from qiwei_site.reading.masking import HIDDEN
-from tests.factories import BASE_TIME, MessageFactory
+from tests.factories import BASE_TIME, CustomerFactory, MessageFactory
 
 
 def _say(customer, text: str, minutes: int, **fields):
@@ -86,4 +86,16 @@ def test_grounding_reads_by_when_the_customer_spoke_not_by_arrival(customer):
     # when the model proposes the newer value, then the newer statement decides it
     result = profile_updates_ground(customer=customer, updates={"budget": "6000"})
     assert result.kept == {"budget": "6000"} and result.evidence == {"budget": [newer.pk]}
+    assert result.messages_read == 1
+
+
+def test_grounding_never_reads_another_customers_words(customer):
+    # given another customer of the same account who said the budget, and ours who said nothing of it
+    other = CustomerFactory(conversation_id="wm_grounding_other")
+    _say(other, "预算4500", minutes=1)
+    _say(customer, "你好，还有房吗", minutes=2)
+    # when the model proposes that budget for our customer, then nothing grounds it
+    result = profile_updates_ground(customer=customer, updates={"budget": "4500"})
+    assert result.kept == {} and result.evidence == {}
+    assert result.dropped == [{"field": "budget", "value": "4500", "reason": NOT_READ}]
     assert result.messages_read == 1
