@@ -23,6 +23,7 @@ from qiwei_site.platform.audit import audit_record, context_read_record
 from qiwei_site.platform.errors import Conflict, UpstreamUnavailable
 from qiwei_site.platform.history import Actor
 from qiwei_site.platform.models import ContextReadPurpose
+from qiwei_site.platform.tenancy import account_atomic
 from qiwei_site.reading.fields import PROFILE_FIELD_NAMES
 from qiwei_site.reading.grounding import carries_content, is_small_talk
 from qiwei_site.reading.guard import object_refusal
@@ -418,15 +419,28 @@ def draft_generate(
         failed=not result.ok or not output.reply.strip(),
     )
     # What the model was shown, by ids, kept beside the draft's own prompt (which a forget scrubs).
-    context_read_record(
-        conversation_id=customer.conversation_id,
-        purpose=ContextReadPurpose.DRAFT,
-        trace=trace,
-        actor=actor,
-        reply_to_id=latest.pk if latest is not None else None,
-        session_id=epoch.session_id,
-        draft_id=draft.pk,
-    )
+    # A record that cannot be written is audited; it never costs the agent the draft.
+    try:
+        with account_atomic():
+            context_read_record(
+                conversation_id=customer.conversation_id,
+                purpose=ContextReadPurpose.DRAFT,
+                trace=trace,
+                actor=actor,
+                reply_to_id=latest.pk if latest is not None else None,
+                session_id=epoch.session_id,
+                draft_id=draft.pk,
+            )
+    except Exception as exc:
+        _memory_step_failed(
+            customer=customer,
+            actor=actor,
+            action=AuditAction.MEMORY_RECALL_FAILED,
+            reason="记录本轮上下文读取失败，草稿照常生成",
+            stage="context_read",
+            exc=exc,
+            draft_id=draft.pk,
+        )
     _capture(
         customer=customer,
         draft=draft,

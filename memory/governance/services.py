@@ -498,15 +498,15 @@ def memory_item_forget(*, item: MemoryItem, actor: Actor, reason: str, decide: b
         # mistake refuses nothing the customer may say again).
         if decide:
             decision_record(item=item, kind=DecisionKind.FORGOTTEN, contents=contents)
-        # What another active item still says stays said: an old item citing a forgotten message
-        # may hold the very value a supervisor has since written, and the profile equals memory.
+        # The profile equals memory: a value the field's active item still says stays in the profile
+        # (an old item citing a forgotten message may hold the very value a supervisor has since
+        # written). Its words are still scrubbed and its lines redacted with this item's.
         held = set(
-            MemoryItem.objects.filter(customer=customer, status=MemoryStatus.ACTIVE)
+            MemoryItem.objects.filter(customer=customer, key=item.key, status=MemoryStatus.ACTIVE)
             .exclude(pk=item.pk)
             .values_list("content", flat=True)
         )
-        contents -= held
-        profile_values = _forget_profile_value(customer, item.key, contents, actor=actor, reason=reason)
+        profile_values = _forget_profile_value(customer, item.key, contents - held, actor=actor, reason=reason)
         # A supervisor types the bare value ("8000元"), not the rendered item ("预算：8000元").
         contents |= profile_values
         quotes = Quotes(contents)

@@ -37,6 +37,7 @@ FLUSH = "flush"
 SQLITE_HASH_FUNCTION = "qiwei_sha256"
 PG_GUARD_FUNCTION = "qiwei_audit_guard"
 PG_CHAIN_FUNCTION = "qiwei_audit_chain"
+PG_TRUNCATE_FUNCTION = "qiwei_audit_no_truncate"
 REFUSED = "审计记录只能追加，不能修改或删除 (audit rows are append-only)"
 UNHASHED = "审计记录缺少哈希，只能通过审计服务写入 (audit rows are written by the audit service)"
 
@@ -146,8 +147,8 @@ def _unchanged(columns: Sequence[str]) -> str:
 
 def trigger_names(table: str, vendor: str) -> list[str]:
     if vendor == "sqlite":
-        return [f"{table}_chain", f"{table}_no_update", f"{table}_no_delete"]
-    return [f"{table}_guard", f"{table}_chain"]
+        return [f"{table}_chain", f"{table}_no_update", f"{table}_no_delete", f"{table}_no_replace"]
+    return [f"{table}_guard", f"{table}_chain", f"{table}_no_truncate"]
 
 
 def _sqlite_statements(table: str, subject: str) -> list[str]:
@@ -171,6 +172,11 @@ def _sqlite_statements(table: str, subject: str) -> list[str]:
         f") BEGIN SELECT RAISE(ABORT, '{REFUSED}'); END",
         f"CREATE TRIGGER IF NOT EXISTS {table}_no_delete BEFORE DELETE ON {table} FOR EACH ROW "
         f"WHEN NOT EXISTS (SELECT 1 FROM {UNLOCK_TABLE} WHERE purpose = '{FLUSH}') "
+        f"BEGIN SELECT RAISE(ABORT, '{REFUSED}'); END",
+        # INSERT OR REPLACE deletes the row it replaces without firing the delete trigger (SQLite's
+        # recursive_triggers is off): an insert over an existing id or sequence is refused before.
+        f"CREATE TRIGGER IF NOT EXISTS {table}_no_replace BEFORE INSERT ON {table} FOR EACH ROW "
+        f"WHEN EXISTS (SELECT 1 FROM {table} WHERE id = NEW.id OR chain_seq = NEW.chain_seq) "
         f"BEGIN SELECT RAISE(ABORT, '{REFUSED}'); END",
     ]
 
@@ -228,11 +234,28 @@ $$ LANGUAGE plpgsql
 """
 
 
+# TRUNCATE fires no row trigger: a statement trigger refuses it outside the flush unlock.
+_PG_TRUNCATE_SQL = f"""
+CREATE OR REPLACE FUNCTION {PG_TRUNCATE_FUNCTION}() RETURNS trigger AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM {UNLOCK_TABLE} WHERE purpose = '{FLUSH}') THEN
+        RETURN NULL;
+    END IF;
+    RAISE EXCEPTION '{REFUSED}' USING ERRCODE = 'insufficient_privilege';
+END
+$$ LANGUAGE plpgsql
+"""
+
+
 def _pg_statements(table: str, lock_key: int) -> list[str]:
     return [
         _CREATE_UNLOCK,
         _PG_GUARD_SQL,
         _PG_CHAIN_SQL,
+        _PG_TRUNCATE_SQL,
+        f"DROP TRIGGER IF EXISTS {table}_no_truncate ON {table}",
+        f"CREATE TRIGGER {table}_no_truncate BEFORE TRUNCATE ON {table} "
+        f"FOR EACH STATEMENT EXECUTE FUNCTION {PG_TRUNCATE_FUNCTION}()",
         f"DROP TRIGGER IF EXISTS {table}_guard ON {table}",
         f"CREATE TRIGGER {table}_guard BEFORE INSERT OR UPDATE OR DELETE ON {table} "
         f"FOR EACH ROW EXECUTE FUNCTION {PG_GUARD_FUNCTION}()",

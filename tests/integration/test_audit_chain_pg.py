@@ -62,6 +62,22 @@ def test_postgres_audit_update_and_delete_are_refused_by_the_trigger(pg_account)
         assert account_audit_verify().intact
 
 
+def test_postgres_audit_truncate_is_refused_by_the_trigger(pg_account):
+    with use_account(pg_account) as alias:
+        # Given a written row (found in review: TRUNCATE fires no row trigger)
+        row = write("客户要求改为人工接待")
+        # When someone empties the table
+        with (
+            pytest.raises(DatabaseError, match="append-only"),
+            transaction.atomic(using=alias),
+            connections[alias].cursor() as cursor,
+        ):
+            cursor.execute("TRUNCATE conversations_auditevent")
+        # Then the row stays and the chain verifies
+        assert AuditEvent.objects.filter(pk=row.pk).exists()
+        assert account_audit_verify().intact
+
+
 def test_postgres_scrub_rewrites_words_and_the_chain_verifies(pg_account):
     with use_account(pg_account) as alias:
         row = write("电话里说女儿明年在张江上小学")

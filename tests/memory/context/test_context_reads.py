@@ -7,9 +7,10 @@ from __future__ import annotations
 import datetime as dt
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.utils import timezone
 
-from conversations.models import MessageDirection
+from conversations.models import AuditEvent, Draft, MessageDirection
 from memory.governance.services import memory_item_add
 from memory.snapshots import snapshot_refresh
 from memory.tasks import context_reads_purge_all
@@ -71,6 +72,23 @@ def test_context_fed_to_a_model_is_recorded_with_its_session_and_draft(customer,
     assert read.snapshot_version == snapshot.version and read.item_ids == [item.pk]
     assert read.recent_message_ids == draft.context_trace["recent_message_ids"]
     assert read.reply_to_id == latest.pk and read.actor_name == "pipeline" and read.degraded is False
+
+
+def test_context_read_that_cannot_be_recorded_never_costs_the_draft(customer, chat, staff_user, monkeypatch):
+    # Given the record cannot be written (found in review: the error reached the caller after the
+    # draft was saved, skipping capture)
+    chat(customer, [(IN, "周六能看张江的房子吗")])
+
+    def broken(**kwargs):
+        raise DatabaseError("disk I/O error")
+
+    monkeypatch.setattr("sessions_epoch.pipeline.context_read_record", broken)
+    # When the pipeline generates a draft
+    draft = draft_generate(customer=customer, actor="pipeline", client=OfflineClient())
+    # Then the draft is there and the failure is audited with its stage
+    assert Draft.objects.filter(pk=draft.pk).exists() and not ContextRead.objects.exists()
+    failure = AuditEvent.objects.get(action="memory_recall_failed")
+    assert failure.payload["stage"] == "context_read" and failure.payload["draft_id"] == draft.pk
 
 
 def test_context_reads_past_their_retention_are_purged_by_the_beat_task(account, customer):

@@ -8,7 +8,7 @@ import datetime as dt
 import pytest
 from django.utils import timezone
 
-from conversations.models import AuditEvent
+from conversations.models import AuditEvent, CustomerProfile
 from memory.governance.services import (
     memory_item_add,
     memory_item_confirm,
@@ -20,6 +20,7 @@ from memory.governance.services import (
 )
 from memory.items import memory_item_put
 from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem, MemorySnapshot, MemoryStatus, MemoryType
+from memory.profile import customer_profile_update
 from memory.snapshots import snapshot_current
 from qiwei_site.platform.errors import Conflict, ValidationFailed
 from tests.factories import CustomerFactory, MessageFactory
@@ -330,6 +331,21 @@ def test_memory_item_forget_deletes_item_history_and_snapshot_lines(customer, pr
     assert "地铁" not in str(audit.payload)
     # And the customer's messages are kept
     assert customer.messages.filter(text__contains="地铁").exists()
+
+
+def test_memory_item_forget_clears_the_profile_though_another_field_holds_the_same_words(customer, staff_user):
+    # Given the budget in the profile, and a note under another key with the very same words
+    # (found in review: the same text elsewhere once kept the profile and the old snapshot lines)
+    customer_profile_update(customer=customer, changes={"budget": "8000元"}, actor=staff_user, reason="电话确认")
+    budget = MemoryItem.objects.get(customer=customer, key="profile:budget", status=MemoryStatus.ACTIVE)
+    memory_item_add(customer=customer, content=budget.content, key="fact:note", actor=staff_user, reason="备注")
+    # When the supervisor forgets the budget
+    memory_item_forget(item=budget, actor=staff_user, reason="客户说预算8000元不对，要求删除")
+    # Then the profile no longer says it, no snapshot lists the budget, and the reason is scrubbed
+    assert CustomerProfile.objects.get(customer=customer).budget == ""
+    for snapshot in MemorySnapshot.objects.filter(customer=customer):
+        assert budget.pk not in snapshot.item_ids
+    assert "8000元" not in last_audit("memory_item_forgotten").reason
 
 
 def test_memory_item_forget_unlinks_superseded_items(customer, staff_user):

@@ -121,6 +121,28 @@ def test_audit_row_deleted_behind_the_service_is_refused_by_the_database(account
     assert AuditEvent.objects.filter(pk__in=[row.pk for row in rows]).count() == len(rows)
 
 
+def test_audit_row_replaced_in_sql_is_refused_by_the_database(account):
+    # Given written rows (found in review: INSERT OR REPLACE deletes without the delete trigger)
+    rows = write_rows()
+    last = rows[-1]
+    # When someone replaces the last one in SQL, hashes and all
+    with (
+        pytest.raises(DatabaseError, match="append-only"),
+        transaction.atomic(using=current_alias()),
+        connections[current_alias()].cursor() as cursor,
+    ):
+        cursor.execute(
+            "INSERT OR REPLACE INTO conversations_auditevent (id, action, actor_id, actor_name, reason, payload, "
+            "created_at, conversation_id, payload_hash, entry_hash, scrubbed_hash, prev_hash, chain_hash, chain_seq) "
+            "SELECT id, action, actor_id, actor_name, '未审核直接发送', payload, created_at, conversation_id, "
+            "payload_hash, entry_hash, scrubbed_hash, '', '', NULL FROM conversations_auditevent WHERE id = %s",
+            [last.pk],
+        )
+    # Then the row is as written and the chain verifies
+    assert AuditEvent.objects.get(pk=last.pk).reason == "审核后发送"
+    assert account_audit_verify().intact
+
+
 def test_audit_row_inserted_without_the_writer_is_refused(account):
     # Given no hashes (a row made with the ORM, not by `audit_record`)
     # When it is inserted
