@@ -88,8 +88,14 @@ class MemoryItemAdminForm(forms.ModelForm):
             customer = self.data.get("customer") if self.is_bound else self.initial.get("customer")
             chosen = str(getattr(customer, "pk", customer) or "")
             self.fields["source_message_ids"].queryset = source_message_choices(  # type: ignore[attr-defined]
-                customer_id=int(chosen) if chosen.isdigit() else None
+                customer_id=_row_id(chosen)
             )
+
+
+def _row_id(value: str) -> int | None:
+    """A row id from a form or query string: ASCII digits that fit a 64-bit key ("²" and
+    twenty-digit strings are no id)."""
+    return int(value) if value.isascii() and value.isdigit() and len(value) <= 18 else None
 
 
 def _render_sources(item: MemoryItem) -> str:
@@ -173,6 +179,13 @@ class MemoryItemAdmin(
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return EvidenceChangeList
 
+    def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:
+        """`?customer=<id>` preselects a customer; anything that is no row id is left out."""
+        initial = super().get_changeform_initial_data(request)
+        if "customer" in initial and _row_id(str(initial["customer"])) is None:
+            del initial["customer"]
+        return initial
+
     def get_urls(self) -> list[Any]:
         return [
             path(
@@ -187,10 +200,10 @@ class MemoryItemAdmin(
         """The add form's picker, refilled when the supervisor picks another customer."""
         if not self.has_add_permission(request):
             return JsonResponse({"code": "permission_denied", "detail": "无权添加记忆条目"}, status=403)
-        customer = request.GET.get("customer", "")
-        if not customer.isdigit():
+        customer_id = _row_id(request.GET.get("customer", ""))
+        if customer_id is None:
             return JsonResponse({"code": "invalid_customer", "detail": "请先选择客户"}, status=400)
-        choices = source_message_choices(customer_id=int(customer))
+        choices = source_message_choices(customer_id=customer_id)
         return JsonResponse({"messages": [{"id": m.pk, "label": source_message_label(m)} for m in choices]})
 
     @admin.display(description="内容")

@@ -4,6 +4,7 @@ refused; and a hand-added item's default importance and type are the API's."""
 
 from __future__ import annotations
 
+import pytest
 from django.utils import timezone
 
 from memory.admin.items import HAND_ADDED_IMPORTANCE, HAND_ADDED_TYPE, MemoryItemAdminForm
@@ -34,6 +35,16 @@ def test_source_picker_without_a_customer_answers_a_clear_400(admin_client):
     response = admin_client.get(SOURCES, {"customer": "王先生"})
     # then it says what to do
     assert response.status_code == 400 and response.json()["code"] == "invalid_customer"
+
+
+@pytest.mark.parametrize("odd", ["²", "99999999999999999999", "-1", " 1"])
+def test_source_picker_and_add_form_read_an_odd_customer_id_as_none(admin_client, account, odd):
+    # when the picker or the add form is given digits that are no row id (found in review: a 500)
+    response = admin_client.get(SOURCES, {"customer": odd})
+    page = admin_client.get("/admin/memory/memoryitem/add/", {"customer": odd})
+    # then the picker says what to do, and the form opens without sources
+    assert response.status_code == 400 and response.json()["code"] == "invalid_customer"
+    assert page.status_code == 200
 
 
 def test_add_form_refuses_a_message_of_another_customer(customer, messages):
