@@ -411,7 +411,7 @@
       renderSimpleList($("wb-audit"), events, "暂无审计记录。", function (event) {
         return el("li", { "data-audit": String(event.id) }, [
           timeNode(event.created_at, "wb-audit-time"),
-          el("span", { className: "wb-audit-action", title: event.action, text: event.action_label || event.action }),
+          el("span", { className: "wb-audit-action", text: event.action_label || event.action }),
           " · " + (event.actor_label || event.actor_name || "系统"),
           event.reason ? el("span", { className: "wb-muted", text: " · " + event.reason }) : null,
         ]);
@@ -516,11 +516,14 @@
     });
   }
 
+  // The gateway's own subscription codes in Chinese; a value the upstream invents is shown as it came.
+  var SUBSCRIPTION_LABELS = { local: "本地回环网关" };
+
   function checkStatus() {
     return request("GET", STATUS_URL, { timeoutMs: STATUS_TIMEOUT_MS })
       .then(function (result) {
         var data = result.data || {};
-        var extra = data.subscription ? "订阅：" + data.subscription : "";
+        var extra = data.subscription ? "订阅：" + (SUBSCRIPTION_LABELS[data.subscription] || data.subscription) : "";
         if (data.online === true && data.logged_in !== false) setUpstream("online", "", extra);
         else if (data.online === true) setUpstream("offline", "企微账号未登录");
         else if (data.online === false) setUpstream("offline", data.detail || "上游网关不可达");
