@@ -108,6 +108,16 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_sessionstart(session: pytest.Session) -> None:
     from django.db import connections
 
+    # mutmut forks each mutant's session from a process that already ran the tests: a memoised
+    # answer (the reader's lru_caches: find_sensitive's, for one) would be the unmutated code's,
+    # and the mutant would survive without running. Every cache starts empty.
+    import functools
+    import gc
+
+    for obj in gc.get_objects():
+        if isinstance(obj, functools._lru_cache_wrapper):
+            obj.cache_clear()
+
     template, mine = _paths()
     if template.exists():
         shutil.copyfile(template, mine)
