@@ -115,8 +115,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     import gc
 
     for obj in gc.get_objects():
-        if isinstance(obj, functools._lru_cache_wrapper):
-            obj.cache_clear()
+        try:
+            if isinstance(obj, functools._lru_cache_wrapper):
+                obj.cache_clear()
+        except ReferenceError:  # a weak proxy whose object is gone
+            continue
 
     template, mine = _paths()
     if template.exists():
