@@ -455,13 +455,13 @@ class PrivatePostgres:
 class PgBouncer:
     """Debian's pgbouncer in transaction pooling in front of `server`."""
 
-    def __init__(self, server_port: int, server_connections: int) -> None:
+    def __init__(self, server_port: int, server_connections: int, users: tuple[str, ...] = ("postgres",)) -> None:
         import tempfile
 
         self.folder = Path(tempfile.mkdtemp(prefix="qiwei-bench-pgbouncer-"))
         self.folder.chmod(0o755)
         self.port = free_port()
-        (self.folder / "userlist.txt").write_text('"postgres" ""\n')
+        (self.folder / "userlist.txt").write_text("".join(f'"{user}" ""\n' for user in users))
         lines = [
             "[databases]",
             f"* = host=127.0.0.1 port={server_port}",

@@ -220,8 +220,10 @@ DECLARE
     last_seq bigint;
     last_hash text;
 BEGIN
-    -- At commit, one transaction at a time per table: the chain follows commit order.
-    PERFORM pg_advisory_xact_lock(TG_ARGV[0]::bigint);
+    -- At commit, one transaction at a time per table: the chain follows commit order. The key
+    -- names the table and its schema: accounts sharing one database (a schema each) never wait
+    -- on each other's chain.
+    PERFORM pg_advisory_xact_lock(TG_ARGV[0]::integer, hashtext(TG_TABLE_SCHEMA));
     EXECUTE format('SELECT chain_seq, chain_hash FROM %I WHERE chain_seq IS NOT NULL '
                    'ORDER BY chain_seq DESC LIMIT 1', TG_TABLE_NAME) INTO last_seq, last_hash;
     last_hash := COALESCE(last_hash, '');
@@ -263,6 +265,12 @@ def _pg_statements(table: str, lock_key: int) -> list[str]:
         f"CREATE CONSTRAINT TRIGGER {table}_chain AFTER INSERT ON {table} DEFERRABLE INITIALLY DEFERRED "
         f"FOR EACH ROW EXECUTE FUNCTION {PG_CHAIN_FUNCTION}('{lock_key}')",
     ]
+
+
+def refresh_chain_function(schema_editor: Any) -> None:
+    """Replace the chain function of a database migrated before its lock named the schema."""
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute(_PG_CHAIN_SQL, params=None)
 
 
 def install(schema_editor: Any, table: str) -> None:

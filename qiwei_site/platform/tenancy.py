@@ -113,16 +113,56 @@ def is_sqlite_config(config: dict[str, Any]) -> bool:
     return str(config["ENGINE"]).endswith("sqlite3")
 
 
+SQLITE_LAYOUT, DATABASE_LAYOUT, SCHEMA_LAYOUT = "sqlite", "database", "schema"
+# The schema every account's search path ends with: the one database's shared extensions (pg_trgm),
+# usable by every account role, holding no table.
+EXTENSION_SCHEMA = "qiwei_ext"
+
+
+def account_layout() -> str:
+    """Where accounts live (issue 23): a SQLite file each (no URL); a PostgreSQL database each (a
+    URL naming `{account}`); or a schema each in one PostgreSQL database (a URL without it)."""
+    template = settings.QIWEI_ACCOUNT_DATABASE_URL
+    if not template:
+        return SQLITE_LAYOUT
+    return DATABASE_LAYOUT if "{account}" in template else SCHEMA_LAYOUT
+
+
+def account_role(database: str, account_id: str) -> str:
+    """The account's own PostgreSQL role in the schema layout. Roles belong to the whole server, so
+    the name carries the database's (hashed: 63 bytes at most); the schema is `acct_<id>`."""
+    return f"qiwei_{hashlib.sha256(database.encode()).hexdigest()[:8]}_{validate_account_id(account_id)}"
+
+
+def is_schema_config(config: dict[str, Any]) -> bool:
+    return bool(config.get("QIWEI_SCHEMA"))
+
+
 def account_database_config(account_id: str) -> dict[str, Any]:
     """Where an account's data lives: the URL template (`{account}` may stand in the host too, so
-    accounts can be spread over several servers) or a SQLite file under the data dir."""
+    accounts can be spread over several servers), a schema of the one PostgreSQL database the URL
+    names, or a SQLite file under the data dir."""
     template = settings.QIWEI_ACCOUNT_DATABASE_URL
     if template:
         import environ
 
-        if "{account}" not in template:
-            raise ImproperlyConfigured("QIWEI_ACCOUNT_DATABASE_URL must contain '{account}'.")
         config = environ.Env.db_url_config(template.replace("{account}", validate_account_id(account_id)))
+        if account_layout() == SCHEMA_LAYOUT:
+            if config["ENGINE"] not in _POOLED_ENGINES:
+                raise ImproperlyConfigured(
+                    "QIWEI_ACCOUNT_DATABASE_URL 不含 {account} 时必须是 PostgreSQL：每个账号一个 schema "
+                    "(without '{account}' the URL must name one PostgreSQL database: a schema per account)."
+                )
+            # The backend switches every transaction to the account's role and schema with
+            # SET LOCAL (connections.postgresql): nothing of an account stays on the connection.
+            config["QIWEI_SCHEMA"] = alias_for(account_id)
+            config["QIWEI_ROLE"] = account_role(str(config["NAME"]), account_id)
+            config["ENGINE"] = _POOLED_ENGINES[config["ENGINE"]]
+            # A named cursor would outlive the transaction its switch was made in.
+            config["DISABLE_SERVER_SIDE_CURSORS"] = True
+            config.setdefault("OPTIONS", {}).pop("prepare_threshold", None)
+            config["OPTIONS"].pop("server_side_binding", None)
+            return _with_connection_policy(config)
         if settings.QIWEI_PGBOUNCER:
             # Transaction pooling: a named (server-side) cursor or a prepared statement would
             # outlive the transaction on a server connection another client gets next.
@@ -149,11 +189,11 @@ _KEPT_SQLITE_ENGINE = "qiwei_site.platform.connections.sqlite3"
 
 
 def _with_connection_policy(config: dict[str, Any]) -> dict[str, Any]:
-    if pool_enabled() and config["ENGINE"] in _POOLED_ENGINES:
+    if pool_enabled() and (config["ENGINE"] in _POOLED_ENGINES or is_schema_config(config)):
         # Django never closes these for age (None): `account_connection_release` hands them back
         # to the pool, which keeps them for QIWEI_DB_CONN_MAX_AGE seconds and checks them at
         # checkout. Any other close() still closes for real (a broken connection, a probe).
-        config["ENGINE"] = _POOLED_ENGINES[config["ENGINE"]]
+        config["ENGINE"] = _POOLED_ENGINES.get(config["ENGINE"], config["ENGINE"])
         config["CONN_MAX_AGE"] = None
         config["CONN_HEALTH_CHECKS"] = False
     elif pool_enabled() and config["ENGINE"] == _SQLITE_ENGINE:
@@ -261,7 +301,11 @@ def _schema_is_current(alias: str) -> bool:
         return False  # connecting would create an empty file
     # PgBouncer keeps a client asking for a database that does not exist waiting while it retries
     # the server login (15 s by default), then backs off that database: ask the catalogue first.
-    behind_pgbouncer = settings.QIWEI_PGBOUNCER and not is_sqlite_config(connection.settings_dict)
+    behind_pgbouncer = (
+        settings.QIWEI_PGBOUNCER
+        and not is_sqlite_config(connection.settings_dict)
+        and not is_schema_config(connection.settings_dict)  # the one database exists
+    )
     if behind_pgbouncer and not _postgres_database_exists(connection.settings_dict):
         return False
     try:
@@ -359,6 +403,86 @@ def _ensure_postgres_database(config: dict[str, Any]) -> None:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(config["NAME"])))
 
 
+# Servers whose login role was found fit for the schema layout, by (server, database).
+_checked_logins: set[tuple[Any, ...]] = set()
+
+
+class UnsafeLoginRole(ImproperlyConfigured):
+    pass
+
+
+def check_login_role(conn: Any, config: dict[str, Any]) -> None:
+    """Refuse a login role that could read account schemas without switching: a superuser (no
+    privilege is checked for it) or a role inheriting the account roles' privileges. Isolation
+    fails closed only when the login role itself can read nothing (docs/architecture.md)."""
+    key = (*sorted(_server_params(config).items()), config["NAME"])
+    if key in _checked_logins:
+        return
+    row = conn.execute(
+        "SELECT rolsuper, rolinherit, current_user FROM pg_roles WHERE rolname = current_user"
+    ).fetchone()
+    if row is None:  # pragma: no cover - current_user always has a pg_roles row
+        return
+    superuser, inherits, name = row
+    if superuser or inherits:
+        raise UnsafeLoginRole(
+            f"PostgreSQL 登录角色 {name} 不能是超级用户，且必须 NOINHERIT，否则数据库无法隔离账号："
+            f"ALTER ROLE {name} NOSUPERUSER NOINHERIT "
+            f"(the schema layout needs a login role that is no superuser and NOINHERIT; README, operations)."
+        )
+    _checked_logins.add(key)
+
+
+def _ensure_account_schema(config: dict[str, Any]) -> None:
+    """Create the account's role (NOLOGIN, a member granted to the login role, which does not
+    inherit it) and its schema owned by that role, unless they exist. The shared extension schema
+    is made once. One transaction under a transaction-level advisory lock (it holds through
+    PgBouncer's transaction pooling): racing creators in any process queue, the later finds it done."""
+    import psycopg
+    from psycopg import sql
+
+    role, schema = sql.Identifier(config["QIWEI_ROLE"]), sql.Identifier(config["QIWEI_SCHEMA"])
+    extensions = sql.Identifier(EXTENSION_SCHEMA)
+    with psycopg.connect(dbname=config["NAME"], autocommit=True, **_server_params(config)) as conn:
+        check_login_role(conn, config)
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext('qiwei_account_schemas'))")
+            if not conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", [EXTENSION_SCHEMA]).fetchone():
+                conn.execute(sql.SQL("CREATE SCHEMA {}").format(extensions))
+                conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO PUBLIC").format(extensions))
+                try:
+                    with conn.transaction():  # a savepoint: a refused extension keeps the rest
+                        conn.execute(sql.SQL("CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA {}").format(extensions))
+                except psycopg.Error:
+                    logger.warning(
+                        "search: pg_trgm could not be installed in %s; search runs unindexed", EXTENSION_SCHEMA
+                    )
+            if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [config["QIWEI_ROLE"]]).fetchone():
+                conn.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(role))
+            member = conn.execute("SELECT pg_has_role(current_user, %s, 'MEMBER')", [config["QIWEI_ROLE"]]).fetchone()
+            if not (member and member[0]):
+                conn.execute(sql.SQL("GRANT {} TO CURRENT_USER").format(role))
+            if not conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", [config["QIWEI_SCHEMA"]]).fetchone():
+                conn.execute(sql.SQL("CREATE SCHEMA {} AUTHORIZATION {}").format(schema, role))
+
+
+def _drop_account_schema(config: dict[str, Any]) -> None:
+    """Drop the account's schema with everything in it, then its role."""
+    import psycopg
+    from psycopg import sql
+
+    role, schema = sql.Identifier(config["QIWEI_ROLE"]), sql.Identifier(config["QIWEI_SCHEMA"])
+    with psycopg.connect(dbname=config["NAME"], autocommit=True, **_server_params(config)) as conn:
+        if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [config["QIWEI_ROLE"]]).fetchone():
+            return
+        with conn.transaction():
+            # As the owner: the login role holds no privilege of its own on the schema.
+            conn.execute(sql.SQL("SET LOCAL ROLE {}").format(role))
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(schema))
+            conn.execute(sql.SQL("DROP OWNED BY {}").format(role))
+        conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(role))
+
+
 _migrated: set[str] = set()
 _create_locks: dict[str, threading.Lock] = {}
 
@@ -386,6 +510,8 @@ def ensure_account_database(account_id: str, *, force_migrate: bool = False) -> 
         with _file_lock(lock_path):
             if is_sqlite_config(config):
                 _create_sqlite_from_template(alias, Path(config["NAME"]))
+            elif is_schema_config(config):
+                _ensure_account_schema(config)
             else:
                 _ensure_postgres_database(config)
             if force_migrate or not _schema_is_current(alias):
@@ -434,6 +560,9 @@ def drop_account_database(account_id: str) -> None:
     if is_sqlite_config(config):
         for suffix in ("", "-wal", "-shm"):
             Path(f"{config['NAME']}{suffix}").unlink(missing_ok=True)
+        return
+    if is_schema_config(config):
+        _drop_account_schema(config)
         return
     import psycopg
     from psycopg import sql

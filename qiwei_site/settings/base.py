@@ -168,8 +168,14 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         }
     )
-# A template such as postgres://user@host:5432/qiwei_acct_{account}; empty = SQLite files.
+# Where accounts live. Empty: a SQLite file each. A PostgreSQL URL naming one database
+# (postgres://qiwei@host:5432/qiwei_accounts): a schema and a role per account in it, behind one
+# shared pool (the PostgreSQL default, issue 23). A template with {account}
+# (postgres://user@host:5432/qiwei_acct_{account}): a database per account.
 QIWEI_ACCOUNT_DATABASE_URL = env_str("QIWEI_ACCOUNT_DATABASE_URL", "")
+# Schema layout: a pooled connection that has served more account schemas than this is closed when
+# handed back (its server backend caches each schema's catalogue: ~10 MB after 20, ~60 MB after 200).
+QIWEI_PG_SCHEMAS_PER_CONNECTION = env_int("QIWEI_PG_SCHEMAS_PER_CONNECTION", 50, 1, 10000)
 DATABASE_ROUTERS = ["qiwei_site.platform.tenancy.AccountRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

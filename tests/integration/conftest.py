@@ -37,17 +37,33 @@ def require_server(name: str, address: tuple[str, int]) -> None:
         pytest.skip(message)
 
 
+@pytest.fixture(params=["schema", "database"])
+def pg_layout(request) -> str:
+    """The two PostgreSQL account layouts (issue 23): a schema per account in one database (the
+    default) and a database per account."""
+    return str(request.param)
+
+
 @pytest.fixture
-def postgres_accounts(settings) -> Iterator[Callable[[str], str]]:
-    """Put account databases on PostgreSQL; returns a function making a unique account id.
-    Every database created is dropped afterwards."""
+def postgres_accounts(settings, pg_layout) -> Iterator[Callable[[str], str]]:
+    """Put accounts on PostgreSQL in each layout; returns a function making a unique account id.
+    Every database, schema and role created is dropped afterwards. The schema layout logs in as a
+    role of its own that is no superuser and NOINHERIT, as production must."""
     require_server("PostgreSQL", POSTGRES)
     import psycopg
     from psycopg import sql
 
     run = uuid.uuid4().hex[:6]
-    settings.QIWEI_ACCOUNT_DATABASE_URL = PG_URL_TEMPLATE.format(name="qiwei_it_{account}")
     made: list[str] = []
+    admin = {"host": POSTGRES[0], "port": POSTGRES[1], "user": "postgres", "dbname": "postgres", "autocommit": True}
+    login, database = f"qiwei_it_login_{run}", f"qiwei_it_schemas_{run}"
+    if pg_layout == "schema":
+        with psycopg.connect(**admin) as conn:
+            conn.execute(sql.SQL("CREATE ROLE {} LOGIN NOINHERIT CREATEROLE").format(sql.Identifier(login)))
+            conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(database), sql.Identifier(login)))
+        settings.QIWEI_ACCOUNT_DATABASE_URL = f"postgres://{login}@{POSTGRES[0]}:{POSTGRES[1]}/{database}"
+    else:
+        settings.QIWEI_ACCOUNT_DATABASE_URL = PG_URL_TEMPLATE.format(name="qiwei_it_{account}")
 
     def account_id(label: str) -> str:
         value = f"{label}{run}"
@@ -57,12 +73,20 @@ def postgres_accounts(settings) -> Iterator[Callable[[str], str]]:
     yield account_id
 
     from qiwei_site.platform import tenancy
+    from qiwei_site.platform.connections import account_pool
 
     for value in made:
         tenancy.unregister_account_database(value)
-    with psycopg.connect(
-        host=POSTGRES[0], port=POSTGRES[1], user="postgres", dbname="postgres", autocommit=True
-    ) as conn:
+    account_pool.close_idle()
+    with psycopg.connect(**admin) as conn:
+        if pg_layout == "schema":
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(database)))
+            for value in made:
+                conn.execute(
+                    sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(tenancy.account_role(database, value)))
+                )
+            conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(login)))
+            return
         for value in made:
             name = f"qiwei_it_{value}"
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))

@@ -35,6 +35,13 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 CAP = 3
 
 
+@pytest.fixture
+def pg_layout() -> str:
+    """These count server connections by each account's database name and evict per account: the
+    database-per-account layout. The schema layout's pool: test_schema_layout_pg.py."""
+    return "database"
+
+
 def monitor() -> psycopg.Connection:
     return psycopg.connect(host=POSTGRES[0], port=POSTGRES[1], user="postgres", dbname="postgres", autocommit=True)
 

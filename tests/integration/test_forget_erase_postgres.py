@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import time
 
+import psycopg
 import pytest
+from django.core.management import call_command
 from django.db import connections
 
 from conversations.models import AuditEvent
@@ -16,6 +18,7 @@ from memory.profile import customer_profile_update
 from qiwei_site.platform.services import account_create
 from qiwei_site.platform.tenancy import use_account
 from tests.factories import CustomerFactory, DraftFactory, MessageFactory
+from tests.integration.conftest import POSTGRES
 from tests.memory.governance.test_audit_trail import dump_account_database
 
 pytestmark = pytest.mark.integration
@@ -67,35 +70,46 @@ def test_postgres_forget_and_erase_leave_no_row_with_the_content(postgres_accoun
         assert AuditEvent.objects.get(action="customer_erased").reason == f"客户{FORGOTTEN_MARK}要求删除全部数据"
 
 
-# The README's list (Production deployment → Forget and erase): the tables a forget rewrites.
-FORGET_TABLES = [
-    "memory_memoryitem",
-    "memory_historicalmemoryitem",
-    "memory_memorysnapshot",
-    "conversations_auditevent",
-    "conversations_customerprofile",
-    "conversations_historicalcustomerprofile",
-    "conversations_draft",
-    "conversations_historicaldraft",
-    "memory_capturejob",
-    "sessions_epoch_historicalsessionepoch",
-]
-
-
 def raw_pages(alias: str) -> bytes:
-    """Every page of every table, index and TOAST relation of the account database, dead tuples included."""
+    """Every page of every table, index and TOAST relation of the account's database (a database
+    per account) or of its schema and the TOAST of its tables (a schema per account), dead tuples
+    included. The schema layout reads them as the server's superuser: an account role may not."""
+    config = connections.settings[alias]
+    if config.get("QIWEI_SCHEMA"):
+        with _superuser(config) as conn:
+            return _pages(conn.cursor(), config["QIWEI_SCHEMA"])
     with connections[alias].cursor() as cursor:
+        return _pages(cursor, None)
+
+
+def _superuser(config: dict) -> psycopg.Connection:
+    return psycopg.connect(host=POSTGRES[0], port=POSTGRES[1], user="postgres", dbname=config["NAME"], autocommit=True)
+
+
+def _pages(cursor, schema: str | None) -> bytes:
+    if schema is None:
         cursor.execute(
             "SELECT c.oid::regclass::text, pg_relation_size(c.oid) / current_setting('block_size')::int"
             " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
             " WHERE c.relkind IN ('r', 'i', 't') AND n.nspname IN ('public', 'pg_toast')"
         )
-        relations = cursor.fetchall()
-        pages = []
-        for relation, count in relations:
-            for page in range(count):
-                cursor.execute("SELECT get_raw_page(%s, %s)", [relation, page])
-                pages.append(bytes(cursor.fetchone()[0]))
+    else:
+        # The schema's tables and indexes, their TOAST tables and the TOAST tables' indexes.
+        cursor.execute(
+            "WITH own AS (SELECT c.oid, c.reltoastrelid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+            "             WHERE n.nspname = %s AND c.relkind IN ('r', 'i')),"
+            " toast AS (SELECT reltoastrelid AS oid FROM own WHERE reltoastrelid <> 0),"
+            " toast_index AS (SELECT indexrelid AS oid FROM pg_index WHERE indrelid IN (SELECT oid FROM toast)),"
+            " every AS (SELECT oid FROM own UNION SELECT oid FROM toast UNION SELECT oid FROM toast_index)"
+            " SELECT oid::regclass::text, pg_relation_size(oid) / current_setting('block_size')::int FROM every",
+            [schema],
+        )
+    relations = cursor.fetchall()
+    pages = []
+    for relation, count in relations:
+        for page in range(count):
+            cursor.execute("SELECT get_raw_page(%s, %s)", [relation, page])
+            pages.append(bytes(cursor.fetchone()[0]))
     return b"".join(pages)
 
 
@@ -103,9 +117,10 @@ def vacuum_full_until_clean(alias: str, needles: list[bytes], attempts: int = 20
     """VACUUM (FULL) keeps row versions that a transaction still running when it starts might see
     ("recently dead"; here, other tests' transactions on the same server): repeat until they are
     gone, as an operator would. Returns the number of runs."""
+    account_id = alias.removeprefix("acct_")
     for attempt in range(1, attempts + 1):
-        with connections[alias].cursor() as cursor:
-            cursor.execute(f"VACUUM (FULL, ANALYZE) {', '.join(FORGET_TABLES)}")
+        # The README's command: as the account's owner, straight to the server, in either layout.
+        call_command("account_vacuum", account_id, verbosity=0)
         pages = raw_pages(alias)
         if not any(needle in pages for needle in needles):
             return attempt
@@ -119,11 +134,16 @@ def test_postgres_forget_leaves_dead_tuples_until_vacuum_full_of_the_readme_tabl
     account_id = postgres_accounts("pgvacuum")
     account_create(account_id=account_id, name="安居客服一部")
     with use_account(account_id) as alias:
-        with connections[alias].cursor() as cursor:
-            try:
-                cursor.execute("CREATE EXTENSION IF NOT EXISTS pageinspect")
-            except Exception as exc:  # not a superuser: the fact cannot be observed here
-                pytest.skip(f"pageinspect unavailable: {exc}")
+        config = connections.settings[alias]
+        if config.get("QIWEI_SCHEMA"):  # the account role may not: the server's superuser reads the pages
+            with _superuser(config) as conn:
+                conn.execute("CREATE EXTENSION IF NOT EXISTS pageinspect SCHEMA public")
+        else:
+            with connections[alias].cursor() as cursor:
+                try:
+                    cursor.execute("CREATE EXTENSION IF NOT EXISTS pageinspect")
+                except Exception as exc:  # not a superuser: the fact cannot be observed here
+                    pytest.skip(f"pageinspect unavailable: {exc}")
         customer = CustomerFactory(conversation_id="wm_wang_001", display_name="王先生")
         item = memory_item_add(customer=customer, content=NOTE, actor=SUPERVISOR, reason=f"电话回访：{NOTE}")
         memory_item_edit(item=item, content=NOTE_EDITED, actor=SUPERVISOR, reason="补充")

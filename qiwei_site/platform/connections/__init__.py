@@ -295,6 +295,7 @@ class AccountConnectionPool:
             self._reap_lost()
             if new:
                 _born[id(raw)] = time.monotonic()
+                _served.pop(id(raw), None)  # a lost connection's id, given to this new one
             self._out[id(raw)] = finalizer
 
     def _lost(self, ident: int) -> None:
@@ -307,6 +308,7 @@ class AccountConnectionPool:
             ident = self._lost_ids.popleft()
             if self._out.pop(ident, None) is not None:
                 _born.pop(ident, None)
+                _served.pop(ident, None)
                 self._open -= 1
 
 
@@ -321,6 +323,7 @@ def _max_idle_seconds() -> float:
 def _close_quietly(raws: list[Any]) -> None:
     for raw in raws:
         _born.pop(id(raw), None)
+        _served.pop(id(raw), None)
         with contextlib.suppress(Exception):
             raw.close()
 
@@ -328,6 +331,13 @@ def _close_quietly(raws: list[Any]) -> None:
 # When each connection this process's pool opened was opened, by id (a driver connection may
 # take no attribute of ours). Entries go with the connection's close, or with its collection.
 _born: dict[int, float] = {}
+# The account schemas each connection has served (the schema layout), by id: the catalogue cache
+# of its server backend grows with each.
+_served: dict[int, set[str]] = {}
+
+
+def schemas_served(raw: Any) -> set[str]:
+    return _served.setdefault(id(raw), set())
 
 
 def socket_is_quiet(fileno: int) -> bool:

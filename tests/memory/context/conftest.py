@@ -9,7 +9,7 @@ import pytest
 
 from conversations.models import Customer, Message, MessageDirection
 from tests.factories import BASE_TIME, CustomerFactory, MessageFactory
-from tests.integration.conftest import postgres_accounts  # noqa: F401 - shared fixture
+from tests.integration.conftest import pg_layout, postgres_accounts  # noqa: F401 - shared fixtures
 
 FILLER = [
     "好的，我看一下",

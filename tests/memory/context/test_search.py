@@ -140,7 +140,9 @@ def test_search_on_postgres_uses_pg_trgm(postgres_account_url):
         assert texts(search_messages(query="两居室", conversation_id=None)) == ["想找地铁附近的两居室"]
         # Then the trigram index exists
         with connections[alias].cursor() as cursor:
-            cursor.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s", [PG_INDEX])
+            cursor.execute(
+                "SELECT 1 FROM pg_indexes WHERE indexname = %s AND schemaname = current_schema()", [PG_INDEX]
+            )
             assert cursor.fetchone() is not None
             cursor.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'")
             assert cursor.fetchone() is not None

@@ -19,5 +19,7 @@ class Command(BaseCommand):
         for account in accounts:
             config = account_database_config(account.id)
             where = config["NAME"] if not config.get("HOST") else f"{config['HOST']}/{config['NAME']}"
+            if config.get("QIWEI_SCHEMA"):
+                where = f"{where} schema {config['QIWEI_SCHEMA']}"
             state = "启用" if account.is_active else "停用"
             self.stdout.write(f"{account.id}\t{account.name}\t{state}\t{where}")

@@ -1,0 +1,354 @@
+"""Many accounts on one PostgreSQL (issue 23): a schema per account behind one shared pool beside a
+database per account, in the same run, on the same private cluster (`max_connections = 100`).
+
+    .venv/bin/python benchmarks/schema_layout.py [--accounts 200] [--clients 8 32] [--seconds 8]
+        [--rounds 2] [--workers 4] [--cap 8] [--routes direct pgbouncer] [--json out.json]
+
+Set-up (untimed): a private cluster (api_load's PrivatePostgres), a login role `qiwei_bench`
+(NOSUPERUSER NOINHERIT CREATEROLE) owning the schema layout's one database; each layout gets its
+own registry (`default`) and data dir. The first account of each layout is made the normal way
+(`account_create`, `migrate`, 5 customers of 100 messages); the database layout copies it with
+CREATE DATABASE … TEMPLATE; the schema layout makes every other account with `account_create`
+(its schema migrated, in two processes) and copies the first schema's rows into it as the
+superuser with triggers off (`session_replication_role = replica`), sequences set after.
+
+Timed: for each route (direct to PostgreSQL, through PgBouncer in transaction pooling) one
+gunicorn per layout (`--workers` workers, 4 threads, QIWEI_ACCOUNT_CONN_CAP=`--cap`), warmed up
+over every account; then, for each client count, the phases one account / all accounts, layout
+by layout, alternated for `--rounds` rounds (the order reversed every other round). In every phase
+each client thread, in turn over its accounts, POSTs one new customer message and then GETs that
+conversation's context (the context is never served from a cache); the context GET is what is
+timed. Printed per phase: context req/s, p95, errors, the peak of server client connections
+(pg_stat_activity every 20 ms); per layout: the ratio of all accounts to one account (median over
+rounds) — the issue's target is ≥ 0.8 — and `migrate_accounts` over every account (exit, s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.api_load import (
+    MULTI_CUSTOMERS,
+    MULTI_MESSAGES,
+    TEXTS,
+    ConnectionSampler,
+    PgBouncer,
+    PrivatePostgres,
+    seed_history,
+)
+from benchmarks.common import ROOT, machine_line, percentile, start_gunicorn, stop_process
+
+LOGIN = "qiwei_bench"
+SCHEMA_DB = "qiwei_bench_accounts"
+TARGET = 0.8
+
+
+def _env(layout: str, port: int, data_dir: str, cap: int, pgbouncer: bool) -> dict[str, str]:
+    env = {
+        "DJANGO_SETTINGS_MODULE": "qiwei_site.settings.local",
+        "QIWEI_DATA_DIR": data_dir,
+        "DJANGO_LOG_LEVEL": "WARNING",
+        "DATABASE_URL": f"postgres://postgres@127.0.0.1:{port}/qiwei_bench_default_{layout}",
+        "QIWEI_DB_CONN_MAX_AGE": "60",
+        "QIWEI_ACCOUNT_CONN_CAP": str(cap),
+    }
+    if layout == "schema":
+        env["QIWEI_ACCOUNT_DATABASE_URL"] = f"postgres://{LOGIN}@127.0.0.1:{port}/{SCHEMA_DB}"
+    else:
+        env["QIWEI_ACCOUNT_DATABASE_URL"] = f"postgres://postgres@127.0.0.1:{port}/qiwei_bench_{{account}}"
+    if pgbouncer:
+        env["QIWEI_PGBOUNCER"] = "1"
+    return env
+
+
+def _create_accounts(args: tuple[dict[str, str], list[str]]) -> None:
+    """A child process: `account_create` for each id (the schema layout: role, schema, migrate)."""
+    env, ids = args
+    os.environ.update(env)
+    import django
+
+    django.setup()
+    from qiwei_site.platform.services import account_create
+    from qiwei_site.platform.tenancy import account_connections_close
+
+    for account_id in ids:
+        account_create(account_id=account_id, name=f"压测账号{account_id}")
+        account_connections_close(account_id)
+
+
+def prepare(layout: str, env: dict[str, str], count: int, server: PrivatePostgres) -> str:
+    """Runs in a process of its own (Django set up once per layout). Returns a staff token."""
+    os.environ.update(env)
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.db import connections
+    from psycopg import sql
+    from rest_framework.authtoken.models import Token
+
+    from qiwei_site.platform.services import account_create
+    from qiwei_site.platform.tenancy import account_connections_close, account_database_config, use_account
+
+    call_command("migrate", verbosity=0, interactive=False)
+    first = "bench000"
+    account_create(account_id=first, name="压测账号0")
+    with use_account(first):
+        seed_history(MULTI_CUSTOMERS, MULTI_MESSAGES)
+    account_connections_close(first)
+    connections.close_all()
+    ids = [f"bench{n:03d}" for n in range(1, count)]
+    if layout == "database":
+        with server.connect() as conn:
+            template = account_database_config(first)["NAME"]
+            for account_id in ids:
+                target = account_database_config(account_id)["NAME"]
+                conn.execute(
+                    sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(target), sql.Identifier(template))
+                )
+        for account_id in ids:
+            account_create(account_id=account_id, name=f"压测账号{account_id}")
+            account_connections_close(account_id)
+    else:
+        with multiprocessing.get_context("spawn").Pool(2) as pool:
+            pool.map(_create_accounts, [(env, ids[i::2]) for i in range(2)])
+        _copy_schema_rows(server, "acct_" + first, ["acct_" + account_id for account_id in ids])
+    user = get_user_model().objects.create_user("bench", password="bench-pass", is_staff=True, is_superuser=True)
+    token = Token.objects.create(user=user).key
+    connections.close_all()
+    return token
+
+
+def _copy_schema_rows(server: PrivatePostgres, source: str, targets: list[str]) -> None:
+    """The first account's rows into every other (migrated, empty) schema, as the superuser with
+    triggers off; each sequence set past its table's largest id."""
+    with server.connect(SCHEMA_DB) as conn:
+        tables = [
+            row[0]
+            for row in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = %s AND tablename <> 'qiwei_account_schema'"
+                " AND tablename <> 'django_migrations'",
+                [source],
+            )
+        ]
+        sequences = conn.execute(
+            "SELECT s.relname, t.relname, a.attname FROM pg_class s"
+            " JOIN pg_depend d ON d.objid = s.oid AND d.deptype IN ('a', 'i')"
+            " JOIN pg_class t ON t.oid = d.refobjid"
+            " JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = d.refobjsubid"
+            " JOIN pg_namespace n ON n.oid = s.relnamespace WHERE s.relkind = 'S' AND n.nspname = %s",
+            [source],
+        ).fetchall()
+        for target in targets:
+            with conn.transaction():
+                conn.execute("SET LOCAL session_replication_role = replica")
+                for table in tables:  # account_create's own rows (its audit) out first
+                    conn.execute(f'DELETE FROM "{target}"."{table}"')
+                for table in tables:
+                    conn.execute(f'INSERT INTO "{target}"."{table}" SELECT * FROM "{source}"."{table}"')
+                for sequence, table, column in sequences:
+                    conn.execute(
+                        f'SELECT setval(\'"{target}"."{sequence}"\', '
+                        f'COALESCE((SELECT max("{column}") FROM "{target}"."{table}"), 0) + 1, false)'
+                    )
+
+
+def _client(args: tuple[str, str, int, float, list[str], int]) -> list[tuple[float, int]]:
+    base, token, threads, seconds, accounts, seed = args
+    import requests
+
+    results: list[tuple[float, int]] = []
+    lock = threading.Lock()
+    stop_at = time.monotonic() + seconds
+
+    def loop(n: int) -> None:
+        rng = random.Random(seed * 1000 + n)
+        session = requests.Session()
+        session.headers["Authorization"] = f"Token {token}"
+        position = rng.randrange(len(accounts))
+        counter = 0
+        local: list[tuple[float, int]] = []
+        while time.monotonic() < stop_at:
+            account = accounts[position % len(accounts)]
+            position += 1
+            counter += 1
+            url = f"{base}/api/accounts/{account}/conversations/wm_bench_{rng.randrange(MULTI_CUSTOMERS)}/"
+            body = {
+                "external_id": f"turn-{seed}-{n}-{counter}-{time.monotonic_ns()}",
+                "direction": "inbound",
+                "sender": "客户",
+                "text": rng.choice(TEXTS).format(n=rng.randint(1, 12) * 1000),
+            }
+            try:
+                posted = session.post(url + "messages/", json=body, timeout=30).status_code
+                t0 = time.perf_counter()
+                status = session.get(url + "context/", timeout=30).status_code
+                elapsed = time.perf_counter() - t0
+                if posted >= 400:
+                    status = posted
+            except requests.RequestException:
+                elapsed, status = 0.0, 0
+            local.append((elapsed, status))
+        with lock:
+            results.extend(local)
+
+    workers = [threading.Thread(target=loop, args=(n,)) for n in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return results
+
+
+def load(base: str, token: str, clients: int, seconds: float, accounts: list[str]) -> dict[str, Any]:
+    per = [clients // 2 + (1 if i < clients % 2 else 0) for i in range(2)]
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        chunks = pool.map(_client, [(base, token, per[i], seconds, accounts, i) for i in range(2)])
+    samples = [sample for chunk in chunks for sample in chunk]
+    ok = [latency for latency, status in samples if 0 < status < 400]
+    return {
+        "requests": len(samples),
+        "errors": sum(1 for _, status in samples if not 0 < status < 400),
+        "rps": len(ok) / seconds,
+        "p95_ms": percentile(ok, 95) * 1000 if ok else 0.0,
+    }
+
+
+def migrate_all(env: dict[str, str]) -> dict[str, Any]:
+    started = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, "manage.py", "migrate_accounts"], cwd=ROOT, env={**os.environ, **env}, capture_output=True
+    )
+    return {"exit": out.returncode, "seconds": time.perf_counter() - started}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--accounts", type=int, default=200)
+    parser.add_argument("--clients", type=int, nargs="+", default=[8, 32])
+    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--cap", type=int, default=8)
+    parser.add_argument("--routes", nargs="+", choices=["direct", "pgbouncer"], default=["direct", "pgbouncer"])
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    print(machine_line(), flush=True)
+    server = PrivatePostgres()
+    server.start()
+    layouts = ["database", "schema"]
+    data_dirs = {layout: tempfile.mkdtemp(prefix=f"qiwei-bench-{layout}-") for layout in layouts}
+    rows: list[dict[str, Any]] = []
+    bouncer: PgBouncer | None = None
+    try:
+        with server.connect() as conn:
+            conn.execute(f"CREATE ROLE {LOGIN} LOGIN NOSUPERUSER NOINHERIT CREATEROLE")
+            conn.execute(f"CREATE DATABASE {SCHEMA_DB} OWNER {LOGIN}")
+            for layout in layouts:
+                conn.execute(f"CREATE DATABASE qiwei_bench_default_{layout}")
+        tokens: dict[str, str] = {}
+        for layout in layouts:
+            started = time.perf_counter()
+            env = _env(layout, server.port, data_dirs[layout], args.cap, pgbouncer=False)
+            # Not a Pool: its daemonic worker could not start the schema layout's two creators.
+            with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as executor:
+                tokens[layout] = executor.submit(prepare, layout, env, args.accounts, server).result()
+            seconds = time.perf_counter() - started
+            print(f"prepared {args.accounts} accounts, {layout} layout: {seconds:.0f} s", flush=True)
+        accounts = [f"bench{n:03d}" for n in range(args.accounts)]
+        sampler = ConnectionSampler(server)
+        for route in args.routes:
+            port = server.port
+            if route == "pgbouncer":
+                bouncer = PgBouncer(server.port, server_connections=80, users=("postgres", LOGIN))
+                port = bouncer.port
+            servers: dict[str, tuple[Any, str]] = {}
+            try:
+                for layout in layouts:
+                    env = _env(layout, port, data_dirs[layout], args.cap, pgbouncer=route == "pgbouncer")
+                    log = Path(data_dirs[layout]) / f"gunicorn-{route}.log"
+                    servers[layout] = start_gunicorn(env, workers=args.workers, log_path=log)
+                    load(servers[layout][1], tokens[layout], 8, 4, accounts)  # warm every worker
+                for clients in args.clients:
+                    for round_ in range(args.rounds):
+                        order = [(lay, n) for lay in layouts for n in (1, len(accounts))]
+                        if round_ % 2:
+                            order.reverse()
+                        for layout, count in order:
+                            sampler.start()
+                            row = load(servers[layout][1], tokens[layout], clients, args.seconds, accounts[:count])
+                            row.update(
+                                route=route,
+                                layout=layout,
+                                accounts=count,
+                                clients=clients,
+                                round=round_,
+                                peak_connections=sampler.stop(),
+                            )
+                            rows.append(row)
+                            print(
+                                f"  {route:9s} {layout:8s} {clients:2d} clients {count:3d} accounts: "
+                                f"{row['rps']:6.1f} req/s  p95 {row['p95_ms']:6.1f} ms  "
+                                f"errors {row['errors']}/{row['requests']}  peak connections {row['peak_connections']}",
+                                flush=True,
+                            )
+            finally:
+                for process, _ in servers.values():
+                    stop_process(process)
+                if bouncer is not None:
+                    bouncer.stop()
+                    bouncer = None
+        print("\nratio all accounts / one account (median over rounds), target >= 0.8:")
+        for route in args.routes:
+            for clients in args.clients:
+                for layout in layouts:
+
+                    def rps(count: int, layout: str = layout, clients: int = clients, route: str = route) -> float:
+                        values = [
+                            r["rps"]
+                            for r in rows
+                            if "rps" in r
+                            and (r["route"], r["layout"], r["clients"], r["accounts"])
+                            == (route, layout, clients, count)
+                        ]
+                        return statistics.median(values) if values else 0.0
+
+                    one, many = rps(1), rps(len(accounts))
+                    ratio = many / one if one else 0.0
+                    verdict = "met" if ratio >= TARGET else "missed"
+                    print(
+                        f"  {route:9s} {clients:2d} clients {layout:8s}: one {one:6.1f}  all {many:6.1f} req/s"
+                        f"  ratio {ratio:.2f} ({verdict})"
+                    )
+                    rows.append({"route": route, "clients": clients, "layout": layout, "ratio": ratio})
+        for layout in layouts:
+            result = migrate_all(_env(layout, server.port, data_dirs[layout], args.cap, pgbouncer=False))
+            print(
+                f"  migrate_accounts over {args.accounts} accounts, {layout} layout: exit {result['exit']}, "
+                f"{result['seconds']:.1f} s"
+            )
+            rows.append({"layout": layout, "kind": "migrate_accounts", **result})
+    finally:
+        server.stop()
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, ensure_ascii=False, indent=1))
+
+
+if __name__ == "__main__":
+    main()
