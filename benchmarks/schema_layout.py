@@ -58,6 +58,26 @@ SCHEMA_DB = "qiwei_bench_accounts"
 TARGET = 0.8
 
 
+class AccountConnectionSampler(ConnectionSampler):
+    """Peak client connections, all of them and those to account stores (the schema layout's one
+    database, or the account databases), sampled every 20 ms."""
+
+    peak_accounts = 0
+
+    def count(self, conn: Any) -> int:
+        row = conn.execute(
+            "SELECT count(*), count(*) FILTER (WHERE datname = %s OR datname LIKE 'qiwei_bench_bench%%')"
+            " FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()",
+            [SCHEMA_DB],
+        ).fetchone()
+        self.peak_accounts = max(self.peak_accounts, int(row[1]))
+        return int(row[0])
+
+    def start(self) -> None:
+        self.peak_accounts = 0
+        super().start()
+
+
 def _env(layout: str, port: int, data_dir: str, cap: int, pgbouncer: bool) -> dict[str, str]:
     env = {
         "DJANGO_SETTINGS_MODULE": "qiwei_site.settings.local",
@@ -247,12 +267,16 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--cap", type=int, default=8)
     parser.add_argument("--routes", nargs="+", choices=["direct", "pgbouncer"], default=["direct", "pgbouncer"])
+    parser.add_argument("--layouts", nargs="+", choices=["database", "schema"], default=["database", "schema"])
+    parser.add_argument(
+        "--only-all", action="store_true", help="time only the all-accounts phase (a soak: errors and connections)"
+    )
     parser.add_argument("--json")
     args = parser.parse_args()
     print(machine_line(), flush=True)
     server = PrivatePostgres()
     server.start()
-    layouts = ["database", "schema"]
+    layouts = list(args.layouts)
     data_dirs = {layout: tempfile.mkdtemp(prefix=f"qiwei-bench-{layout}-") for layout in layouts}
     rows: list[dict[str, Any]] = []
     bouncer: PgBouncer | None = None
@@ -272,7 +296,7 @@ def main() -> None:
             seconds = time.perf_counter() - started
             print(f"prepared {args.accounts} accounts, {layout} layout: {seconds:.0f} s", flush=True)
         accounts = [f"bench{n:03d}" for n in range(args.accounts)]
-        sampler = ConnectionSampler(server)
+        sampler = AccountConnectionSampler(server)
         for route in args.routes:
             port = server.port
             if route == "pgbouncer":
@@ -287,7 +311,8 @@ def main() -> None:
                     load(servers[layout][1], tokens[layout], 8, 4, accounts)  # warm every worker
                 for clients in args.clients:
                     for round_ in range(args.rounds):
-                        order = [(lay, n) for lay in layouts for n in (1, len(accounts))]
+                        counts = (len(accounts),) if args.only_all else (1, len(accounts))
+                        order = [(lay, n) for lay in layouts for n in counts]
                         if round_ % 2:
                             order.reverse()
                         for layout, count in order:
@@ -300,12 +325,14 @@ def main() -> None:
                                 clients=clients,
                                 round=round_,
                                 peak_connections=sampler.stop(),
+                                peak_account_connections=sampler.peak_accounts,
                             )
                             rows.append(row)
                             print(
                                 f"  {route:9s} {layout:8s} {clients:2d} clients {count:3d} accounts: "
                                 f"{row['rps']:6.1f} req/s  p95 {row['p95_ms']:6.1f} ms  "
-                                f"errors {row['errors']}/{row['requests']}  peak connections {row['peak_connections']}",
+                                f"errors {row['errors']}/{row['requests']}  peak connections {row['peak_connections']}"
+                                f" (accounts {row['peak_account_connections']})",
                                 flush=True,
                             )
             finally:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.conf import settings
 from psycopg import sql
 
 from qiwei_site.platform.tenancy import account_database_config, is_schema_config, is_sqlite_config
@@ -30,6 +31,10 @@ FORGET_TABLES = (
 )
 
 
+class VacuumRefused(Exception):
+    pass
+
+
 @dataclass(frozen=True)
 class VacuumResult:
     account_id: str
@@ -43,6 +48,13 @@ def account_vacuum(*, account_id: str, every_table: bool = False) -> VacuumResul
     config = account_database_config(account_id)
     if is_sqlite_config(config):
         return VacuumResult(account_id=account_id, tables=())
+    if settings.QIWEI_PGBOUNCER:
+        # The role and search path are set for the session: through transaction pooling they could
+        # stay on a server connection another client gets next.
+        raise VacuumRefused(
+            "VACUUM 必须直连 PostgreSQL：运行时把 QIWEI_ACCOUNT_DATABASE_URL 指向服务器本身，并去掉 QIWEI_PGBOUNCER "
+            "(run it with QIWEI_ACCOUNT_DATABASE_URL pointing straight at PostgreSQL and QIWEI_PGBOUNCER unset)."
+        )
     params = {
         key: value
         for key, value in {

@@ -45,3 +45,8 @@ def account_ids_for_command(account_id: str | None) -> list[str]:
             raise NotFound(f"账号 {account_id} 不存在 (no such account).", code="account_not_found")
         return [account_id]
     return list(WeComAccount.objects.filter(is_active=True).order_by("pk").values_list("pk", flat=True))
+
+
+def account_ids_every() -> list[str]:
+    """Every registered account, active or not (a move or a migration must miss none)."""
+    return list(WeComAccount.objects.order_by("pk").values_list("pk", flat=True))

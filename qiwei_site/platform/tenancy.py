@@ -292,7 +292,7 @@ def migration_fingerprint() -> str:
     return hashlib.sha256("\n".join(sorted(names)).encode()).hexdigest()
 
 
-def _schema_is_current(alias: str) -> bool:
+def schema_is_current(alias: str) -> bool:
     """One cheap query: was this database migrated to the migrations this process has?"""
     connection = connections[alias]
     if connection.in_atomic_block:
@@ -497,7 +497,7 @@ def ensure_account_database(account_id: str, *, force_migrate: bool = False) -> 
     alias = register_account_database(account_id)
     if alias in _migrated and not force_migrate:
         return alias
-    if not force_migrate and _schema_is_current(alias):
+    if not force_migrate and schema_is_current(alias):
         _migrated.add(alias)
         return alias
     with _registration_lock:
@@ -514,7 +514,7 @@ def ensure_account_database(account_id: str, *, force_migrate: bool = False) -> 
                 _ensure_account_schema(config)
             else:
                 _ensure_postgres_database(config)
-            if force_migrate or not _schema_is_current(alias):
+            if force_migrate or not schema_is_current(alias):
                 _migrate_alias(alias)
         _migrated.add(alias)
     return alias

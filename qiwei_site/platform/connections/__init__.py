@@ -120,15 +120,19 @@ class AccountConnectionPool:
 
     # --- the two operations the backends use -----------------------------------------------
 
-    def checkout(self, key: PoolKey, connect: Callable[[], Any], alive: Callable[[Any], bool]) -> Any:
-        """An idle connection for `key` that is still alive, or a new one once a slot is free."""
+    def checkout(
+        self, key: PoolKey, connect: Callable[[], Any], alive: Callable[[Any], bool], affinity: str | None = None
+    ) -> Any:
+        """An idle connection for `key` that is still alive, or a new one once a slot is free.
+        `affinity` (the schema layout: the account's alias) prefers an idle connection that has
+        served that account before: its server backend has the schema's catalogue cached."""
         deadline: float | None = None
         reclaimed = False
         while True:
             stale: list[Any] = []
             try:
                 with self._cond:
-                    entry, deadline = self._idle_or_slot(key, stale, deadline, may_wait=reclaimed)
+                    entry, deadline = self._idle_or_slot(key, stale, deadline, may_wait=reclaimed, affinity=affinity)
             except _MustReclaim:
                 # Before waiting on other threads, give back what this thread holds and no longer
                 # uses (a loop that opened accounts without releasing them would wait on itself).
@@ -223,7 +227,7 @@ class AccountConnectionPool:
     # --- internals (called with the condition held) --------------------------------------------
 
     def _idle_or_slot(
-        self, key: PoolKey, stale: list[Any], deadline: float | None, *, may_wait: bool
+        self, key: PoolKey, stale: list[Any], deadline: float | None, *, may_wait: bool, affinity: str | None = None
     ) -> tuple[_Idle | None, float | None]:
         """This key's idle connection, or None with a slot reserved for a new one: the least
         recently used idle connection of another account is closed to make room, and when every
@@ -231,7 +235,7 @@ class AccountConnectionPool:
         while True:
             self._reap_lost()
             self._prune(stale)
-            entry = self._take_idle(key)
+            entry = self._take_idle(key, affinity)
             if entry is not None:
                 return entry, deadline
             if self._open < _cap():
@@ -257,11 +261,20 @@ class AccountConnectionPool:
                 )
             self._cond.wait(deadline - now)
 
-    def _take_idle(self, key: PoolKey) -> _Idle | None:
+    def _take_idle(self, key: PoolKey, affinity: str | None = None) -> _Idle | None:
         idents = self._idle_by_key.get(key)
         if not idents:
             return None
-        return self._remove_idle(idents[-1])  # the most recently returned: the warmest
+        if affinity is None:
+            return self._remove_idle(idents[-1])  # the most recently returned: the warmest
+        # One pool for every account's schema: the most recent idle connection that served this
+        # account; else the one that has served the fewest schemas. Accounts so settle on
+        # connections of their own, each backend keeps a few schemas' catalogue warm and stays
+        # under QIWEI_PG_SCHEMAS_PER_CONNECTION instead of meeting every account once.
+        for ident in reversed(idents):
+            if affinity in _served.get(ident, ()):
+                return self._remove_idle(ident)
+        return self._remove_idle(min(reversed(idents), key=lambda ident: len(_served.get(ident, ()))))
 
     def _remove_idle(self, ident: int) -> _Idle:
         entry = self._idle.pop(ident)

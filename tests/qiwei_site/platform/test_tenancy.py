@@ -110,7 +110,7 @@ def test_use_account_registers_lazily_and_unregisters(db):
 
 
 def test_migrate_accounts_command_migrates_each_account(account, other_account, capsys):
-    call_command("migrate_accounts")
+    call_command("migrate_accounts", "--force")
     out = capsys.readouterr().out
     assert "acme: 已迁移" in out and "globex: 已迁移" in out
 

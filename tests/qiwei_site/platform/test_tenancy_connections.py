@@ -425,7 +425,7 @@ def test_migrate_accounts_over_many_accounts_closes_each_before_the_next(db, cap
     for account_id in ids:
         make_account(account_id, f"分店{account_id}")
     # When every account is migrated
-    call_command("migrate_accounts")
+    call_command("migrate_accounts", "--force", "--jobs", "1")
     # Then each was migrated, and none is left open
     out = capsys.readouterr().out
     assert all(f"{account_id}: 已迁移" in out for account_id in ids)
@@ -536,3 +536,20 @@ def test_account_database_exists_asks_the_server_once_for_every_known_account(mo
     assert tenancy._postgres_database_exists({**config, "NAME": "qiwei_acct_minhang"})
     assert not tenancy._postgres_database_exists({**config, "NAME": "qiwei_acct_gone"})
     assert server.connections == 3
+
+
+def test_account_pool_shared_by_schemas_prefers_a_connection_that_served_the_account(pool):
+    # Given one pool key for every account (the schema layout) and two idle connections, one that
+    # served 浦东 and one that served 徐汇 and 静安
+    key = ("schema:qiwei_accounts",)
+    first = pool.checkout(key, lambda: StandIn("any"), lambda raw: True, affinity="acct_pudong")
+    second = pool.checkout(key, lambda: StandIn("any"), lambda raw: True, affinity="acct_xuhui")
+    pool_module.schemas_served(first).add("acct_pudong")
+    pool_module.schemas_served(second).update({"acct_xuhui", "acct_jingan"})
+    pool.checkin(key, first, keep=True, reusable=True)
+    pool.checkin(key, second, keep=True, reusable=True)
+    # When 徐汇 asks, it gets the connection whose backend has its schema cached, not the latest
+    assert pool.checkout(key, lambda: StandIn("any"), lambda raw: True, affinity="acct_xuhui") is second
+    pool.checkin(key, second, keep=True, reusable=True)
+    # And an account neither served takes the one that has served the fewest schemas
+    assert pool.checkout(key, lambda: StandIn("any"), lambda raw: True, affinity="acct_minhang") is first

@@ -7,6 +7,7 @@ import hashlib
 
 import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.db import connections
 from django.db.migrations.loader import MigrationLoader
 
@@ -113,11 +114,38 @@ def test_new_sqlite_account_copied_from_template_starts_current_without_migratin
         assert Customer.objects.count() == 0
 
 
-def test_migrate_accounts_always_migrates_and_records(db, migrations_run, capsys):
+def test_migrate_accounts_skips_a_current_account_and_forced_migrates_and_records(db, migrations_run, capsys):
+    # Given an account whose recorded migrations are this code's
     make_account("songjiang", "松江门店")
     migrations_run.clear()
+    # When migrate_accounts runs, it checks the fingerprint and leaves it alone
     call_command("migrate_accounts", "--account", "songjiang")
+    assert migrations_run == []
+    assert "songjiang: 已是最新" in capsys.readouterr().out
+    # When forced, it migrates and records again
+    call_command("migrate_accounts", "--account", "songjiang", "--force")
     assert migrations_run == [alias_for("songjiang")]
     assert "songjiang: 已迁移" in capsys.readouterr().out
     with use_account("songjiang"):
         assert recorded_fingerprint("songjiang") == tenancy.migration_fingerprint()
+
+
+def test_migrate_accounts_migrates_an_account_behind_in_parallel_jobs(db, capsys):
+    # Given three accounts, one of them recorded as migrated by older code
+    for account_id, name in [("xuhui", "徐汇门店"), ("putuo", "普陀门店"), ("yangpu", "杨浦门店")]:
+        make_account(account_id, name)
+    with use_account("putuo") as alias, connections[alias].cursor() as cursor:
+        cursor.execute(f"UPDATE {tenancy.SCHEMA_TABLE} SET fingerprint = 'older'")
+    tenancy._migrated.discard(alias_for("putuo"))
+    # When migrate_accounts runs with two jobs (forked processes)
+    call_command("migrate_accounts", "--jobs", "2")
+    # Then the one behind was migrated, the others found current, each reported in order
+    out = capsys.readouterr().out
+    assert out.splitlines() == ["putuo: 已迁移", "xuhui: 已是最新", "yangpu: 已是最新"]
+    with use_account("putuo"):
+        assert recorded_fingerprint("putuo") == tenancy.migration_fingerprint()
+
+
+def test_migrate_accounts_refuses_zero_jobs(db):
+    with pytest.raises(CommandError, match="--jobs"):
+        call_command("migrate_accounts", "--jobs", "0")

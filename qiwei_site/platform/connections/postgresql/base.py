@@ -14,6 +14,7 @@ database refuses it (permission denied), never answers with another account's ro
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import Any
 
@@ -36,6 +37,7 @@ from qiwei_site.platform.connections import (
 EXTENSION_SCHEMA = "qiwei_ext"  # tenancy.EXTENSION_SCHEMA (tenancy imports this package)
 
 
+@functools.lru_cache(maxsize=4096)  # a wrapper is made per request and thread: quote once per account
 def switch_sql(role: str, schema: str) -> str:
     return (
         sql.SQL("SET LOCAL ROLE {}; SET LOCAL search_path TO {}, {}; ")
@@ -114,7 +116,10 @@ class DatabaseWrapper(postgresql.DatabaseWrapper):
         level = self.settings_dict["OPTIONS"].get("isolation_level")
         try:
             raw = account_pool.checkout(
-                self._pool_key(), lambda: super(DatabaseWrapper, self).get_new_connection(conn_params), _alive
+                self._pool_key(),
+                lambda: super(DatabaseWrapper, self).get_new_connection(conn_params),
+                _alive,
+                affinity=self.alias if self.qiwei_switch is not None else None,
             )
         except ConnectionCapReached as exc:
             raise Database.OperationalError(str(exc)) from exc

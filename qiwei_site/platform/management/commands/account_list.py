@@ -20,6 +20,6 @@ class Command(BaseCommand):
             config = account_database_config(account.id)
             where = config["NAME"] if not config.get("HOST") else f"{config['HOST']}/{config['NAME']}"
             if config.get("QIWEI_SCHEMA"):
-                where = f"{where} schema {config['QIWEI_SCHEMA']}"
+                where = f"{where} schema {config['QIWEI_SCHEMA']} role {config['QIWEI_ROLE']}"
             state = "启用" if account.is_active else "停用"
             self.stdout.write(f"{account.id}\t{account.name}\t{state}\t{where}")

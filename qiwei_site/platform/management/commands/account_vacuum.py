@@ -5,7 +5,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError
 
-from qiwei_site.platform.maintenance import account_vacuum
+from qiwei_site.platform.maintenance import VacuumRefused, account_vacuum
 from qiwei_site.platform.models import WeComAccount
 
 
@@ -25,6 +25,8 @@ class Command(BaseCommand):
             raise CommandError(f"账号 {account_id} 不存在 (no such account).")
         try:
             result = account_vacuum(account_id=account_id, every_table=options["all_tables"])
+        except VacuumRefused as exc:
+            raise CommandError(str(exc)) from exc
         except DatabaseError as exc:
             raise CommandError(f"VACUUM 失败 (failed): {exc}") from exc
         except Exception as exc:  # psycopg's own errors (a direct connection)
