@@ -14,13 +14,25 @@ superuser with triggers off (`session_replication_role = replica`), sequences se
 
 Timed: for each route (direct to PostgreSQL, through PgBouncer in transaction pooling) one
 gunicorn per layout (`--workers` workers, 4 threads, QIWEI_ACCOUNT_CONN_CAP=`--cap`), warmed up
-over every account; then, for each client count, the phases one account / all accounts, layout
+over every account (16 clients for max(8, accounts / 10) s, so each worker has met nearly every
+account, as a long-running server has); then, for each client count, the phases one account / all accounts, layout
 by layout, alternated for `--rounds` rounds (the order reversed every other round). In every phase
 each client thread, in turn over its accounts, POSTs one new customer message and then GETs that
 conversation's context (the context is never served from a cache); the context GET is what is
 timed. Printed per phase: context req/s, p95, errors, the peak of server client connections
 (pg_stat_activity every 20 ms); per layout: the ratio of all accounts to one account (median over
-rounds) — the issue's target is ≥ 0.8 — and `migrate_accounts` over every account (exit, s).
+rounds) — the issue's target is ≥ 0.8 — and `migrate_accounts` over every account (exit, s), with
+current fingerprints and with `--force`. `--layouts schema --only-all` times only the all-accounts
+phase (a soak: errors, peak connections; the account store's connections counted apart).
+
+`--day-seconds S` then runs a realistic day on the schema layout (one gunicorn and a real Celery
+worker capturing): open-loop Poisson arrivals at `--day-rate` turns per second, ten times that for
+a tenth of the day from 40 % in, each turn one customer's message in, its context, a draft; once over
+one account and once over all; prints errors per kind and the context p50/p95 (target: all accounts'
+p95 within 1.5× of one account's).
+
+    .venv/bin/python benchmarks/schema_layout.py --accounts 500 --layouts schema --only-all \
+        --clients 32 --seconds 60 --rounds 1 --day-seconds 90
 """
 
 from __future__ import annotations
@@ -86,6 +98,7 @@ def _env(layout: str, port: int, data_dir: str, cap: int, pgbouncer: bool) -> di
         "DATABASE_URL": f"postgres://postgres@127.0.0.1:{port}/qiwei_bench_default_{layout}",
         "QIWEI_DB_CONN_MAX_AGE": "60",
         "QIWEI_ACCOUNT_CONN_CAP": str(cap),
+        "QIWEI_PG_SCHEMAS_PER_CONNECTION": os.environ.get("QIWEI_PG_SCHEMAS_PER_CONNECTION", "50"),
     }
     if layout == "schema":
         env["QIWEI_ACCOUNT_DATABASE_URL"] = f"postgres://{LOGIN}@127.0.0.1:{port}/{SCHEMA_DB}"
@@ -250,11 +263,104 @@ def load(base: str, token: str, clients: int, seconds: float, accounts: list[str
     }
 
 
-def migrate_all(env: dict[str, str]) -> dict[str, Any]:
+def _arrivals(rate: float, seconds: float, burst_at: float, burst_seconds: float, seed: int) -> list[float]:
+    """Poisson arrival times (s from the start): `rate` per second, ten times that in the burst."""
+    rng = random.Random(seed)
+    times, now = [], 0.0
+    while True:
+        in_burst = burst_at <= now < burst_at + burst_seconds
+        now += rng.expovariate(rate * (10 if in_burst else 1))
+        if now >= seconds:
+            return times
+        times.append(now)
+
+
+def _day_client(args: tuple[str, str, list[str], list[float], float, int]) -> list[tuple[str, float, int]]:
+    """Open loop: each arrival, at its time whatever the earlier ones are doing, is a turn of one
+    account's customer: the message in (ingest, capture queued for the worker), its context, a draft."""
+    base, token, accounts, times, start_at, seed = args
+    from concurrent.futures import ThreadPoolExecutor
+
+    import requests
+
+    records: list[tuple[str, float, int]] = []
+    lock = threading.Lock()
+    local = threading.local()
+
+    def turn(n: int) -> None:
+        session = getattr(local, "session", None)
+        if session is None:
+            session = local.session = requests.Session()
+            session.headers["Authorization"] = f"Token {token}"
+        rng = random.Random(seed * 100_000 + n)
+        account = accounts[rng.randrange(len(accounts))]
+        url = f"{base}/api/accounts/{account}/conversations/wm_bench_{rng.randrange(MULTI_CUSTOMERS)}/"
+        body = {
+            "external_id": f"day-{seed}-{n}-{time.monotonic_ns()}",
+            "direction": "inbound",
+            "sender": "客户",
+            "text": rng.choice(TEXTS).format(n=rng.randint(1, 12) * 1000),
+        }
+        done: list[tuple[str, float, int]] = []
+        for kind, call in (
+            ("ingest", lambda: session.post(url + "messages/", json=body, timeout=60)),
+            ("context", lambda: session.get(url + "context/", timeout=60)),
+            ("draft", lambda: session.post(url + "drafts/", json={}, timeout=60)),
+        ):
+            t0 = time.perf_counter()
+            try:
+                status = call().status_code
+            except requests.RequestException:
+                status = 0
+            done.append((kind, time.perf_counter() - t0, status))
+        with lock:
+            records.extend(done)
+
+    with ThreadPoolExecutor(max_workers=48) as pool:
+        for n, at in enumerate(times):
+            delay = start_at + at - time.time()
+            if delay > 0:
+                time.sleep(delay)
+            pool.submit(turn, n)
+    return records
+
+
+def day(base: str, token: str, accounts: list[str], args: argparse.Namespace) -> dict[str, Any]:
+    arrivals = _arrivals(args.day_rate, args.day_seconds, args.day_seconds * 0.4, args.day_seconds * 0.1, seed=23)
+    start_at = time.time() + 3
+    shares = [(base, token, accounts, arrivals[i::2], start_at, i) for i in range(2)]
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        chunks = pool.map(_day_client, shares)
+    records = [record for chunk in chunks for record in chunk]
+    context = [latency for kind, latency, status in records if kind == "context" and 0 < status < 400]
+    return {
+        "turns": len(arrivals),
+        "errors": sum(1 for _, _, status in records if not 0 < status < 400),
+        "errors_by_kind": {
+            kind: sum(1 for k, _, status in records if k == kind and not 0 < status < 400)
+            for kind in ("ingest", "context", "draft")
+        },
+        "context_p50_ms": percentile(context, 50) * 1000 if context else 0.0,
+        "context_p95_ms": percentile(context, 95) * 1000 if context else 0.0,
+    }
+
+
+def start_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """A real Celery worker on the layout's broker: capture runs as in production."""
+    with open(log, "ab") as handle:
+        return subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "qiwei_site", "worker", "--concurrency=2", "--loglevel=WARNING"],
+            cwd=ROOT,
+            env={**os.environ, **env},
+            stdout=handle,
+            stderr=handle,
+        )
+
+
+def migrate_all(env: dict[str, str], *, force: bool = False) -> dict[str, Any]:
     started = time.perf_counter()
-    out = subprocess.run(
-        [sys.executable, "manage.py", "migrate_accounts"], cwd=ROOT, env={**os.environ, **env}, capture_output=True
-    )
+    command = [sys.executable, "manage.py", "migrate_accounts", *(["--force"] if force else [])]
+    out = subprocess.run(command, cwd=ROOT, env={**os.environ, **env}, capture_output=True)
     return {"exit": out.returncode, "seconds": time.perf_counter() - started}
 
 
@@ -271,6 +377,10 @@ def main() -> None:
     parser.add_argument(
         "--only-all", action="store_true", help="time only the all-accounts phase (a soak: errors and connections)"
     )
+    parser.add_argument(
+        "--day-seconds", type=float, default=0, help="a realistic day this long, schema layout, after the phases"
+    )
+    parser.add_argument("--day-rate", type=float, default=1.0, help="turns per second (ten times that in the burst)")
     parser.add_argument("--json")
     args = parser.parse_args()
     print(machine_line(), flush=True)
@@ -296,6 +406,7 @@ def main() -> None:
             seconds = time.perf_counter() - started
             print(f"prepared {args.accounts} accounts, {layout} layout: {seconds:.0f} s", flush=True)
         accounts = [f"bench{n:03d}" for n in range(args.accounts)]
+        warm_seconds = max(8.0, args.accounts / 10)
         sampler = AccountConnectionSampler(server)
         for route in args.routes:
             port = server.port
@@ -308,7 +419,10 @@ def main() -> None:
                     env = _env(layout, port, data_dirs[layout], args.cap, pgbouncer=route == "pgbouncer")
                     log = Path(data_dirs[layout]) / f"gunicorn-{route}.log"
                     servers[layout] = start_gunicorn(env, workers=args.workers, log_path=log)
-                    load(servers[layout][1], tokens[layout], 8, 4, accounts)  # warm every worker
+                    # Warm: every worker meets (nearly) every account once before any phase is timed,
+                    # as a long-running server has (each process's first use of an account checks
+                    # its migrations and registers it).
+                    load(servers[layout][1], tokens[layout], 16, warm_seconds, accounts)
                 for clients in args.clients:
                     for round_ in range(args.rounds):
                         counts = (len(accounts),) if args.only_all else (1, len(accounts))
@@ -341,6 +455,39 @@ def main() -> None:
                 if bouncer is not None:
                     bouncer.stop()
                     bouncer = None
+        if args.day_seconds and "schema" in layouts:
+            env = _env("schema", server.port, data_dirs["schema"], args.cap, pgbouncer=False)
+            gunicorn, base = start_gunicorn(env, workers=args.workers, log_path=Path(data_dirs["schema"]) / "day.log")
+            worker = start_worker(env, Path(data_dirs["schema"]) / "worker.log")
+            try:
+                load(base, tokens["schema"], 16, warm_seconds, accounts)  # warm, as above
+                print(
+                    f"\na day of {args.day_seconds:.0f} s, Poisson arrivals at {args.day_rate}/s, ten times that for"
+                    f" {args.day_seconds * 0.1:.0f} s from {args.day_seconds * 0.4:.0f} s (a turn: ingest, context,"
+                    " draft; a Celery worker capturing):",
+                    flush=True,
+                )
+                results = {}
+                for label, subset in (("one account", accounts[:1]), (f"{len(accounts)} accounts", accounts)):
+                    sampler.start()
+                    result = day(base, tokens["schema"], subset, args)
+                    result["peak_connections"] = sampler.stop()
+                    result["peak_account_connections"] = sampler.peak_accounts
+                    results[label] = result
+                    rows.append({"kind": "day", "accounts": len(subset), **result})
+                    print(
+                        f"  {label:13s}: {result['turns']} turns, errors {result['errors']} {result['errors_by_kind']},"
+                        f" context p50 {result['context_p50_ms']:.0f} ms p95 {result['context_p95_ms']:.0f} ms,"
+                        f" peak connections {result['peak_connections']} (accounts"
+                        f" {result['peak_account_connections']})",
+                        flush=True,
+                    )
+                one, many = results["one account"], results[f"{len(accounts)} accounts"]
+                ratio = many["context_p95_ms"] / one["context_p95_ms"] if one["context_p95_ms"] else 0.0
+                print(f"  context p95, all accounts / one account: {ratio:.2f} (target <= 1.5)")
+            finally:
+                stop_process(worker)
+                stop_process(gunicorn)
         print("\nratio all accounts / one account (median over rounds), target >= 0.8:")
         for route in args.routes:
             for clients in args.clients:
@@ -357,6 +504,8 @@ def main() -> None:
                         return statistics.median(values) if values else 0.0
 
                     one, many = rps(1), rps(len(accounts))
+                    if not one:
+                        continue  # --only-all: no one-account phase to compare with
                     ratio = many / one if one else 0.0
                     verdict = "met" if ratio >= TARGET else "missed"
                     print(
@@ -365,12 +514,17 @@ def main() -> None:
                     )
                     rows.append({"route": route, "clients": clients, "layout": layout, "ratio": ratio})
         for layout in layouts:
-            result = migrate_all(_env(layout, server.port, data_dirs[layout], args.cap, pgbouncer=False))
-            print(
-                f"  migrate_accounts over {args.accounts} accounts, {layout} layout: exit {result['exit']}, "
-                f"{result['seconds']:.1f} s"
-            )
-            rows.append({"layout": layout, "kind": "migrate_accounts", **result})
+            for force in (False, True):
+                env = _env(layout, server.port, data_dirs[layout], args.cap, pgbouncer=False)
+                sampler.start()
+                result = migrate_all(env, force=force)
+                result["peak_connections"] = sampler.stop()
+                how = "--force (migrate run in every one)" if force else "(fingerprints current: checked, skipped)"
+                print(
+                    f"  migrate_accounts {how} over {args.accounts} accounts, {layout} layout: "
+                    f"exit {result['exit']}, {result['seconds']:.1f} s, peak connections {result['peak_connections']}"
+                )
+                rows.append({"layout": layout, "kind": "migrate_accounts", "force": force, **result})
     finally:
         server.stop()
     if args.json:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from django.contrib import admin
@@ -199,7 +200,15 @@ _AUDIT_ID_PAGES = {
 }
 
 
+_MESSAGE_CAUSE = re.compile(r"message:(\d+)")
+
+
 def _audit_value_html(key: str, value: Any) -> SafeString:
+    if key == "cause" and isinstance(value, str) and (cause := _MESSAGE_CAUSE.fullmatch(value)):
+        # An automatic alert's cause names the message that raised it: "消息 #25", linked.
+        message_id = int(cause.group(1))
+        url = _admin_change_url("admin:conversations_message_change", message_id)
+        return format_html('消息 <a href="{}">#{}</a>', url, message_id) if url else format_html("消息 #{}", message_id)
     page = _AUDIT_ID_PAGES.get(key)
     values = value if isinstance(value, list) else [value]
     if page and values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):

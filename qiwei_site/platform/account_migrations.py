@@ -12,6 +12,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 MIGRATED, CURRENT, FAILED = "migrated", "current", "failed"
@@ -55,9 +56,14 @@ def migrate_accounts(account_ids: list[str], *, force: bool = False, jobs: int =
     from qiwei_site.platform.tenancy import account_connections_release_idle
 
     account_connections_release_idle(keep=False)  # nothing of ours for the children to inherit
-    context = multiprocessing.get_context("fork")
-    with context.Pool(min(jobs, len(account_ids)), initializer=_forget_inherited_connections) as pool:
-        yield from pool.imap(_migrate_forced if force else _migrate, account_ids)
+    # An executor, not a Pool: a child killed mid-way (out of memory) fails the run
+    # (BrokenProcessPool) instead of leaving it waiting for ever.
+    with ProcessPoolExecutor(
+        min(jobs, len(account_ids)),
+        mp_context=multiprocessing.get_context("fork"),
+        initializer=_forget_inherited_connections,
+    ) as executor:
+        yield from executor.map(_migrate_forced if force else _migrate, account_ids)
 
 
 def _migrate(account_id: str) -> AccountMigration:

@@ -34,6 +34,7 @@ from qiwei_site.platform import tenancy
 
 STATE_SCHEMA, STATE_TABLE = "qiwei_ops", "qiwei_layout_move"
 VERIFIED, DROPPED, FAILED = "verified", "dropped", "failed"
+NO_OLD_DATABASE = "no old database"
 SKIPPED_TABLES = frozenset({tenancy.SCHEMA_TABLE, "django_migrations"})
 CHAIN_TABLES = {"conversations_auditevent"}
 DERIVED_TABLES = ("conversations_customercontextversion",)  # kept by triggers: replaced last
@@ -83,7 +84,12 @@ def _target_config(account_id: str) -> dict[str, Any]:
 
 
 def move_accounts(
-    account_ids: list[str], *, source_template: str, dry_run: bool = False, drop_old: bool = False
+    account_ids: list[str],
+    *,
+    source_template: str,
+    dry_run: bool = False,
+    drop_old: bool = False,
+    overwrite: bool = False,
 ) -> Iterator[AccountMove]:
     """Each account's outcome, in order. Refuses (MoveRefused) before touching anything when the
     settings or the template are wrong."""
@@ -105,7 +111,7 @@ def move_accounts(
                 " updated_at timestamptz NOT NULL)"
             )
         for account_id in account_ids:
-            yield _move_one(state, account_id, source_template, dry_run=dry_run, drop_old=drop_old)
+            yield _move_one(state, account_id, source_template, dry_run=dry_run, drop_old=drop_old, overwrite=overwrite)
 
 
 def _state_of(state: Any, account_id: str) -> str | None:
@@ -128,7 +134,9 @@ def _record(state: Any, move: AccountMove) -> None:
     )
 
 
-def _move_one(state: Any, account_id: str, source_template: str, *, dry_run: bool, drop_old: bool) -> AccountMove:
+def _move_one(
+    state: Any, account_id: str, source_template: str, *, dry_run: bool, drop_old: bool, overwrite: bool
+) -> AccountMove:
     import psycopg
 
     source = _source_config(source_template, account_id)
@@ -138,7 +146,12 @@ def _move_one(state: Any, account_id: str, source_template: str, *, dry_run: boo
         if drop_old and done == VERIFIED:
             if dry_run:
                 return AccountMove(account_id, "would drop the old database")
-            _drop_database(source)
+            try:
+                _drop_database(source)
+            except psycopg.Error as exc:
+                return AccountMove(
+                    account_id, "not dropped", detail=f"旧数据库仍被使用，未删除 (old database still in use): {exc}"
+                )
             move = AccountMove(account_id, DROPPED)
             _record(state, move)
             return move
@@ -146,6 +159,9 @@ def _move_one(state: Any, account_id: str, source_template: str, *, dry_run: boo
     try:
         src = psycopg.connect(autocommit=True, **_params(source))
     except psycopg.OperationalError as exc:
+        if f'database "{source["NAME"]}" does not exist' in str(exc):
+            # An account made after the switch, in the schema layout already: nothing to move.
+            return AccountMove(account_id, NO_OLD_DATABASE)
         return AccountMove(account_id, "not found", detail=f"旧数据库无法连接 (old database unreachable): {exc}")
     with src:
         src.execute("SET TIME ZONE 'UTC'")
@@ -163,6 +179,19 @@ def _move_one(state: Any, account_id: str, source_template: str, *, dry_run: boo
         tables = _tables(src, "public")
         if dry_run:
             return AccountMove(account_id, "would copy", rows={t: _count(src, "public", t) for t in tables})
+        written = _rows_in_schema(target)
+        if written and not overwrite:
+            # A copy that failed rolled back whole: rows here were written by something else, most
+            # likely the application already switched to this schema. Never drop them unasked.
+            move = AccountMove(
+                account_id,
+                FAILED,
+                detail=f"新 schema 已有 {written} 行数据（应用可能已在写入）：确认后用 --overwrite 重新复制 "
+                f"(the schema already holds {written} rows, maybe written by the application: "
+                "stop it, then re-run with --overwrite to copy this account again).",
+            )
+            _record(state, move)
+            return move
         try:
             tenancy.unregister_account_database(account_id)
             tenancy._migrated.discard(tenancy.alias_for(account_id))
@@ -183,6 +212,26 @@ def _move_one(state: Any, account_id: str, source_template: str, *, dry_run: boo
         move = AccountMove(account_id, VERIFIED, rows=rows)
     _record(state, move)
     return move
+
+
+def _rows_in_schema(target: dict[str, Any]) -> int:
+    """Rows in the account's schema outside the bookkeeping tables (0 when it does not exist)."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(autocommit=True, **_params(target)) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", [target["QIWEI_SCHEMA"]]).fetchone()
+        role = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [target["QIWEI_ROLE"]]).fetchone()
+        if not exists or not role:
+            return 0
+        with conn.transaction():
+            _switch(conn, target)
+            total = 0
+            for table in _tables(conn, target["QIWEI_SCHEMA"]):
+                if table not in DERIVED_TABLES:
+                    row = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone()
+                    total += int(row[0]) if row else 0
+            return total
 
 
 def _fingerprint(conn: Any) -> str | None:
@@ -311,7 +360,9 @@ def _drop_database(source: dict[str, Any]) -> None:
 
     params = _params({**source, "NAME": "postgres"})
     with psycopg.connect(autocommit=True, **params) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(source["NAME"])))
+        # Not WITH (FORCE): a process still connected to the old database (a worker left on the old
+        # URL) makes the drop fail and be reported, instead of losing what it writes.
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(source["NAME"])))
 
 
 __all__ = ["AccountMove", "ImproperlyConfigured", "MoveRefused", "move_accounts"]

@@ -308,15 +308,40 @@ def schema_is_current(alias: str) -> bool:
     )
     if behind_pgbouncer and not _postgres_database_exists(connection.settings_dict):
         return False
+    schema_layout = is_schema_config(connection.settings_dict)
     try:
         with connection.cursor() as cursor:
-            cursor.execute(f"SELECT fingerprint FROM {SCHEMA_TABLE}")
+            # The schema layout: the same round trip asks whether the login role (session_user)
+            # could read this account's rows without the switch (every process, every account).
+            cursor.execute(f"SELECT fingerprint, {_LOGIN_READS if schema_layout else 'false'} FROM {SCHEMA_TABLE}")
             row = cursor.fetchone()
     except DatabaseError as exc:  # no such table (never recorded), or no such database yet
         if is_cap_error(exc):
             raise
         return False
+    if row is not None and row[1]:
+        raise UnsafeLoginRole(_unsafe_login_message(str(connection.settings_dict.get("USER") or "")))
     return row is not None and row[0] == migration_fingerprint()
+
+
+# Inside the switched transaction current_user is the account's role and session_user the login
+# role: true when the login role holds the account's privileges without switching (a superuser, an
+# inheriting grant — PostgreSQL 16 sets inheritance per grant —, or pg_read_all_data).
+_LOGIN_READS = (
+    "(SELECT rolsuper FROM pg_roles WHERE rolname = session_user)"
+    " OR pg_has_role(session_user, current_user, 'USAGE')"
+    " OR CASE WHEN to_regrole('pg_read_all_data') IS NULL THEN false"
+    " ELSE pg_has_role(session_user, 'pg_read_all_data', 'USAGE') END"
+)
+
+
+def _unsafe_login_message(name: str) -> str:
+    return (
+        f"PostgreSQL 登录角色 {name} 不能是超级用户，不能继承账号角色的权限（NOINHERIT，且授予时不带 INHERIT），"
+        f"也不能属于 pg_read_all_data，否则数据库无法隔离账号：ALTER ROLE {name} NOSUPERUSER NOINHERIT "
+        "(the schema layout needs a login role that is no superuser, holds no account role's privileges and "
+        "is not in pg_read_all_data; README, operations)."
+    )
 
 
 def _record_schema_fingerprint(alias: str) -> None:
@@ -425,11 +450,7 @@ def check_login_role(conn: Any, config: dict[str, Any]) -> None:
         return
     superuser, inherits, name = row
     if superuser or inherits:
-        raise UnsafeLoginRole(
-            f"PostgreSQL 登录角色 {name} 不能是超级用户，且必须 NOINHERIT，否则数据库无法隔离账号："
-            f"ALTER ROLE {name} NOSUPERUSER NOINHERIT "
-            f"(the schema layout needs a login role that is no superuser and NOINHERIT; README, operations)."
-        )
+        raise UnsafeLoginRole(_unsafe_login_message(str(name)))
     _checked_logins.add(key)
 
 
@@ -459,11 +480,26 @@ def _ensure_account_schema(config: dict[str, Any]) -> None:
                     )
             if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [config["QIWEI_ROLE"]]).fetchone():
                 conn.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(role))
-            member = conn.execute("SELECT pg_has_role(current_user, %s, 'MEMBER')", [config["QIWEI_ROLE"]]).fetchone()
-            if not (member and member[0]):
-                conn.execute(sql.SQL("GRANT {} TO CURRENT_USER").format(role))
+            _grant_switch_only(conn, role, config["QIWEI_ROLE"])
             if not conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", [config["QIWEI_SCHEMA"]]).fetchone():
                 conn.execute(sql.SQL("CREATE SCHEMA {} AUTHORIZATION {}").format(schema, role))
+
+
+def _grant_switch_only(conn: Any, role: Any, name: str) -> None:
+    """Let the login role SET ROLE to the account's role without holding its privileges.
+    PostgreSQL 16 sets this per grant (and makes a role's creator an ADMIN member that may not SET
+    ROLE to it); 15 and older by membership, with the login role NOINHERIT."""
+    from psycopg import sql
+
+    version = int(conn.execute("SHOW server_version_num").fetchone()[0])
+    if version >= 160000:
+        can = conn.execute("SELECT pg_has_role(current_user, %s, 'SET')", [name]).fetchone()
+        if not (can and can[0]):
+            conn.execute(sql.SQL("GRANT {} TO CURRENT_USER WITH INHERIT FALSE, SET TRUE").format(role))
+        return
+    member = conn.execute("SELECT pg_has_role(current_user, %s, 'MEMBER')", [name]).fetchone()
+    if not (member and member[0]):
+        conn.execute(sql.SQL("GRANT {} TO CURRENT_USER").format(role))
 
 
 def _drop_account_schema(config: dict[str, Any]) -> None:

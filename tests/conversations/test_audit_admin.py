@@ -71,3 +71,11 @@ def test_audit_admin_list_shows_chinese_action_and_linked_item(admin_client, acc
     # Then actions read in Chinese, not as codes, and the item id is a link
     assert "memory_item_added" not in page.split("<tbody>", 1)[-1].split("</tbody>", 1)[0]
     assert f'href="/admin/memory/memoryitem/{item.pk}/change/"' in detail
+
+
+def test_audit_payload_html_reads_an_alerts_cause_as_the_message_that_raised_it(account):
+    # Given an automatic alert's payload naming its cause by the message's id
+    html = str(audit_payload_html({"cause": "message:25", "kind": "credential"}))
+    # Then the supervisor reads 消息 #25, not the code
+    assert "消息" in html and "#25" in html
+    assert "message:" not in html

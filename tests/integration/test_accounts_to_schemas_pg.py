@@ -152,17 +152,36 @@ def test_accounts_to_schemas_copies_verifies_and_keeps_old_databases(settings, t
     assert not old_names & names
 
 
-def test_accounts_to_schemas_resumes_an_account_whose_copy_stopped_half_way(settings, two_layouts, capsys):
+def test_accounts_to_schemas_starts_an_empty_unverified_schema_over(settings, two_layouts, capsys):
     fill(two_layouts["a"], "静安门店")
     before = snapshot(two_layouts["a"])
     switch_to_schemas(settings, two_layouts)
-    # Given a schema half-filled by a move that stopped (made, a stray row in it, never verified)
-    with use_account(two_layouts["a"]):
-        CustomerFactory(conversation_id="wm_stray", display_name="半途写入")
+    # Given the schema a failed copy leaves (made and migrated, no row: the copy rolled back whole)
+    tenancy.ensure_account_database(two_layouts["a"])
     tenancy.account_connections_close(two_layouts["a"])
-    # When the move runs
+    # When the move runs again
     call_command("accounts_to_schemas", "--from", two_layouts["old"], "--account", two_layouts["a"])
-    # Then it started that account over: the schema holds exactly the old database's rows
+    # Then it copied the account: the schema holds exactly the old database's rows
+    assert "已复制并校验" in capsys.readouterr().out
+    assert snapshot(two_layouts["a"]) == before
+
+
+def test_accounts_to_schemas_never_drops_rows_written_to_an_unverified_schema_unasked(settings, two_layouts, capsys):
+    fill(two_layouts["a"], "卢湾门店")
+    before = snapshot(two_layouts["a"])
+    switch_to_schemas(settings, two_layouts)
+    # Given an unverified schema that the application already wrote to (started too early)
+    with use_account(two_layouts["a"]):
+        CustomerFactory(conversation_id="wm_live", display_name="切换后写入")
+    tenancy.account_connections_close(two_layouts["a"])
+    # When the move runs again, it refuses and keeps the rows
+    with pytest.raises(CommandError, match="重新运行"):
+        call_command("accounts_to_schemas", "--from", two_layouts["old"], "--account", two_layouts["a"])
+    assert "--overwrite" in capsys.readouterr().err
+    with use_account(two_layouts["a"]):
+        assert Customer.objects.filter(conversation_id="wm_live").exists()
+    # When the operator says to copy over it, the schema holds exactly the old database's rows
+    call_command("accounts_to_schemas", "--from", two_layouts["old"], "--account", two_layouts["a"], "--overwrite")
     assert "已复制并校验" in capsys.readouterr().out
     assert snapshot(two_layouts["a"]) == before
 

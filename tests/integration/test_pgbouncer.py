@@ -38,6 +38,7 @@ from tests.memory.conftest import wecom_message
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
+SCHEMA_LOGIN = "qiwei_it_pgb_login"  # the schema layout's login role (NOINHERIT), listed in PgBouncer's users
 SERVER_CONNECTIONS = 4  # PgBouncer's max_user_connections: what the server may ever see from it
 
 
@@ -67,7 +68,7 @@ def pgbouncer() -> Iterator[int]:
     port = free_port()
     folder = Path(tempfile.mkdtemp(prefix="qiwei-pgbouncer-"))
     folder.chmod(0o755)  # PgBouncer refuses to run as root and drops to `postgres`, who must read it
-    (folder / "userlist.txt").write_text('"postgres" ""\n')
+    (folder / "userlist.txt").write_text(f'"postgres" ""\n"{SCHEMA_LOGIN}" ""\n')
     lines = [
         "[databases]",
         f"* = host={POSTGRES[0]} port={POSTGRES[1]}",
@@ -112,25 +113,46 @@ def pgbouncer() -> Iterator[int]:
 
 
 @pytest.fixture
-def bounced_accounts(pgbouncer, settings) -> Iterator[list[str]]:
-    """Three accounts whose databases are reached through PgBouncer; dropped afterwards."""
+def bounced_accounts(pgbouncer, settings, pg_layout) -> Iterator[list[str]]:
+    """Three accounts reached through PgBouncer, a database each or a schema each in one database
+    (logging in as a role that is no superuser and NOINHERIT); dropped afterwards."""
     run = uuid.uuid4().hex[:6]
     settings.QIWEI_PGBOUNCER = True
     settings.QIWEI_ACCOUNT_CONN_CAP = 3
-    settings.QIWEI_ACCOUNT_DATABASE_URL = f"postgres://postgres@127.0.0.1:{pgbouncer}/qiwei_pgb_{{account}}"
+    schemas_db = f"qiwei_pgb_schemas_{run}"
+    admin = {"host": POSTGRES[0], "port": POSTGRES[1], "user": "postgres", "dbname": "postgres", "autocommit": True}
+    if pg_layout == "schema":
+        with psycopg.connect(**admin) as conn:
+            if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [SCHEMA_LOGIN]).fetchone():
+                conn.execute(sql.SQL("CREATE ROLE {} LOGIN NOINHERIT CREATEROLE").format(sql.Identifier(SCHEMA_LOGIN)))
+            conn.execute(
+                sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(schemas_db), sql.Identifier(SCHEMA_LOGIN))
+            )
+        settings.QIWEI_ACCOUNT_DATABASE_URL = f"postgres://{SCHEMA_LOGIN}@127.0.0.1:{pgbouncer}/{schemas_db}"
+    else:
+        settings.QIWEI_ACCOUNT_DATABASE_URL = f"postgres://postgres@127.0.0.1:{pgbouncer}/qiwei_pgb_{{account}}"
     ids = [f"{name}{run}" for name in ("xihu", "binjiang", "gongshu")]
     yield ids
     account_pool.close_idle()
     connections.close_all()
     for account_id in ids:
         tenancy.unregister_account_database(account_id)
-    with psycopg.connect(
-        host=POSTGRES[0], port=POSTGRES[1], user="postgres", dbname="postgres", autocommit=True
-    ) as conn:
+    with psycopg.connect(**admin) as conn:
+        if pg_layout == "schema":
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(schemas_db)))
+            for account_id in ids:
+                role = tenancy.account_role(schemas_db, account_id)
+                conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
+            return
         for account_id in ids:
             conn.execute(
                 sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(f"qiwei_pgb_{account_id}"))
             )
+
+
+def store_names(account_ids: list[str]) -> list[str]:
+    """The server-side database names the accounts live in (one, in the schema layout)."""
+    return sorted({str(tenancy.account_database_config(account_id)["NAME"]) for account_id in account_ids})
 
 
 def server_connections(names: list[str]) -> int:
@@ -174,7 +196,7 @@ def test_pgbouncer_accounts_ingest_capture_context_backfill_and_sweep(bounced_ac
     call_command("backfill_memory", verbosity=0)
     assert set(capture_sweep_all()) == set(bounced_accounts)
     # And the server never had more connections from PgBouncer than its limit
-    assert server_connections([f"qiwei_pgb_{account_id}" for account_id in bounced_accounts]) <= SERVER_CONNECTIONS
+    assert server_connections(store_names(bounced_accounts)) <= SERVER_CONNECTIONS
 
 
 def test_pgbouncer_iterating_read_survives_another_client_taking_its_server_connection(bounced_accounts, pgbouncer):

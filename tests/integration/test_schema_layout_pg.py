@@ -258,3 +258,68 @@ def test_schema_layout_migrate_accounts_migrates_every_schema(schema_accounts):
             cursor.execute(f"SELECT fingerprint FROM {tenancy.SCHEMA_TABLE}")
             assert cursor.fetchone()[0] == tenancy.migration_fingerprint()
     assert account_pool.stats().peak <= 2
+
+
+def test_schema_layout_executemany_runs_as_the_account_in_both_transaction_modes(schema_accounts):
+    # Given two accounts with a customer of the same conversation id each
+    a, b = schema_accounts("shema"), schema_accounts("shemb")
+    account_create(account_id=a, name="金山门店")
+    account_create(account_id=b, name="崇明门店")
+    for account_id, name in ((a, "冯先生"), (b, "陈女士")):
+        with use_account(account_id):
+            CustomerFactory(conversation_id="wm_many", display_name=name)
+    update = "UPDATE conversations_customer SET display_name = %s WHERE conversation_id = %s"
+    # When account a runs executemany in autocommit, then inside a transaction
+    with use_account(a) as alias:
+        with connections[alias].cursor() as cursor:
+            cursor.executemany(update, [("冯先生（已改）", "wm_many"), ("无此人", "wm_none")])
+        with tenancy.account_atomic(), connections[alias].cursor() as cursor:
+            cursor.executemany(update, [("冯先生（再改）", "wm_many")])
+        names_a = list(Customer.objects.values_list("display_name", flat=True))
+    with use_account(b):
+        names_b = list(Customer.objects.values_list("display_name", flat=True))
+    # Then only account a's row changed, each time
+    assert names_a == ["冯先生（再改）"]
+    assert names_b == ["陈女士"]
+
+
+def test_schema_layout_refuses_a_login_role_that_inherits_account_privileges(schema_accounts):
+    # Given an account made with a safe login role
+    account_id = schema_accounts("shinh")
+    account_create(account_id=account_id, name="黄浦门店")
+    login = connections.settings[alias_for(account_id)]["USER"]
+    tenancy.account_connections_close(account_id)
+    # When the login role is later made to inherit the account roles' privileges
+    admin = {"host": POSTGRES[0], "port": POSTGRES[1], "user": "postgres", "dbname": "postgres", "autocommit": True}
+    with psycopg.connect(**admin) as conn:
+        conn.execute(sql.SQL("ALTER ROLE {} INHERIT").format(sql.Identifier(login)))
+    try:
+        # Then a process meeting the account for the first time refuses to serve it
+        tenancy.unregister_account_database(account_id)
+        tenancy._migrated.discard(alias_for(account_id))
+        with pytest.raises(tenancy.UnsafeLoginRole), use_account(account_id):
+            pass
+    finally:
+        with psycopg.connect(**admin) as conn:
+            conn.execute(sql.SQL("ALTER ROLE {} NOINHERIT").format(sql.Identifier(login)))
+
+
+def test_schema_layout_cursor_kept_past_its_account_is_refused(schema_accounts, settings):
+    # Given a pool of one connection and a cursor of account a kept after a's use ended
+    settings.QIWEI_ACCOUNT_CONN_CAP = 1
+    a, b = schema_accounts("shkeep"), schema_accounts("shtake")
+    account_create(account_id=a, name="普陀门店")
+    account_create(account_id=b, name="长宁门店")
+    with use_account(b):
+        CustomerFactory(conversation_id="wm_b", display_name="秘密客户")
+    account_pool.close_idle()
+    with use_account(a) as alias:
+        stale = connections[alias].cursor().cursor  # the driver's cursor under Django's wrapper
+        stale.execute("SELECT 1")
+    # When account b holds the same connection inside its transaction and the stale cursor is used
+    with use_account(b) as alias, transaction.atomic(using=alias):
+        Customer.objects.count()
+        assert connections[alias].connection is stale.connection
+        # Then it is refused, not answered with b's rows
+        with pytest.raises(psycopg.ProgrammingError, match="outlived"):
+            stale.execute("SELECT display_name FROM conversations_customer")

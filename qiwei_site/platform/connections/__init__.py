@@ -138,7 +138,7 @@ class AccountConnectionPool:
                 # uses (a loop that opened accounts without releasing them would wait on itself).
                 reclaimed = True
                 if _reclaim is not None:
-                    _reclaim(key[0])
+                    _reclaim(affinity or key[0])  # never the alias being opened
                 continue
             finally:
                 _close_quietly(stale)
@@ -299,6 +299,7 @@ class AccountConnectionPool:
             self._cond.notify()
 
     def _track(self, raw: Any, *, new: bool) -> None:
+        _leases[id(raw)] = _leases.get(id(raw), 0) + 1  # a new lease: older cursors on it are void
         # A thread that dies holding a connection never hands it back: its slot is freed when the
         # connection object is collected.
         finalizer = weakref.finalize(raw, self._lost, id(raw))
@@ -337,6 +338,7 @@ def _close_quietly(raws: list[Any]) -> None:
     for raw in raws:
         _born.pop(id(raw), None)
         _served.pop(id(raw), None)
+        _leases.pop(id(raw), None)
         with contextlib.suppress(Exception):
             raw.close()
 
@@ -347,6 +349,13 @@ _born: dict[int, float] = {}
 # The account schemas each connection has served (the schema layout), by id: the catalogue cache
 # of its server backend grows with each.
 _served: dict[int, set[str]] = {}
+# How many times each connection has been handed out, by id: a cursor remembers the lease it was
+# made under and refuses to run once its connection serves another checkout (another account).
+_leases: dict[int, int] = {}
+
+
+def lease_of(raw: Any) -> int:
+    return _leases.get(id(raw), 0)
 
 
 def schemas_served(raw: Any) -> set[str]:

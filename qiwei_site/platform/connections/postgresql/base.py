@@ -29,6 +29,7 @@ from qiwei_site.platform.connections import (
     PoolKey,
     account_pool,
     is_pooled_alias,
+    lease_of,
     pool_enabled,
     schemas_served,
     socket_is_quiet,
@@ -56,9 +57,16 @@ class SwitchingCursor(_DjangoCursor):
     the wrapper that made it). A cursor without one (psycopg's own, a probe) switches nothing."""
 
     qiwei_switch: str | None = None
+    qiwei_lease = 0
 
     def _starts_transaction(self) -> bool:
-        return self.qiwei_switch is not None and self.connection.info.transaction_status == TransactionStatus.IDLE
+        if self.qiwei_switch is None:
+            return False
+        if lease_of(self.connection) != self.qiwei_lease:
+            # Kept past its account's use: the connection now serves another checkout, maybe
+            # inside another account's transaction, where no switch would be sent.
+            raise Database.ProgrammingError("游标所属的账号连接已归还 (this cursor outlived its account's connection)")
+        return self.connection.info.transaction_status == TransactionStatus.IDLE
 
     def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
         if not self._starts_transaction():
@@ -108,6 +116,7 @@ class DatabaseWrapper(postgresql.DatabaseWrapper):
             if name:  # DISABLE_SERVER_SIDE_CURSORS is set in this layout: never reached
                 raise Database.ProgrammingError("named cursors are disabled in the schema layout")
             cursor.qiwei_switch = self.qiwei_switch
+            cursor.qiwei_lease = lease_of(self.connection)
         return cursor
 
     def get_new_connection(self, conn_params: dict[str, Any]) -> Any:

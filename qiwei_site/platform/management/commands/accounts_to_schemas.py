@@ -5,7 +5,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from qiwei_site.platform.commands import command_account_ids
-from qiwei_site.platform.layout_move import DROPPED, FAILED, VERIFIED, MoveRefused, move_accounts
+from qiwei_site.platform.layout_move import DROPPED, FAILED, NO_OLD_DATABASE, VERIFIED, MoveRefused, move_accounts
 from qiwei_site.platform.selectors import account_ids_every
 from qiwei_site.platform.tenancy import UnsafeLoginRole
 
@@ -16,6 +16,7 @@ SAID = {
     "already dropped": "此前已完成，旧数据库已删除 (already done)",
     "would copy": "将复制 (would copy)",
     "would drop the old database": "将删除旧数据库 (would drop the old database)",
+    NO_OLD_DATABASE: "没有旧数据库，无需搬迁（迁移后新建的账号） (no old database: nothing to move)",
 }
 
 
@@ -35,6 +36,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--drop-old", action="store_true", help="删除已校验账号的旧数据库 (drop verified accounts' old databases)"
         )
+        parser.add_argument(
+            "--overwrite",
+            action="store_true",
+            help="新 schema 已有数据时仍重新复制（会删除其中数据） (copy again over a schema that already holds rows)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         # Inactive accounts too: after the move the old databases are no longer read.
@@ -42,11 +48,15 @@ class Command(BaseCommand):
         failed = []
         try:
             for move in move_accounts(
-                ids, source_template=options["source"], dry_run=options["dry_run"], drop_old=options["drop_old"]
+                ids,
+                source_template=options["source"],
+                dry_run=options["dry_run"],
+                drop_old=options["drop_old"],
+                overwrite=options["overwrite"],
             ):
                 rows = sum(move.rows.values())
                 counted = f"，{len(move.rows)} 张表 {rows} 行" if move.rows else ""
-                if move.outcome in (FAILED, "not found"):
+                if move.outcome in (FAILED, "not found", "not dropped"):
                     failed.append(move.account_id)
                     self.stderr.write(f"{move.account_id}: 失败 (failed) {move.detail}")
                 else:
