@@ -53,9 +53,13 @@ def migrate_accounts(account_ids: list[str], *, force: bool = False, jobs: int =
         for account_id in account_ids:
             yield migrate_one(account_id, force=force)
         return
+    from qiwei_site.platform.connections import account_pool
     from qiwei_site.platform.tenancy import account_connections_release_idle
 
-    account_connections_release_idle(keep=False)  # nothing of ours for the children to inherit
+    # Nothing of ours for the children to inherit: this thread's account connections and the
+    # pool's idle ones (a child never closes what it inherited, so they would stay open).
+    account_connections_release_idle(keep=False)
+    account_pool.close_idle()
     # An executor, not a Pool: a child killed mid-way (out of memory) fails the run
     # (BrokenProcessPool) instead of leaving it waiting for ever.
     with ProcessPoolExecutor(

@@ -19,6 +19,13 @@ THREADS = 50
 STORED_BEFORE = {0, 1, 2, 3, 4}
 
 
+@pytest.fixture
+def pg_layout() -> str:
+    """The PostgreSQL cases run in the default layout, a schema per account (requested lazily
+    below, so the layout cannot be a parameter of its own here)."""
+    return "schema"
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def account_id(request) -> str:
     """A fresh account on the backend under test."""
