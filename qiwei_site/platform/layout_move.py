@@ -53,17 +53,7 @@ class AccountMove:
 
 
 def _params(config: dict[str, Any]) -> dict[str, Any]:
-    return {
-        key: value
-        for key, value in {
-            "host": config.get("HOST") or None,
-            "port": config.get("PORT") or None,
-            "user": config.get("USER") or None,
-            "password": config.get("PASSWORD") or None,
-            "dbname": config.get("NAME"),
-        }.items()
-        if value is not None
-    }
+    return {**tenancy.server_params(config), "dbname": config["NAME"]}
 
 
 def _source_config(source_template: str, account_id: str) -> dict[str, Any]:
@@ -291,7 +281,8 @@ def _copy(src: Any, dst: Any, target: dict[str, Any], tables: list[str]) -> None
         _switch(dst, target)
         dst.execute("SET CONSTRAINTS ALL DEFERRED")
         for table in ordered:
-            columns = [c for c in _columns(dst, schema, table) if c in set(_columns(src, "public", table))]
+            old_columns = set(_columns(src, "public", table))
+            columns = [c for c in _columns(dst, schema, table) if c in old_columns]
             if not columns:
                 continue
             if table in DERIVED_TABLES:
@@ -345,7 +336,8 @@ def _verify(src: Any, dst: Any, target: dict[str, Any], tables: list[str]) -> tu
     with dst.transaction():
         _switch(dst, target)
         for table in tables:
-            columns = [c for c in _columns(dst, schema, table) if c in set(_columns(src, "public", table))]
+            old_columns = set(_columns(src, "public", table))
+            columns = [c for c in _columns(dst, schema, table) if c in old_columns]
             old = src.execute(_digest_sql("public", table, columns)).fetchone()
             new = dst.execute(_digest_sql(schema, table, columns)).fetchone()
             rows[table] = int(old[0])

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from psycopg import sql
 
-from qiwei_site.platform.tenancy import account_database_config, is_schema_config, is_sqlite_config
+from qiwei_site.platform.tenancy import account_database_config, is_schema_config, is_sqlite_config, server_params
 
 # The tables a forget rewrites (README, production deployment).
 FORGET_TABLES = (
@@ -55,17 +55,7 @@ def account_vacuum(*, account_id: str, every_table: bool = False) -> VacuumResul
             "VACUUM 必须直连 PostgreSQL：运行时把 QIWEI_ACCOUNT_DATABASE_URL 指向服务器本身，并去掉 QIWEI_PGBOUNCER "
             "(run it with QIWEI_ACCOUNT_DATABASE_URL pointing straight at PostgreSQL and QIWEI_PGBOUNCER unset)."
         )
-    params = {
-        key: value
-        for key, value in {
-            "host": config.get("HOST") or None,
-            "port": config.get("PORT") or None,
-            "user": config.get("USER") or None,
-            "password": config.get("PASSWORD") or None,
-        }.items()
-        if value is not None
-    }
-    with psycopg.connect(dbname=config["NAME"], autocommit=True, **params) as conn:
+    with psycopg.connect(dbname=config["NAME"], autocommit=True, **server_params(config)) as conn:
         if is_schema_config(config):
             conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(config["QIWEI_ROLE"])))
             conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(config["QIWEI_SCHEMA"])))

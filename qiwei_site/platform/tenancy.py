@@ -377,7 +377,8 @@ def _migrate_alias(alias: str) -> None:
     _record_schema_fingerprint(alias)
 
 
-def _server_params(config: dict[str, Any]) -> dict[str, Any]:
+def server_params(config: dict[str, Any]) -> dict[str, Any]:
+    """psycopg's connection keywords for a database config's server (no database name)."""
     params = {
         "host": config.get("HOST") or None,
         "port": config.get("PORT") or None,
@@ -397,7 +398,7 @@ def _postgres_database_exists(config: dict[str, Any]) -> bool:
     it is not among them, from the server's list read again (one query for every database)."""
     import psycopg
 
-    params = _server_params(config)
+    params = server_params(config)
     server = tuple(sorted(params.items()))
     if config["NAME"] in _known_databases.get(server, frozenset()):
         return True
@@ -408,7 +409,7 @@ def _postgres_database_exists(config: dict[str, Any]) -> bool:
 
 
 def _forget_known_database(config: dict[str, Any]) -> None:
-    server = tuple(sorted(_server_params(config).items()))
+    server = tuple(sorted(server_params(config).items()))
     if server in _known_databases:
         _known_databases[server] = _known_databases[server] - {config["NAME"]}
 
@@ -420,7 +421,7 @@ def _ensure_postgres_database(config: dict[str, Any]) -> None:
     import psycopg
     from psycopg import errors, sql
 
-    with psycopg.connect(dbname="postgres", autocommit=True, **_server_params(config)) as conn:
+    with psycopg.connect(dbname="postgres", autocommit=True, **server_params(config)) as conn:
         if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [config["NAME"]]).fetchone():
             return
         # DuplicateDatabase, or UniqueViolation on pg_database's name index when both commit at once.
@@ -440,7 +441,7 @@ def check_login_role(conn: Any, config: dict[str, Any]) -> None:
     """Refuse a login role that could read account schemas without switching: a superuser (no
     privilege is checked for it) or a role inheriting the account roles' privileges. Isolation
     fails closed only when the login role itself can read nothing (docs/architecture.md)."""
-    key = (*sorted(_server_params(config).items()), config["NAME"])
+    key = (*sorted(server_params(config).items()), config["NAME"])
     if key in _checked_logins:
         return
     row = conn.execute(
@@ -464,7 +465,7 @@ def _ensure_account_schema(config: dict[str, Any]) -> None:
 
     role, schema = sql.Identifier(config["QIWEI_ROLE"]), sql.Identifier(config["QIWEI_SCHEMA"])
     extensions = sql.Identifier(EXTENSION_SCHEMA)
-    with psycopg.connect(dbname=config["NAME"], autocommit=True, **_server_params(config)) as conn:
+    with psycopg.connect(dbname=config["NAME"], autocommit=True, **server_params(config)) as conn:
         check_login_role(conn, config)
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(hashtext('qiwei_account_schemas'))")
@@ -508,7 +509,7 @@ def _drop_account_schema(config: dict[str, Any]) -> None:
     from psycopg import sql
 
     role, schema = sql.Identifier(config["QIWEI_ROLE"]), sql.Identifier(config["QIWEI_SCHEMA"])
-    with psycopg.connect(dbname=config["NAME"], autocommit=True, **_server_params(config)) as conn:
+    with psycopg.connect(dbname=config["NAME"], autocommit=True, **server_params(config)) as conn:
         if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [config["QIWEI_ROLE"]]).fetchone():
             return
         with conn.transaction():
@@ -604,7 +605,7 @@ def drop_account_database(account_id: str) -> None:
     from psycopg import sql
 
     _forget_known_database(config)
-    with psycopg.connect(dbname="postgres", autocommit=True, **_server_params(config)) as conn:
+    with psycopg.connect(dbname="postgres", autocommit=True, **server_params(config)) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(config["NAME"])))
 
 
