@@ -275,3 +275,21 @@ def vm_rss_kib(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) spent so far by `pid`, its reaped children and its live
+    children: a gunicorn master and its workers, or a postmaster and its backends (a backend that
+    exits is counted through its parent's cutime once reaped)."""
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def fields(of: int) -> list[str]:
+        # The command name may hold spaces and parentheses: the fields after the last ")".
+        return Path(f"/proc/{of}/stat").read_text().rsplit(")", 1)[1].split()
+
+    own = fields(pid)
+    total = sum(int(own[index]) for index in (11, 12, 13, 14))  # utime stime cutime cstime
+    for child in child_pids(pid):
+        with contextlib.suppress(OSError):
+            total += sum(int(value) for value in fields(child)[11:13])
+    return total / tick

@@ -20,7 +20,8 @@ by layout, alternated for `--rounds` rounds (the order reversed every other roun
 each client thread, in turn over its accounts, POSTs one new customer message and then GETs that
 conversation's context (the context is never served from a cache); the context GET is what is
 timed. Printed per phase: context req/s, p95, errors, the peak of server client connections
-(pg_stat_activity every 20 ms); per layout: the ratio of all accounts to one account (median over
+(pg_stat_activity every 20 ms), and the CPU per turn of the PostgreSQL server (postmaster and
+backends) and of gunicorn (master and workers), from /proc; per layout: the ratio of all accounts to one account (median over
 rounds) — the issue's target is ≥ 0.8 — and `migrate_accounts` over every account (exit, s), with
 current fingerprints and with `--force`. `--layouts schema --only-all` times only the all-accounts
 phase (a soak: errors, peak connections; the account store's connections counted apart).
@@ -63,7 +64,7 @@ from benchmarks.api_load import (
     PrivatePostgres,
     seed_history,
 )
-from benchmarks.common import ROOT, machine_line, percentile, start_gunicorn, stop_process
+from benchmarks.common import ROOT, machine_line, percentile, start_gunicorn, stop_process, tree_cpu_seconds
 
 LOGIN = "qiwei_bench"
 SCHEMA_DB = "qiwei_bench_accounts"
@@ -91,12 +92,13 @@ class AccountConnectionSampler(ConnectionSampler):
 
 
 def _env(layout: str, port: int, data_dir: str, cap: int, pgbouncer: bool) -> dict[str, str]:
+    max_age = os.environ.get("QIWEI_DB_CONN_MAX_AGE", "60")  # the shipped default unless set
     env = {
         "DJANGO_SETTINGS_MODULE": "qiwei_site.settings.local",
         "QIWEI_DATA_DIR": data_dir,
         "DJANGO_LOG_LEVEL": "WARNING",
         "DATABASE_URL": f"postgres://postgres@127.0.0.1:{port}/qiwei_bench_default_{layout}",
-        "QIWEI_DB_CONN_MAX_AGE": "60",
+        "QIWEI_DB_CONN_MAX_AGE": max_age,
         "QIWEI_ACCOUNT_CONN_CAP": str(cap),
         "QIWEI_PG_SCHEMAS_PER_CONNECTION": os.environ.get("QIWEI_PG_SCHEMAS_PER_CONNECTION", "50"),
     }
@@ -200,6 +202,21 @@ def _copy_schema_rows(server: PrivatePostgres, source: str, targets: list[str]) 
                         f'SELECT setval(\'"{target}"."{sequence}"\', '
                         f'COALESCE((SELECT max("{column}") FROM "{target}"."{table}"), 0) + 1, false)'
                     )
+
+
+def _cpu(server: PrivatePostgres, gunicorn: subprocess.Popen[bytes]) -> tuple[float, float]:
+    """CPU seconds so far of the PostgreSQL server (postmaster and backends) and of gunicorn."""
+    postmaster = int((server.folder / "data" / "postmaster.pid").read_text().split()[0])
+    return tree_cpu_seconds(postmaster), tree_cpu_seconds(gunicorn.pid)
+
+
+def _cpu_per_request(before: tuple[float, float], after: tuple[float, float], row: dict[str, Any]) -> dict[str, float]:
+    """CPU per timed turn (one POST and one context GET) of the server and of the app, in ms."""
+    turns = max(row["requests"], 1)
+    return {
+        "pg_cpu_ms": (after[0] - before[0]) * 1000 / turns,
+        "app_cpu_ms": (after[1] - before[1]) * 1000 / turns,
+    }
 
 
 def _client(args: tuple[str, str, int, float, list[str], int]) -> list[tuple[float, int]]:
@@ -431,7 +448,9 @@ def main() -> None:
                             order.reverse()
                         for layout, count in order:
                             sampler.start()
+                            cpu_before = _cpu(server, servers[layout][0])
                             row = load(servers[layout][1], tokens[layout], clients, args.seconds, accounts[:count])
+                            row.update(_cpu_per_request(cpu_before, _cpu(server, servers[layout][0]), row))
                             row.update(
                                 route=route,
                                 layout=layout,
@@ -446,7 +465,8 @@ def main() -> None:
                                 f"  {route:9s} {layout:8s} {clients:2d} clients {count:3d} accounts: "
                                 f"{row['rps']:6.1f} req/s  p95 {row['p95_ms']:6.1f} ms  "
                                 f"errors {row['errors']}/{row['requests']}  peak connections {row['peak_connections']}"
-                                f" (accounts {row['peak_account_connections']})",
+                                f" (accounts {row['peak_account_connections']})  CPU per turn: server"
+                                f" {row['pg_cpu_ms']:.1f} ms, app {row['app_cpu_ms']:.1f} ms",
                                 flush=True,
                             )
             finally:

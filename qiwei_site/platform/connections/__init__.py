@@ -19,8 +19,9 @@ connections (in use and idle together):
   waits up to `QIWEI_ACCOUNT_CONN_WAIT_SECONDS` for a connection to come back, then fails as an
   unavailable database (a 503 with Retry-After on the API).
 - A connection is kept at most `QIWEI_DB_CONN_MAX_AGE` seconds from its opening (idle or not,
-  as Django's CONN_MAX_AGE did); one whose server hung up is dropped at checkout, before anyone
-  uses it.
+  as Django's CONN_MAX_AGE did; each renewed somewhere in the last fifth of that, so connections
+  opened together are not all renewed at once); one whose server hung up is dropped at checkout,
+  before anyone uses it.
 
 SQLite accounts are not pooled (no server to run out of): each thread keeps its most recently
 used ones open, at most the cap (`tenancy.account_connection_release`, `connections.sqlite3`).
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import select
 import threading
 import time
@@ -308,7 +310,10 @@ class AccountConnectionPool:
             # Connections lost so far first: a new one may have been given a lost one's id.
             self._reap_lost()
             if new:
-                _born[id(raw)] = time.monotonic()
+                # Aged by up to LIFETIME_SPREAD of its lifetime at birth: connections opened together
+                # (a worker's start, a burst) are renewed over a spell, not in one stall where every
+                # new backend also re-reads its schemas' catalogue.
+                _born[id(raw)] = time.monotonic() - random.uniform(0, LIFETIME_SPREAD) * _max_idle_seconds()
                 _served.pop(id(raw), None)  # a lost connection's id, given to this new one
             self._out[id(raw)] = finalizer
 
@@ -324,6 +329,10 @@ class AccountConnectionPool:
                 _born.pop(ident, None)
                 _served.pop(ident, None)
                 self._open -= 1
+
+
+# The share of QIWEI_DB_CONN_MAX_AGE by which a connection's renewal may come early (see _track).
+LIFETIME_SPREAD = 0.2
 
 
 def _cap() -> int:

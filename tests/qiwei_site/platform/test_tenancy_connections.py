@@ -185,6 +185,29 @@ def test_account_pool_renews_a_busy_connection_after_max_age(pool, settings, mon
     assert pool.stats().open == 0
 
 
+def test_account_pool_renews_connections_opened_together_over_a_spell(pool, settings, monkeypatch):
+    # Given three connections opened at the same moment, each aged at birth by a different share
+    # of the lifetime (the pool draws it; here 0, half and all of LIFETIME_SPREAD)
+    settings.QIWEI_DB_CONN_MAX_AGE = 100
+    spread = pool_module.LIFETIME_SPREAD
+    draws = iter([0.0, spread / 2, spread])
+    monkeypatch.setattr(pool_module.random, "uniform", lambda low, high: next(draws))
+    raws = [take(pool, f"store{n}") for n in range(3)]
+    now = pool_module.time.monotonic()
+    # When all are handed back 95 s after opening (a lifetime of 100 s)
+    monkeypatch.setattr(pool_module.time, "monotonic", lambda: now + 100 * (1 - spread / 4))
+    for raw in raws:
+        give(pool, raw)
+    # Then the two aged past their lifetime are renewed and the youngest is kept: they are not all
+    # renewed in one stall of new backends
+    assert [raw.closed for raw in raws] == [False, True, True]
+    # And none outlives the lifetime
+    monkeypatch.setattr(pool_module.time, "monotonic", lambda: now + 101)
+    survivor = take(pool, "store0")
+    give(pool, survivor)
+    assert survivor.closed
+
+
 def test_account_pool_many_threads_never_exceed_the_cap(pool):
     # Given eight threads (a gthread worker) over twenty accounts, cap three
     errors: list[BaseException] = []
