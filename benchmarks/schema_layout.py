@@ -10,21 +10,25 @@ own registry (`default`) and data dir. The first account of each layout is made 
 (`account_create`, `migrate`, 5 customers of 100 messages); the database layout copies it with
 CREATE DATABASE … TEMPLATE; the schema layout makes every other account with `account_create`
 (its schema migrated, in two processes) and copies the first schema's rows into it as the
-superuser with triggers off (`session_replication_role = replica`), sequences set after.
+superuser with triggers off (`session_replication_role = replica`), sequences set after. Both
+layouts are vacuumed and analysed before timing (the database layout's template, which its copies
+inherit; the schema layout's one database after the copies), as a long-running server's would be:
+no autovacuum catching up inside a timed phase.
 
-Timed: for each route (direct to PostgreSQL, through PgBouncer in transaction pooling) one
-gunicorn per layout (`--workers` workers, 4 threads, QIWEI_ACCOUNT_CONN_CAP=`--cap`), warmed up
-over every account (16 clients for max(8, accounts / 10) s, so each worker has met nearly every
-account, as a long-running server has); then, for each client count, the phases one account / all accounts, layout
-by layout, alternated for `--rounds` rounds (the order reversed every other round). In every phase
-each client thread, in turn over its accounts, POSTs one new customer message and then GETs that
-conversation's context (the context is never served from a cache); the context GET is what is
-timed. Printed per phase: context req/s, p95, errors, the peak of server client connections
+Timed: for each route (direct to PostgreSQL, through PgBouncer in transaction pooling) one gunicorn
+per layout (`--workers` workers, 4 threads, QIWEI_ACCOUNT_CONN_CAP=`--cap`), warmed up over every
+account (16 clients for `--warm-seconds`, default max(8, accounts / 10) s, so each worker has met
+nearly every account, as a long-running server has); then, for each client count, the phases one
+account / all accounts, layout by layout, alternated for `--rounds` rounds (the order reversed every
+other round). In every phase each client thread, in turn over its accounts, POSTs one new customer
+message and then GETs that conversation's context (the context is never served from a cache); the
+context GET is what is timed. Printed per phase: context req/s, p95, errors, the peak of server client connections
 (pg_stat_activity every 20 ms), and the CPU per turn of the PostgreSQL server (postmaster and
-backends) and of gunicorn (master and workers), from /proc; per layout: the ratio of all accounts to one account (median over
-rounds) — the issue's target is ≥ 0.8 — and `migrate_accounts` over every account (exit, s), with
-current fingerprints and with `--force`. `--layouts schema --only-all` times only the all-accounts
-phase (a soak: errors, peak connections; the account store's connections counted apart).
+backends) and of gunicorn (master and workers), from /proc; per layout: the ratio of all accounts
+to one account (median over rounds) — the issue's target is ≥ 0.8 — and `migrate_accounts` over
+every account (exit, s), with current fingerprints and with `--force`. `--layouts schema
+--only-all` times only the all-accounts phase (a soak: errors, peak connections; the account
+store's connections counted apart).
 
 `--day-seconds S` then runs a realistic day on the schema layout (one gunicorn and a real Celery
 worker capturing): open-loop Poisson arrivals at `--day-rate` turns per second, ten times that for
@@ -150,8 +154,10 @@ def prepare(layout: str, env: dict[str, str], count: int, server: PrivatePostgre
     connections.close_all()
     ids = [f"bench{n:03d}" for n in range(1, count)]
     if layout == "database":
+        template = account_database_config(first)["NAME"]
+        with server.connect(template) as conn:
+            conn.execute("VACUUM ANALYZE")  # statistics the copies inherit: no autovacuum catching up mid-run
         with server.connect() as conn:
-            template = account_database_config(first)["NAME"]
             for account_id in ids:
                 target = account_database_config(account_id)["NAME"]
                 conn.execute(
@@ -164,6 +170,8 @@ def prepare(layout: str, env: dict[str, str], count: int, server: PrivatePostgre
         with multiprocessing.get_context("spawn").Pool(2) as pool:
             pool.map(_create_accounts, [(env, ids[i::2]) for i in range(2)])
         _copy_schema_rows(server, "acct_" + first, ["acct_" + account_id for account_id in ids])
+        with server.connect(SCHEMA_DB) as conn:
+            conn.execute("VACUUM ANALYZE")  # as the database layout's copies: settled, with statistics
     user = get_user_model().objects.create_user("bench", password="bench-pass", is_staff=True, is_superuser=True)
     token = Token.objects.create(user=user).key
     connections.close_all()
@@ -398,6 +406,12 @@ def main() -> None:
         "--day-seconds", type=float, default=0, help="a realistic day this long, schema layout, after the phases"
     )
     parser.add_argument("--day-rate", type=float, default=1.0, help="turns per second (ten times that in the burst)")
+    parser.add_argument(
+        "--warm-seconds",
+        type=float,
+        help="warm-up of each server over every account (default max(8, accounts / 10)); with long-lived"
+        " connections (QIWEI_DB_CONN_MAX_AGE=600) the server's CPU per turn settles over minutes",
+    )
     parser.add_argument("--json")
     args = parser.parse_args()
     print(machine_line(), flush=True)
@@ -423,7 +437,7 @@ def main() -> None:
             seconds = time.perf_counter() - started
             print(f"prepared {args.accounts} accounts, {layout} layout: {seconds:.0f} s", flush=True)
         accounts = [f"bench{n:03d}" for n in range(args.accounts)]
-        warm_seconds = max(8.0, args.accounts / 10)
+        warm_seconds = args.warm_seconds or max(8.0, args.accounts / 10)
         sampler = AccountConnectionSampler(server)
         for route in args.routes:
             port = server.port
