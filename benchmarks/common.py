@@ -262,11 +262,15 @@ def child_pids(pid: int) -> list[int]:
         if not entry.name.isdigit():
             continue
         with contextlib.suppress(OSError):
-            # The command name may hold spaces and parentheses: the fields after the last ")".
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            if int(fields[1]) == pid:
+            if int(_stat_fields(int(entry.name))[1]) == pid:
                 children.append(int(entry.name))
     return sorted(children)
+
+
+def _stat_fields(pid: int) -> list[str]:
+    """/proc/<pid>/stat from field 3 (state) on: the command name may hold spaces and parentheses,
+    so the fields after the last ")"."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
 
 
 def vm_rss_kib(pid: int) -> int:
@@ -281,15 +285,8 @@ def tree_cpu_seconds(pid: int) -> float:
     """CPU seconds (user + system) spent so far by `pid`, its reaped children and its live
     children: a gunicorn master and its workers, or a postmaster and its backends (a backend that
     exits is counted through its parent's cutime once reaped)."""
-    tick = os.sysconf("SC_CLK_TCK")
-
-    def fields(of: int) -> list[str]:
-        # The command name may hold spaces and parentheses: the fields after the last ")".
-        return Path(f"/proc/{of}/stat").read_text().rsplit(")", 1)[1].split()
-
-    own = fields(pid)
-    total = sum(int(own[index]) for index in (11, 12, 13, 14))  # utime stime cutime cstime
+    total = sum(int(value) for value in _stat_fields(pid)[11:15])  # utime stime cutime cstime
     for child in child_pids(pid):
         with contextlib.suppress(OSError):
-            total += sum(int(value) for value in fields(child)[11:13])
-    return total / tick
+            total += sum(int(value) for value in _stat_fields(child)[11:13])  # utime stime
+    return total / os.sysconf("SC_CLK_TCK")
