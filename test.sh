@@ -2,12 +2,16 @@
 # One command: install what the tests need and run the test suite.
 # Extra arguments go to pytest, e.g. `./test.sh -m integration` or `./test.sh -m browser`.
 # The default run (unit and API tests) is spread over the machine's cores with pytest-xdist (each
-# worker has its own data directory and account databases); a marker run (-m …) or an explicit
+# worker has its own data directory and account databases; the tests marked `long` go first and an
+# idle worker takes over half of a busy one's queue); a marker run (-m …) or an explicit
 # -n stays as asked: the integration and browser tests share servers and run one at a time.
 set -euo pipefail
 cd "$(dirname "$0")"
 scripts/bootstrap.sh dev
-parallel=(-n auto)
+# Bytecode (and pytest's rewritten test modules) cached in __pycache__ even where the environment
+# sets PYTHONDONTWRITEBYTECODE: every worker would otherwise compile every module at start-up.
+unset PYTHONDONTWRITEBYTECODE
+parallel=(-n auto --dist worksteal)
 for arg in "$@"; do
   case "$arg" in
     -m|-m*|-n|-n*|--numprocesses*) parallel=() ;;

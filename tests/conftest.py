@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import hashlib
+import importlib
 import json
 import socket
+import sqlite3
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -42,6 +47,83 @@ def pytest_configure(config) -> None:
         return patched
 
     SimpleTestCase.ensure_connection_patch_method = classmethod(ensure_connection_patch_method)
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(request, django_test_environment, django_db_blocker, django_db_modify_db_settings):
+    """pytest-django's set-up of the test database, from a migrated copy when one exists for these
+    migrations: on SQLite each test process (every xdist worker, every run) would otherwise migrate
+    an empty file. The copy is named by a hash of every installed app's migration files and written
+    once, under a file lock, by the first process that migrated."""
+    from django.test.utils import setup_databases, teardown_databases
+    from pytest_django.fixtures import _get_databases_for_setup
+
+    aliases, serialized_aliases = _get_databases_for_setup(request.session.items)
+    target = _sqlite_test_name("default")
+    copy = _migrated_copy_path() if target is not None else None
+    reuse = copy is not None and copy.exists()
+    if reuse:
+        _sqlite_backup(copy, target)
+    with django_db_blocker.unblock():
+        db_cfg = setup_databases(
+            verbosity=request.config.option.verbose,
+            interactive=False,
+            aliases=aliases,
+            serialized_aliases=serialized_aliases,
+            keepdb=reuse,  # the copy's migrations are all applied: migrate finds nothing to do
+        )
+    if copy is not None and not reuse:
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        with open(copy.with_suffix(".lock"), "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when closed
+            if not copy.exists():
+                building = copy.with_suffix(".building")
+                _sqlite_backup(target, building)
+                building.rename(copy)
+    yield
+    with django_db_blocker.unblock():
+        teardown_databases(db_cfg, verbosity=request.config.option.verbose)
+
+
+def _sqlite_test_name(alias: str) -> Path | None:
+    config = connections[alias].settings_dict
+    name = (config.get("TEST") or {}).get("NAME")
+    if not tenancy.is_sqlite_config(config) or not name or str(name).startswith(("file:", ":memory:")):
+        return None
+    return Path(name)
+
+
+def _migrated_copy_path() -> Path:
+    from django.apps import apps
+    from django.conf import settings
+    from django.db.migrations.loader import MigrationLoader
+
+    digest = hashlib.sha256()
+    for config in sorted(apps.get_app_configs(), key=lambda config: config.label):
+        module_name, _ = MigrationLoader.migrations_module(config.label)
+        try:
+            module = importlib.import_module(module_name) if module_name else None
+        except ModuleNotFoundError:
+            module = None
+        for folder in getattr(module, "__path__", []):
+            for path in sorted(Path(folder).glob("*.py")):
+                digest.update(f"{config.label}/{path.name}".encode())
+                digest.update(path.read_bytes())
+    return Path(settings.QIWEI_ACCOUNT_TEMPLATE_DIR) / f"default-{digest.hexdigest()[:16]}.sqlite3"
+
+
+def _sqlite_backup(source: Path, target: Path) -> None:
+    """A consistent copy of a SQLite file (its WAL included), through SQLite's backup API."""
+    target.unlink(missing_ok=True)
+    with contextlib.closing(sqlite3.connect(source)) as src, contextlib.closing(sqlite3.connect(target)) as dst:
+        src.backup(dst)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked `long` first, the rest in their order: pytest-xdist hands them out from the
+    front, so the two workers start on the long ones and the run does not end with one worker busy
+    for seconds on a long test while the other is idle (every worker sorts alike)."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
 @pytest.fixture(autouse=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 os.environ["QIWEI_DATA_DIR"] = tempfile.mkdtemp(prefix="qiwei-test-")
 
 from .base import *  # noqa: F403
-from .base import QIWEI_DATA_DIR
+from .base import BASE_DIR, QIWEI_DATA_DIR
 
 QIWEI_DATA_DIR.mkdir(parents=True, exist_ok=True)
 (QIWEI_DATA_DIR / "static").mkdir(exist_ok=True)
@@ -22,6 +22,10 @@ STORAGES = {
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
 QIWEI_TEST_ROOT = Path(QIWEI_DATA_DIR)
+# The migrated account template is named by a hash of every account migration file and built under
+# a file lock, so test processes (xdist workers, later runs) share one instead of each migrating it.
+if "QIWEI_ACCOUNT_TEMPLATE_DIR" not in os.environ:
+    QIWEI_ACCOUNT_TEMPLATE_DIR = BASE_DIR / ".cache" / "test-templates"
 
 # A file (not shared-cache memory) so threads and worker processes can share the test database.
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405

@@ -3,6 +3,7 @@ the first entry of its feedback history."""
 
 from __future__ import annotations
 
+import pytest
 from django.db import connections
 from django.db.migrations.executor import MigrationExecutor
 
@@ -19,6 +20,7 @@ def _migrate(connection, targets) -> None:
     executor.migrate(targets)
 
 
+@pytest.mark.long
 def test_migration_turns_the_old_feedback_into_the_first_history_entry(account):
     connection = connections[current_alias()]
     leaf = MigrationExecutor(connection).loader.graph.leaf_nodes()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from conversations.gateway import (
     PROBE_TIMEOUT_CAP_SECONDS,
     HttpGateway,
@@ -34,6 +36,7 @@ def test_status_fast_answers_from_cache_without_probing_a_hanging_upstream(staff
     assert elapsed < 0.05  # the one timing assertion the issue demands (spec §9)
 
 
+@pytest.mark.long
 def test_status_probe_gives_up_on_a_hanging_upstream_and_fast_then_reports_it(staff_client, settings, hanging_server):
     # given an upstream that never answers, with the default 2.5 s probe cap
     settings.QIWEI_UPSTREAM_URL = hanging_server.url

@@ -291,6 +291,7 @@ class ProfileAndMemory(RuleBasedStateMachine):
             )
 
 
+@pytest.mark.long
 def test_profile_and_memory_agree_under_random_operations(account):
     examples = int(os.environ.get("QIWEI_PROPERTY_EXAMPLES", "10"))
     run_state_machine_as_test(

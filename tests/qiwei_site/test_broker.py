@@ -73,6 +73,7 @@ def test_filesystem_scheme_is_served_by_the_atomic_transport():
     assert type(kombu.Connection("filesystem://").transport) is broker.Transport
 
 
+@pytest.mark.long
 def test_broker_concurrent_writers_and_readers_lose_and_duplicate_nothing(root):
     # Given two processes writing 1,500 messages each while two processes poll the same folder
     context = multiprocessing.get_context("fork")

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -31,6 +33,7 @@ def test_manage_without_a_project_database_says_so_and_creates_nothing(tmp_path)
     assert not data_dir.exists()
 
 
+@pytest.mark.long
 def test_manage_setup_commands_run_on_a_fresh_data_directory(tmp_path):
     # Given the same fresh data directory, the commands that make the database still run
     completed = run_manage("check", data_dir=tmp_path / "fresh")

@@ -39,6 +39,7 @@ def _documented_batch() -> list[dict[str, str]]:
     ]
 
 
+@pytest.mark.long
 def test_ingest_documented_largest_batch_fits_even_ascii_escaped(agent_client):
     # given the largest documented batch, encoded the way Python clients do by default (\uXXXX)
     body = json.dumps(_documented_batch()).encode()

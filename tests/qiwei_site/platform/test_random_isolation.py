@@ -41,6 +41,7 @@ def foreign_marks(payload: object, account_id: str) -> set[str]:
     return {m for m in MARK.findall(json.dumps(payload, ensure_ascii=False)) if m != account_id}
 
 
+@pytest.mark.long
 @pytest.mark.django_db(transaction=True)
 def test_random_operations_never_leak_rows_across_accounts():
     # Given three accounts sharing conversation ids and one supervisor with access to all

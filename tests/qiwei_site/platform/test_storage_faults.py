@@ -142,6 +142,7 @@ def test_full_database_ingest_is_json_503_naming_full(client, customer):
     assert Message.objects.filter(external_id__startswith="zhao_full_").count() == 0
 
 
+@pytest.mark.long
 def test_locked_database_ingest_is_json_503_within_the_busy_timeout(client, customer):
     # given another connection holding the account database's write lock
     with _held_write_lock():
@@ -162,6 +163,7 @@ def test_locked_database_ingest_is_json_503_within_the_busy_timeout(client, cust
     assert Message.objects.filter(external_id__in=["zhao_003"]).count() == 1
 
 
+@pytest.mark.long
 def test_locked_database_draft_is_json_503_within_the_bound(client, customer):
     # given another connection holding the write lock
     with _held_write_lock():

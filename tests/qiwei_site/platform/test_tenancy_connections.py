@@ -442,6 +442,7 @@ def test_account_connections_celery_task_end_releases_what_the_task_left_open(br
     assert alias_for(branches[0]) in tenancy._kept_sqlite()
 
 
+@pytest.mark.long
 def test_migrate_accounts_over_many_accounts_closes_each_before_the_next(db, capped, capsys):
     # Given thirty accounts (ten times the cap)
     ids = [f"shop{n:02d}" for n in range(30)]
