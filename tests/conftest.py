@@ -50,17 +50,30 @@ def pytest_configure(config) -> None:
 
 
 @pytest.fixture(scope="session")
-def django_db_setup(request, django_test_environment, django_db_blocker, django_db_modify_db_settings):
-    """pytest-django's set-up of the test database, from a migrated copy when one exists for these
-    migrations: on SQLite each test process (every xdist worker, every run) would otherwise migrate
-    an empty file. The copy is named by a hash of every installed app's migration files and written
-    once, under a file lock, by the first process that migrated."""
+def django_db_setup(
+    request,
+    django_test_environment,
+    django_db_blocker,
+    django_db_use_migrations,
+    django_db_keepdb,
+    django_db_createdb,
+    django_db_modify_db_settings,
+):
+    """pytest-django's set-up of the test databases, from a migrated copy of the SQLite default
+    database when one exists for this code's migrations: each test process (every xdist worker,
+    every run) would otherwise migrate an empty file. The copy is named by `_migrated_copy_path`'s
+    hash and written once, under a file lock, by the first process that migrated. `--reuse-db`,
+    `--create-db` and `--nomigrations` work as pytest-django's own set-up has them (no copy)."""
     from django.test.utils import setup_databases, teardown_databases
-    from pytest_django.fixtures import _get_databases_for_setup
+    from pytest_django.fixtures import _disable_migrations, _get_databases_for_setup
 
+    if not django_db_use_migrations:
+        _disable_migrations()
+    keepdb = django_db_keepdb and not django_db_createdb
     aliases, serialized_aliases = _get_databases_for_setup(request.session.items)
     target = _sqlite_test_name("default")
-    copy = _migrated_copy_path() if target is not None else None
+    plain = keepdb or django_db_createdb or not django_db_use_migrations or "default" not in aliases
+    copy = _migrated_copy_path() if target is not None and not plain else None
     reuse = copy is not None and copy.exists()
     if reuse:
         _sqlite_backup(copy, target)
@@ -70,9 +83,9 @@ def django_db_setup(request, django_test_environment, django_db_blocker, django_
             interactive=False,
             aliases=aliases,
             serialized_aliases=serialized_aliases,
-            keepdb=reuse,  # the copy's migrations are all applied: migrate finds nothing to do
+            keepdb=keepdb or reuse,  # a copy's migrations are all applied: migrate finds nothing to do
         )
-    if copy is not None and not reuse:
+    if copy is not None and not reuse and _migrations_recorded(target):
         copy.parent.mkdir(parents=True, exist_ok=True)
         with open(copy.with_suffix(".lock"), "a+") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # released when closed
@@ -81,8 +94,21 @@ def django_db_setup(request, django_test_environment, django_db_blocker, django_
                 _sqlite_backup(target, building)
                 building.rename(copy)
     yield
-    with django_db_blocker.unblock():
-        teardown_databases(db_cfg, verbosity=request.config.option.verbose)
+    if not django_db_keepdb:
+        with django_db_blocker.unblock():
+            try:
+                teardown_databases(db_cfg, verbosity=request.config.option.verbose)
+            except Exception as exc:  # as pytest-django's own teardown: a warning, not an error
+                request.node.warn(pytest.PytestWarning(f"Error when trying to teardown test databases: {exc!r}"))
+
+
+def _migrations_recorded(path: Path) -> bool:
+    """True when the file holds a migrated database (never save an empty file as the copy)."""
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+            return conn.execute("SELECT count(*) FROM django_migrations").fetchone()[0] > 0
+    except sqlite3.Error:
+        return False
 
 
 def _sqlite_test_name(alias: str) -> Path | None:
@@ -94,11 +120,16 @@ def _sqlite_test_name(alias: str) -> Path | None:
 
 
 def _migrated_copy_path() -> Path:
+    """Named by what decides the migrated schema: every installed app's migration files, which app
+    goes to which database (the account template's fingerprint: account migrations, routing, Django
+    and SQLite versions) and the user model. Another migration or version gives another name, so a
+    stale copy is never used."""
     from django.apps import apps
     from django.conf import settings
     from django.db.migrations.loader import MigrationLoader
 
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(tenancy.account_template_fingerprint().encode())
+    digest.update(str(settings.AUTH_USER_MODEL).encode())
     for config in sorted(apps.get_app_configs(), key=lambda config: config.label):
         module_name, _ = MigrationLoader.migrations_module(config.label)
         try:
@@ -119,10 +150,12 @@ def _sqlite_backup(source: Path, target: Path) -> None:
         src.backup(dst)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests marked `long` first, the rest in their order: pytest-xdist hands them out from the
-    front, so the two workers start on the long ones and the run does not end with one worker busy
-    for seconds on a long test while the other is idle (every worker sorts alike)."""
+@pytest.hookimpl(tryfirst=True)  # before pytest-django's (registered earlier), whose stable sort then
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:  # groups db, transactional, the rest
+    """The tests marked `long` first within each of pytest-django's groups: a parallel run then meets
+    them early (work stealing gives each worker half of the list and lets an idle worker take the
+    tail of another's queue, so the run does not end with one worker busy for seconds on a long
+    test while the other is idle). Every worker sorts alike, as xdist requires."""
     items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 

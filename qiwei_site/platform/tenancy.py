@@ -252,9 +252,17 @@ def unregister_account_database(account_id: str) -> None:
 # --- creation and migration ----------------------------------------------------------
 
 
-def _account_migrations_fingerprint() -> str:
-    """A hash of every account-app migration file, so a cached template is never stale."""
+def account_template_fingerprint() -> str:
+    """A hash of what decides a migrated account file: every account-app migration file, which
+    models route where, and the Django and SQLite versions that ran them — a template kept in the
+    data dir across deploys is never used by code it was not made for."""
+    import sqlite3
+
+    import django
+
     digest = hashlib.sha256(migration_fingerprint().encode())
+    digest.update(f"{django.get_version()}|{sqlite3.sqlite_version}".encode())
+    digest.update(repr((sorted(ACCOUNT_APPS), sorted(DEFAULT_DB_MODELS))).encode())
     base = Path(settings.BASE_DIR)
     for app in sorted(ACCOUNT_APPS):
         for path in sorted((base / app / "migrations").glob("*.py")):
@@ -562,7 +570,7 @@ def _create_sqlite_from_template(alias: str, target: Path) -> None:
     if target.exists():
         return
     target.parent.mkdir(parents=True, exist_ok=True)
-    template = Path(settings.QIWEI_ACCOUNT_TEMPLATE_DIR) / f"account-{_account_migrations_fingerprint()}.sqlite3"
+    template = Path(settings.QIWEI_ACCOUNT_TEMPLATE_DIR) / f"account-{account_template_fingerprint()}.sqlite3"
     if not template.exists():
         template.parent.mkdir(parents=True, exist_ok=True)
         with _file_lock(template.with_suffix(".lock")):

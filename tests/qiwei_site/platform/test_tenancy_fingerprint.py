@@ -114,6 +114,32 @@ def test_new_sqlite_account_copied_from_template_starts_current_without_migratin
         assert Customer.objects.count() == 0
 
 
+def test_new_sqlite_account_builds_the_template_once_where_none_is_kept(db, settings, tmp_path, migrations_run):
+    # Given a template directory with no template in it (test runs keep one in .cache otherwise)
+    settings.QIWEI_ACCOUNT_TEMPLATE_DIR = tmp_path / "templates"
+    # When two accounts are created
+    make_account("minhang", "闵行门店")
+    make_account("baoshan", "宝山门店")
+    # Then the template was migrated once, under its fingerprint's name, and both accounts are current
+    assert migrations_run == [f"{alias_for('minhang')}__template"]
+    kept = sorted(path.name for path in (tmp_path / "templates").glob("*.sqlite3"))
+    assert kept == [f"account-{tenancy.account_template_fingerprint()}.sqlite3"]
+    for account_id in ("minhang", "baoshan"):
+        with use_account(account_id):
+            assert recorded_fingerprint(account_id) == tenancy.migration_fingerprint()
+
+
+def test_account_template_fingerprint_changes_with_the_django_version(monkeypatch):
+    # Given the fingerprint of this code's account template
+    import django
+
+    before = tenancy.account_template_fingerprint()
+    # When another Django version would run the migrations
+    monkeypatch.setattr(django, "get_version", lambda: "0.0.0")
+    # Then a template kept from before is not this one
+    assert tenancy.account_template_fingerprint() != before
+
+
 def test_migrate_accounts_skips_a_current_account_and_forced_migrates_and_records(db, migrations_run, capsys):
     # Given an account whose recorded migrations are this code's
     make_account("songjiang", "松江门店")
