@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import importlib
 import json
 import socket
 import sqlite3
@@ -124,22 +123,11 @@ def _migrated_copy_path() -> Path:
     goes to which database (the account template's fingerprint: account migrations, routing, Django
     and SQLite versions) and the user model. Another migration or version gives another name, so a
     stale copy is never used."""
-    from django.apps import apps
     from django.conf import settings
-    from django.db.migrations.loader import MigrationLoader
 
     digest = hashlib.sha256(tenancy.account_template_fingerprint().encode())
     digest.update(str(settings.AUTH_USER_MODEL).encode())
-    for config in sorted(apps.get_app_configs(), key=lambda config: config.label):
-        module_name, _ = MigrationLoader.migrations_module(config.label)
-        try:
-            module = importlib.import_module(module_name) if module_name else None
-        except ModuleNotFoundError:
-            module = None
-        for folder in getattr(module, "__path__", []):
-            for path in sorted(Path(folder).glob("*.py")):
-                digest.update(f"{config.label}/{path.name}".encode())
-                digest.update(path.read_bytes())
+    digest.update(tenancy.migration_files_digest().encode())
     return Path(settings.QIWEI_ACCOUNT_TEMPLATE_DIR) / f"default-{digest.hexdigest()[:16]}.sqlite3"
 
 

@@ -21,7 +21,7 @@ import pkgutil
 import re
 import shutil
 import threading
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -263,11 +263,7 @@ def account_template_fingerprint() -> str:
     digest = hashlib.sha256(migration_fingerprint().encode())
     digest.update(f"{django.get_version()}|{sqlite3.sqlite_version}".encode())
     digest.update(repr((sorted(ACCOUNT_APPS), sorted(DEFAULT_DB_MODELS))).encode())
-    base = Path(settings.BASE_DIR)
-    for app in sorted(ACCOUNT_APPS):
-        for path in sorted((base / app / "migrations").glob("*.py")):
-            digest.update(path.name.encode())
-            digest.update(path.read_bytes())
+    digest.update(migration_files_digest(ACCOUNT_APPS).encode())
     return digest.hexdigest()[:16]
 
 
@@ -278,26 +274,48 @@ def account_template_fingerprint() -> str:
 SCHEMA_TABLE = "qiwei_account_schema"
 
 
-@functools.cache
-def migration_fingerprint() -> str:
-    """A hash of the (app, migration) names on disk for every installed app: what `migrate`
-    would find. Computed once per process."""
+def _migration_packages() -> list[tuple[str, Any]]:
+    """(app label, its migrations package) for every installed app that has one, by label, as
+    `migrate` finds them."""
     from django.apps import apps
     from django.db.migrations.loader import MigrationLoader
 
-    names: list[str] = []
-    for config in apps.get_app_configs():
+    found = []
+    for config in sorted(apps.get_app_configs(), key=lambda config: config.label):
         module_name, _ = MigrationLoader.migrations_module(config.label)
         if module_name is None:
             continue
         try:
-            module = importlib.import_module(module_name)
+            found.append((config.label, importlib.import_module(module_name)))
         except ModuleNotFoundError:
             continue
-        for _, name, is_pkg in pkgutil.iter_modules(getattr(module, "__path__", [])):
+    return found
+
+
+@functools.cache
+def migration_fingerprint() -> str:
+    """A hash of the (app, migration) names on disk for every installed app: what `migrate`
+    would find. Computed once per process."""
+    names: list[str] = []
+    for label, package in _migration_packages():
+        for _, name, is_pkg in pkgutil.iter_modules(getattr(package, "__path__", [])):
             if not is_pkg and name[0] not in "_~":  # the loader's own rule
-                names.append(f"{config.label}.{name}")
+                names.append(f"{label}.{name}")
     return hashlib.sha256("\n".join(sorted(names)).encode()).hexdigest()
+
+
+def migration_files_digest(labels: Collection[str] | None = None) -> str:
+    """A hash of the names and bytes of the migration files of these apps (every installed app by
+    default): a file edited in place changes it, where `migration_fingerprint` (names) would not."""
+    digest = hashlib.sha256()
+    for label, package in _migration_packages():
+        if labels is not None and label not in labels:
+            continue
+        for folder in getattr(package, "__path__", []):
+            for path in sorted(Path(folder).glob("*.py")):
+                digest.update(f"{label}/{path.name}".encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def schema_is_current(alias: str) -> bool:
