@@ -306,7 +306,14 @@ def migration_fingerprint() -> str:
 
 def migration_files_digest(labels: Collection[str] | None = None) -> str:
     """A hash of the names and bytes of the migration files of these apps (every installed app by
-    default): a file edited in place changes it, where `migration_fingerprint` (names) would not."""
+    default): a file edited in place changes it, where `migration_fingerprint` (names) would not.
+    Read once per process, like `migration_fingerprint` (a new account's template name asks for
+    it; a deploy that changes the files starts new processes)."""
+    return _migration_files_digest(None if labels is None else frozenset(labels))
+
+
+@functools.cache
+def _migration_files_digest(labels: frozenset[str] | None) -> str:
     digest = hashlib.sha256()
     for label, package in _migration_packages():
         if labels is not None and label not in labels:

@@ -38,9 +38,9 @@ def test_status_fast_answers_from_cache_without_probing_a_hanging_upstream(staff
 
 @pytest.mark.long
 def test_status_probe_gives_up_on_a_hanging_upstream_and_fast_then_reports_it(staff_client, settings, hanging_server):
-    # given an upstream that never answers, with the default 2.5 s probe cap
+    # given an upstream that never answers and a short probe limit (the 2.5 s cap is tested below)
     settings.QIWEI_UPSTREAM_URL = hanging_server.url
-    settings.QIWEI_UPSTREAM_PROBE_TIMEOUT_SECONDS = 2.5
+    settings.QIWEI_UPSTREAM_PROBE_TIMEOUT_SECONDS = 0.3
 
     # when the full status is asked for
     response = staff_client.get("/api/status")

@@ -79,9 +79,9 @@ def test_claude_client_reports_budget_overrun(fake_claude):
 
 
 def test_claude_client_times_out(fake_claude, settings):
-    # given a CLI that never answers and a 1-second limit
+    # given a CLI that never answers and a limit of 0.3 s
     fake_claude.behave(mode="hang")
-    settings.CLAUDE_CODE_TIMEOUT_SECONDS = 1
+    settings.CLAUDE_CODE_TIMEOUT_SECONDS = 0.3
 
     # when a turn runs
     result = ClaudeCodeClient().generate(prompt=PROMPT, session=SessionRef(str(uuid.uuid4())))
