@@ -7,9 +7,13 @@ the account registry itself is qiwei_site.platform.models.
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
+from simple_history.manager import HistoryManager
 from simple_history.models import HistoricalRecords
 
 from qiwei_site.platform.models import AuditAction as AuditAction
@@ -20,9 +24,27 @@ from qiwei_site.platform.models import TimeStampedModel
 from qiwei_site.reading.fields import PROFILE_FIELD_NAMES, PROFILE_FIELD_SPECS
 
 
-def account_history() -> HistoricalRecords:
+class AccountHistoryManager(HistoryManager):
+    """simple_history's manager with its class built once. The `history` descriptor asks for
+    `from_queryset(...)` on every access, and simple_history reaches it for every history row it
+    writes: building the class (Django walks the queryset's members) cost ~0.5 ms per tracked save
+    and made a new class each time."""
+
+    @classmethod
+    @functools.cache
+    def from_queryset(cls, queryset_class: Any, class_name: str | None = None) -> Any:
+        return super().from_queryset(queryset_class, class_name)
+
+
+def account_history(**options: Any) -> HistoricalRecords:
     """History settings that work across databases (the user lives in `default`)."""
-    return HistoricalRecords(user_db_constraint=False, use_base_model_db=True, inherit=False)
+    return HistoricalRecords(
+        user_db_constraint=False,
+        use_base_model_db=True,
+        inherit=False,
+        history_manager=AccountHistoryManager,
+        **options,
+    )
 
 
 # --- account databases ----------------------------------------------------------------
@@ -301,9 +323,7 @@ class Draft(TimeStampedModel):
     prompt = models.TextField(_("模型收到的提示词"), blank=True)
     reviewed_by_id = models.IntegerField(_("审核人"), null=True, blank=True)
     reviewed_at = models.DateTimeField(_("审核时间"), null=True, blank=True)
-    history = HistoricalRecords(
-        user_db_constraint=False, use_base_model_db=True, inherit=False, excluded_fields=["prompt"]
-    )
+    history = account_history(excluded_fields=["prompt"])
 
     class Meta:
         verbose_name = _("回复草稿")

@@ -43,12 +43,17 @@ class StaffUserFactory(UserFactory):
         # Supervisors curate through the admin: give them every model permission.
         if create:
             from django.contrib.auth.models import Permission
+            from django.db import connections, router
 
-            # One INSERT for a new user (no m2m signal is listened to): `set()` reads and adds one by one.
+            # One INSERT … SELECT for a new user (no m2m signal is listened to): `set()` reads every
+            # permission into a model and adds them one by one, ~7 ms per supervisor.
             through = type(self).user_permissions.through
-            through.objects.bulk_create(
-                through(user_id=self.pk, permission_id=pk) for pk in Permission.objects.values_list("pk", flat=True)
-            )
+            with connections[router.db_for_write(through)].cursor() as cursor:
+                cursor.execute(
+                    f"INSERT INTO {through._meta.db_table} (user_id, permission_id) "
+                    f"SELECT %s, id FROM {Permission._meta.db_table}",
+                    [self.pk],
+                )
 
 
 class CustomerFactory(factory.django.DjangoModelFactory):

@@ -1,14 +1,29 @@
 """Test settings: eager Celery, fast password hashing, a throw-away data dir per run."""
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
-# Every test process (each xdist worker too) gets its own data dir and shared cache.
-os.environ["QIWEI_DATA_DIR"] = tempfile.mkdtemp(prefix="qiwei-test-")
+# Every test process (each xdist worker too) gets its own data dir and shared cache, beside the
+# tests' own temporary directories (`PYTEST_DEBUG_TEMPROOT`, which ./test.sh points at memory where
+# the machine has room), removed when the process that made it exits (not by a forked child).
+os.environ["QIWEI_DATA_DIR"] = tempfile.mkdtemp(
+    prefix="qiwei-test-", dir=os.environ.get("PYTEST_DEBUG_TEMPROOT") or None
+)
 
 from .base import *  # noqa: F403
 from .base import BASE_DIR, QIWEI_DATA_DIR
+
+_TEST_ROOT, _TEST_ROOT_OWNER = os.environ["QIWEI_DATA_DIR"], os.getpid()  # the folder made just above
+
+
+@atexit.register
+def _remove_test_root() -> None:
+    if os.getpid() == _TEST_ROOT_OWNER:
+        shutil.rmtree(_TEST_ROOT, ignore_errors=True)
+
 
 QIWEI_DATA_DIR.mkdir(parents=True, exist_ok=True)
 (QIWEI_DATA_DIR / "static").mkdir(exist_ok=True)

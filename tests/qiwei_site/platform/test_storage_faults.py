@@ -28,8 +28,8 @@ BUSY_TIMEOUT = account_database_config("acme")["OPTIONS"]["timeout"]
 # The locked-database tests shorten the busy timeout of the connection the requests use (the same
 # wait as the configured 5 s, checked below, without spending it): one busy timeout plus the time
 # the request itself needs on a loaded two-core machine, below two busy timeouts (a retry shows).
-LOCKED_BUSY_SECONDS = 1.5
-BOUND_SECONDS = LOCKED_BUSY_SECONDS + 1.4
+LOCKED_BUSY_SECONDS = 1.0
+BOUND_SECONDS = LOCKED_BUSY_SECONDS + 0.9
 
 
 @pytest.fixture
