@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import gc
 import hashlib
 import json
 import socket
@@ -136,6 +137,16 @@ def _sqlite_backup(source: Path, target: Path) -> None:
     target.unlink(missing_ok=True)
     with contextlib.closing(sqlite3.connect(source)) as src, contextlib.closing(sqlite3.connect(target)) as dst:
         src.backup(dst)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The modules, apps and collected tests are kept for the whole run: out of the collector's
+    sight (`gc.freeze`), with a young generation of 50,000 allocations instead of 700, the cyclic
+    collector stops re-walking them between tests (~3% of a run's CPU). Tests that rely on a
+    collection call `gc.collect()` themselves."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 100)
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-django's (registered earlier), whose stable sort then
