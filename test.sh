@@ -16,7 +16,7 @@ unset PYTHONDONTWRITEBYTECODE
 # waited for the disk (~10% of the run). PYTEST_DEBUG_TEMPROOT is pytest's root for tmp_path; set it
 # yourself to choose another place.
 if [[ -z "${PYTEST_DEBUG_TEMPROOT:-}" && -d /dev/shm && -w /dev/shm ]]; then
-  free_kib=$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 { print $4 }')
+  free_kib=$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 { print $4 }' || true)
   if [[ "${free_kib:-0}" -ge 4194304 ]]; then
     export PYTEST_DEBUG_TEMPROOT=/dev/shm
   fi

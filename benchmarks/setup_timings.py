@@ -294,6 +294,9 @@ def report(base: Tree, ours: Tree, args: argparse.Namespace) -> list[str]:
         target = ""
         if name == "readme":
             target = f"≤ {TEST_TARGET_RATIO:.1f}×: {'met' if ratio <= TEST_TARGET_RATIO else 'missed'}"
+            failed_runs = sum(1 for tree in (base, ours) for result in tree.tests.get(name, []) if result["exit"])
+            if failed_runs:
+                target = f"≤ {TEST_TARGET_RATIO:.1f}×: no verdict, {failed_runs} run(s) failed"
         rounds = len(ours.tests[name])
         lines.append(
             f"| {label} wall time, median of {rounds} (s) | "
@@ -303,7 +306,7 @@ def report(base: Tree, ours: Tree, args: argparse.Namespace) -> list[str]:
     ours_readme, ours_serial = test_seconds(ours, "readme"), test_seconds(ours, "serial")
     if ours_readme and ours_serial:
         lines.append(
-            f"| ours ./test.sh ÷ ours ./test.sh -n 0 | | {ours_readme / ours_serial:.2f} | | two workers on "
+            f"| ours ./test.sh ÷ ours ./test.sh -n 0 | | {ours_readme / ours_serial:.2f} | | -n auto on "
             f"{os.cpu_count()} cores |"
         )
     lines.append("")
@@ -315,7 +318,7 @@ def report(base: Tree, ours: Tree, args: argparse.Namespace) -> list[str]:
             for result in results:
                 lines.append(
                     f"{tree.label} tests ({name}): {result['seconds']:.0f} s, exit {result['exit']}, "
-                    f"{result['summary']}"
+                    f"load {result.get('load_at_start', float('nan')):.1f} at its start, {result['summary']}"
                 )
     return lines
 
@@ -341,7 +344,7 @@ def main() -> int:
     parser.add_argument(
         "--rounds", type=int, default=3, help="fresh + warm runs per revision (median); 0 with --tests: tests alone"
     )
-    parser.add_argument("--tests", action="store_true", help="also time ./test.sh once in each tree")
+    parser.add_argument("--tests", action="store_true", help="also time ./test.sh in each tree (--test-rounds times)")
     parser.add_argument("--tests-serial", action="store_true", help="also time ours with ./test.sh -n 0")
     parser.add_argument("--test-rounds", type=int, default=1, help="times each test command runs (median)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds a run may take to answer")

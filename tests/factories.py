@@ -49,9 +49,10 @@ class StaffUserFactory(UserFactory):
             # permission into a model and adds them one by one, ~7 ms per supervisor.
             through = type(self).user_permissions.through
             with connections[router.db_for_write(through)].cursor() as cursor:
-                cursor.execute(
+                cursor.execute(  # a user fetched again by username (get_or_create) keeps its rows
                     f"INSERT INTO {through._meta.db_table} (user_id, permission_id) "
-                    f"SELECT %s, id FROM {Permission._meta.db_table}",
+                    f"SELECT %s, id FROM {Permission._meta.db_table} WHERE true "
+                    "ON CONFLICT (user_id, permission_id) DO NOTHING",
                     [self.pk],
                 )
 
