@@ -35,6 +35,7 @@ The README ("What capture reads") lists every shape read and what it becomes.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -66,6 +67,7 @@ from qiwei_site.reading.extract.acceptance import (
     reversed_releases,
 )
 from qiwei_site.reading.extract.address import address_answer
+from qiwei_site.reading.extract.admission import HOLD_BACKS, ClauseReading, hold_back, hold_back_label, junk
 from qiwei_site.reading.extract.choices import term_choices
 from qiwei_site.reading.extract.clauses import (
     CONDITIONAL_RE,
@@ -86,8 +88,15 @@ from qiwei_site.reading.extract.clauses import (
     has_own_consequent,
     split_sentences,
 )
-from qiwei_site.reading.extract.kinds import ClauseKind, clause_kind, pasted, without_pasted_spans
-from qiwei_site.reading.extract.objects import object_key
+from qiwei_site.reading.extract.kinds import (
+    ClauseKind,
+    clause_kind,
+    forward_header,
+    pasted,
+    speaker_line,
+    without_pasted_spans,
+)
+from qiwei_site.reading.extract.objects import object_key, valid_object
 from qiwei_site.reading.extract.profile_facts import (
     AREA,
     BUDGET,
@@ -100,6 +109,7 @@ from qiwei_site.reading.extract.profile_facts import (
     extended_value,
     merged_districts,
     profile_facts,
+    unknown_area,
 )
 from qiwei_site.reading.extract.questions import stock_want
 from qiwei_site.reading.extract.statements import (
@@ -110,9 +120,9 @@ from qiwei_site.reading.extract.statements import (
     statement_candidates,
 )
 from qiwei_site.reading.extract.windows import time_window
-from qiwei_site.reading.guard import message_refusal, statement_refusal
+from qiwei_site.reading.guard import message_refusal, object_refusal, statement_refusal
 from qiwei_site.reading.normalise import normalise_statement, normalize_content
-from qiwei_site.reading.values import PlaceNames
+from qiwei_site.reading.values import PlaceNames, amounts_in
 from qiwei_site.reading.values.vocabulary import BUILT_IN, Vocabulary
 
 __all__ = [
@@ -121,6 +131,7 @@ __all__ = [
     "CLAUSE_RULES",
     "CONSTRAINT",
     "FACT",
+    "HOLD_BACKS",
     "LEASE_END_KEY",
     "MAX_OBJECT_CHARS",
     "MAX_VALUE_CHARS",
@@ -137,6 +148,7 @@ __all__ = [
     "extended_value",
     "extract",
     "extract_candidates",
+    "hold_back_label",
     "object_key",
     "release_targets",
 ]
@@ -239,6 +251,8 @@ class _Sentence:
     want_open: bool = False  # the clause before stated a want: a trigger-less "带电梯的" continues it
     topic: str = ""  # "价格的话，…": the topic the next clause is about
     stock_asked: bool = False  # a clause before asked after stock ("有没有两居"): a want, not a question
+    # per clause that yielded candidates: (its text as the deciding rule read it, its kind, that rule)
+    readings: dict[int, tuple[str, ClauseKind, str]] = field(default_factory=dict)
 
     @property
     def places(self) -> PlaceNames | None:
@@ -601,6 +615,61 @@ def _continued_want(sentence: _Sentence, clause: _Clause) -> bool:
     return True
 
 
+# "我想了解一下锦江的房子", "帮我介绍下观湖苑的房子", "帮我约几个龙门的", "约个90多方的看看": the
+# customer explores or asks to be shown; what they name (a place, a size, a kind of home) is a want
+# for a supervisor to confirm (`admission` holds it back as an inquiry).
+_INQUIRY_RE = re.compile(
+    r"(?:了解|介绍|咨询|打听|看看|看一下|看下|约)(?:一下|下)?(?:个|几个|几套|一些|些|一套|一个)?"
+    r"(?P<what>[\u4e00-\u9fffA-Za-z0-9]{2,10}?)的(?:房子|房源|楼盘|小区|二手房|新房|房|公寓)?(?:看看|看一下|看下)?$"
+)
+_INQUIRY_NOT_WHAT_RE = re.compile(r"^(?:这|那|其他|其它|别的|周边|附近|旁边|你们|你|您|他|她|它|现在|最近|目前|新|老|好)")
+
+
+def _inquiry(sentence: _Sentence, clause: _Clause) -> bool:
+    if clause.kind not in (ClauseKind.STATEMENT, ClauseKind.REQUEST) or clause.english:
+        return False
+    match = _INQUIRY_RE.search(clause.text)
+    if match is None or _INQUIRY_NOT_WHAT_RE.match(match.group("what")):
+        return False
+    what = match.group("what")
+    found = statement_candidates(f"想要{what}的", hedged=False, context=sentence.context)
+    if not found and not amounts_in(what) and CJK_RE.search(what):
+        area = unknown_area(f"想在{what}附近找", wanted=True)  # a name the gazetteer does not know
+        found = [area[0]] if area else []
+    sentence.found[clause.index] = [dataclasses.replace(candidate, clause=clause.text) for candidate in found]
+    return True
+
+
+# "配套好一些", "离地铁近一点": a bare comparison said on its own, with no 想要 or 最好, may be a want
+# or a remark on what was shown; a supervisor decides (`admission` holds it back).
+_BARE_COMPARATIVE_RE = re.compile(
+    r"^(?P<obj>[\u4e00-\u9fff]{1,6}?)(?:要|能|再|得)?(?P<adj>好|大|近|新|安静|便宜|亮|宽敞|方便|齐全|齐|高|低)"
+    r"(?:一些|一点儿?|点儿?|些)[的吧啊呀哈了呢哦嘛啦]*$"
+)
+
+
+def _bare_comparative(sentence: _Sentence, clause: _Clause) -> bool:
+    if clause.kind is not ClauseKind.STATEMENT or len(sentence.clauses) > 1 or clause.english:
+        return False
+    match = _BARE_COMPARATIVE_RE.match(clause.text)
+    if match is None or find_trigger(clause.text, False) is not None:
+        return False
+    obj = match.group("obj") + match.group("adj")
+    if not valid_object(obj) or object_refusal(obj):
+        return False
+    sentence.found[clause.index] = [
+        Candidate(
+            type=PREFERENCE,
+            key=f"{PREFERENCE}:{object_key(obj)}",
+            content=f"偏好：{obj}",
+            confidence=0.6,
+            supersedes_keys=(f"{CONSTRAINT}:{object_key(obj)}",),
+            clause=clause.text,
+        )
+    ]
+    return True
+
+
 def _statement(sentence: _Sentence, clause: _Clause) -> bool:
     text = clause.text
     own = [
@@ -642,6 +711,8 @@ CLAUSE_RULES: tuple[ClauseRule, ...] = (
     ClauseRule("past", "我以前喜欢高层", _past),
     ClauseRule("refusal_of_a_complaint", "大兴太远了，不考虑", _refusal_of_a_complaint),
     ClauseRule("continued_want", "帮我找个两居室，带电梯的", _continued_want),
+    ClauseRule("inquiry", "我想了解一下锦江的房子", _inquiry),
+    ClauseRule("bare_comparative", "配套好一些", _bare_comparative),
     ClauseRule("statement", "我比较喜欢朝南的房子", _statement),
 )
 
@@ -653,11 +724,16 @@ def _sentence_candidates(
     answers: frozenset[str],
     releases: list[Candidate],
     decided_by: list[str] | None = None,
+    *,
+    line: str = "",
+    forwarded: bool = False,
 ) -> list[Candidate]:
     """Candidates of one sentence's clauses, each read by the first rule of CLAUSE_RULES that decides
-    it; acceptances go to `releases`, and the rule names that decided clauses (or, passing them on,
+    it and judged by `admission` (a candidate held back carries its row's name in `held_back`);
+    acceptances go to `releases`, and the rule names that decided clauses (or, passing them on,
     applied to them) to `decided_by`."""
     sentence = _Sentence(clauses, question_mark, context, answers, releases)
+    question_sentence = question_mark or clause_kind(clauses[-1], closes_question=question_mark) is ClauseKind.QUESTION
     for index, text in enumerate(clauses):
         pending, sentence.carried = sentence.carried, []
         if sentence.skip_rest:
@@ -670,8 +746,27 @@ def _sentence_candidates(
                 if decided_by is not None:
                     decided_by.append(rule.name)
                 if not rule.passes_on:
+                    sentence.readings[index] = (clause.text, clause.kind, rule.name)
                     break
-    return [candidate for candidates in sentence.found.values() for candidate in candidates]
+    judged: list[Candidate] = []
+    for index, candidates in sentence.found.items():
+        text, kind, rule_name = sentence.readings.get(index, (clauses[index], ClauseKind.STATEMENT, ""))
+        reading = ClauseReading(
+            text=text,
+            kind=kind,
+            rule=rule_name,
+            sentence=tuple(clauses),
+            question_sentence=question_sentence,
+            line=line,
+            forwarded=forwarded,
+            context=context,
+        )
+        for candidate in candidates:
+            if junk(candidate):
+                continue
+            row = hold_back(candidate, reading)
+            judged.append(dataclasses.replace(candidate, held_back=row.name) if row is not None else candidate)
+    return judged
 
 
 # "能帮我找一个…吗", "可以给我推荐…吗": a polite request phrased as a question.
@@ -693,51 +788,85 @@ def _polite_request(clause: str) -> str | None:
     return None if QUESTION_RE.search(statement) else statement
 
 
+def _lines(text: str) -> list[tuple[str, bool]]:
+    """The message's lines to read, each with whether it is part of a forwarded record: a pasted line
+    (a share card, a notice, an app's template) is nobody's words and is not read at all; after a
+    record's header every line is somebody else's, and so is a line opening with a speaker's label."""
+    lines: list[tuple[str, bool]] = []
+    in_record = False
+    for raw in text.split("\n"):
+        header = forward_header(raw)
+        if header is not None:
+            in_record, raw = True, header
+        spoken = speaker_line(raw)
+        if spoken is not None:
+            raw = spoken
+        if not raw.strip() or pasted(raw):
+            continue
+        lines.append((without_pasted_spans(raw), in_record or spoken is not None))
+    return lines
+
+
 def extract(text: str, context: ExtractContext | None = None, *, decided_by: list[str] | None = None) -> Extraction:
     """What one customer message states, in order, one candidate per key (the last statement wins),
-    and the acceptances in it; the names of the clause rules that decided its clauses go to
+    the acceptances in it, and what looks like a want but waits for a supervisor (`proposals`, one
+    per key not stated outright); the names of the clause rules that decided its clauses go to
     `decided_by` when the caller passes a list."""
     text = normalise_statement(text)
     if message_refusal(text):
         return Extraction([], [])  # a message spoofing structure (role lines, fences, delimiters) states nothing
-    # A pasted line (a share card, a notice, a listing title) is nobody's words: it is not read.
-    text = "\n".join(without_pasted_spans(line) for line in text.split("\n") if not pasted(line))
     answers = asked_for(context.previous_outbound) if context is not None else frozenset()
     per_sentence: list[list[Candidate]] = []
     releases: list[Candidate] = []
-    for clauses, question_mark in split_sentences(text):
-        jokes = [index for index, clause in enumerate(clauses) if JOKE_RE.search(clause)]
-        if jokes:
-            # The joke takes back what came before it; "开玩笑的" with nothing before it in its own
-            # sentence takes back the previous sentence. What follows ("其实我喜欢低层") stands.
-            joke = jokes[-1]
-            said_before = any(find_trigger(c, not CJK_RE.search(c)) for c in clauses[: joke + 1])
-            if per_sentence and not said_before:
-                per_sentence[-1] = []
-            clauses = clauses[joke + 1 :]
-            releases.clear()
-        per_sentence.append(
-            _sentence_candidates(clauses, question_mark, context, answers, releases, decided_by) if clauses else []
-        )
+    for line, forwarded in _lines(text):
+        for clauses, question_mark in split_sentences(line):
+            jokes = [index for index, clause in enumerate(clauses) if JOKE_RE.search(clause)]
+            if jokes:
+                # The joke takes back what came before it; "开玩笑的" with nothing before it in its own
+                # sentence takes back the previous sentence. What follows ("其实我喜欢低层") stands.
+                joke = jokes[-1]
+                said_before = any(find_trigger(c, not CJK_RE.search(c)) for c in clauses[: joke + 1])
+                if per_sentence and not said_before:
+                    per_sentence[-1] = []
+                clauses = clauses[joke + 1 :]
+                releases.clear()
+            per_sentence.append(
+                _sentence_candidates(
+                    clauses, question_mark, context, answers, releases, decided_by, line=line, forwarded=forwarded
+                )
+                if clauses
+                else []
+            )
     found: dict[str, Candidate] = {}
+    proposed: dict[str, Candidate] = {}
     for candidates in per_sentence:
         for candidate in candidates:
-            earlier = found.pop(candidate.key, None)
+            into = proposed if candidate.held_back else found
+            earlier = into.pop(candidate.key, None)
             if earlier is not None and candidate.extends and candidate.field == "district":
                 candidate = merged_districts(earlier, candidate)  # "静安，或者长宁也行": both
-            found[candidate.key] = candidate
+            into[candidate.key] = candidate
     # A release never overrides what the same message states outright about the same object.
     stated = {key for candidate in found.values() for key in (candidate.key, *candidate.supersedes_keys)}
     kept = {release.key: release for release in releases if release.key not in stated}
-    return Extraction(list(found.values()), list(kept.values()))
+    # What the message states outright is not proposed again beside it.
+    proposals = [candidate for key, candidate in proposed.items() if key not in found]
+    return Extraction(list(found.values()), [r for r in kept.values() if not r.held_back], proposals)
 
 
 def extract_candidates(
-    text: str, context: ExtractContext | None = None, *, releases: list[Candidate] | None = None
+    text: str,
+    context: ExtractContext | None = None,
+    *,
+    releases: list[Candidate] | None = None,
+    proposals: list[Candidate] | None = None,
 ) -> list[Candidate]:
-    """Candidates from one customer message, in order, one per key (the last statement wins);
-    its acceptances are appended to `releases` when the caller passes a list."""
+    """What capture writes by itself from one customer message: candidates in order, one per key
+    (the last statement wins); its acceptances are appended to `releases` and what waits for a
+    supervisor to `proposals` when the caller passes lists."""
     extraction = extract(text, context)
     if releases is not None:
         releases.extend(extraction.releases)
+    if proposals is not None:
+        proposals.extend(extraction.proposals)
     return extraction.candidates

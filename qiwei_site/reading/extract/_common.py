@@ -54,6 +54,9 @@ class Candidate:
     # An alternative ("滨江那边也行"): the value adds to the profile field's current value (浦东 →
     # 浦东、滨江) instead of replacing it.
     extends: bool = False
+    # Why capture may not write it by itself (`admission.HOLD_BACKS`: the row's name): a proposal for
+    # a supervisor. Empty for a candidate capture writes.
+    held_back: str = dataclasses.field(default="", compare=False)
 
 
 @dataclass(frozen=True)
@@ -71,9 +74,12 @@ class ExtractContext:
 
 @dataclass(frozen=True)
 class Extraction:
-    """What one message states (`candidates`), and the acceptances in it (`releases`): "其实一楼也可以
-    考虑" is no wish of its own, but relaxes an earlier "不考虑：一楼" — a release is written only
-    where it supersedes an active item under one of its `supersedes_keys`."""
+    """What one message states (`candidates`: capture writes them by itself), the acceptances in it
+    (`releases`: "其实一楼也可以考虑" is no wish of its own, but relaxes an earlier "不考虑：一楼" — a
+    release is written only where it supersedes an active item under one of its `supersedes_keys`),
+    and what looks like a want but is held back for a supervisor (`proposals`, each with its
+    `held_back` row)."""
 
     candidates: list[Candidate]
     releases: list[Candidate]
+    proposals: list[Candidate] = dataclasses.field(default_factory=list)

@@ -25,8 +25,8 @@ _SURNAMES = (
     "曲翁冉骆蓝路游辛靳管柴蒙鲍华喻祁蒲房滕屈饶解牟艾尤阳时穆农司卓古吉缪简车项连芦麦褚娄窦戚岑景党宫费卜冷晏席"
     "卫米柏宗瞿桂全佟应臧闵苟邬边卞姬师和仇栾隋商刁沙荣巫寇桑郎甄丛仲虞敖巩明佘池查麻苑迟邝谈"
 )
-_SURNAME = rf"(?:{_SURNAMES_COMPOUND}|[{_SURNAMES}])"
-_TITLE = r"先生|女士|小姐|太太|总|老师|经理|工|哥|姐|老板|阿姨|叔|大哥|大姐"
+SURNAME = rf"(?:{_SURNAMES_COMPOUND}|[{_SURNAMES}])"
+TITLE = r"先生|女士|小姐|太太|总|老师|经理|工|哥|姐|老板|阿姨|叔|大哥|大姐"
 # "小白" (a novice), "老板" (a boss), "小区": words, not a surname with 小/老.
 _NOT_A_NAME = re.compile(
     r"^(?:小白|小孩|小学生|小朋友|小伙子|小姑娘|小区|小户型|小两口|老人|老板|老师|老乡|老客户|老用户|老业主|老租客|老实人|老公|老婆)"
@@ -35,16 +35,16 @@ _ADDRESS_ZH_RE = re.compile(
     r"(?:^|[^别不])(?:叫我|称呼我为?|喊我)\s*(?P<name>[\u4e00-\u9fffA-Za-z]{1,6}?)\s*(?:就行|就好|就可以|即可|好了|吧|就成|就ok|就OK)?$"
     rf"|我(?:是|叫)(?P<full>[\u4e00-\u9fff]{{1,3}}(?:先生|女士|小姐|太太|总|老师|经理|工))[啊呀哈呢]?$"
     # "我是小周", "我是老吴": 小/老 and a surname; "阿杰" as it is.
-    rf"|我(?:是|叫)(?P<nick>(?:小|老){_SURNAME}|阿[\u4e00-\u9fff])[啊呀哈呢]?$"
+    rf"|我(?:是|叫)(?P<nick>(?:小|老){SURNAME}|阿[\u4e00-\u9fff])[啊呀哈呢]?$"
     # "给我叫个车", "帮我叫辆车": someone calls something for the customer, no name.
     r"|(?<![给帮替为让])我叫(?P<given>(?![个辆台份一两])[\u4e00-\u9fff]{2,4})$"
     # "我姓李", "免贵姓孙", "我这边姓冯", "姓郑" (a clause of its own)
     rf"|(?:我|我这边|我们这边|免贵|鄙人|本人)姓(?P<surname>[\u4e00-\u9fff]{{1,2}}?)(?:先生|女士|小姐)?[啊呀哈呢]?$"
-    rf"|^姓(?P<bare_surname>{_SURNAME})(?:先生|女士|小姐)?[啊呀哈呢]?$"
+    rf"|^姓(?P<bare_surname>{SURNAME})(?:先生|女士|小姐)?[啊呀哈呢]?$"
 )
 # The bare answer to "怎么称呼您？": "小方就行", "唐女士", "叫小方", "方婷".
 ADDRESS_ANSWER_RE = re.compile(
-    rf"^(?:叫|喊|我是|我叫|免贵姓|姓)?(?P<name>(?:小|老|阿)?{_SURNAME}[\u4e00-\u9fff]{{0,2}}?(?:{_TITLE})?)"
+    rf"^(?:叫|喊|我是|我叫|免贵姓|姓)?(?P<name>(?:小|老|阿)?{SURNAME}[\u4e00-\u9fff]{{0,2}}?(?:{TITLE})?)"
     r"\s*(?:就行|就好|就可以|即可|好了|吧|就成|啊|呀)?$"
 )
 _ADDRESS_EN_RE = re.compile(

@@ -32,7 +32,7 @@ def split_sentences(text: str) -> list[tuple[list[str], bool]]:
 
 QUESTION_RE = re.compile(
     r"[吗嘛]|(?<![一么])么\s*$|呢\s*$|(?:对|是)吧[?？]?\s*$|对不对|([\u4e00-\u9fff])不\1|有没有|是否|能否|能不能|可不可以|可以吗|行不行|好不好|是不是|会不会|要不要|"
-    r"多少|多久|多长时间|谁|难道|岂|(?<![了过好])几[个套间室楼号点层居房]|(?<!没)什么|(?<!没)啥|哪|(?<!不)怎么|如何|为什么|为啥|咋|"
+    r"多少|多久|多长时间|谁|难道|岂|(?<![了过好找约选挑荐绍])几[个套间室楼号点层居房]|(?<!没)什么|(?<!没)啥|哪|(?<!不)怎么|如何|为什么|为啥|咋|"
     r"^\s*(?:do|does|did|is|are|was|were|can|could|would|will|have|has|any|what|which|where|when|how|why|who|"
     r"should|shall|may)\b",
     re.IGNORECASE,

@@ -57,10 +57,14 @@ _REASON_RE = re.compile(
 # shipping notices, a listing title with a price per unit and no word of the customer's own. Labelled
 # fields alone are not: a customer fills in the form an agent sent.
 _PASTED_LINE_RE = re.compile(
-    r"(?:我|我正|我在|我正在)(?:在)?(?:看|浏览|关注)(?:了)?[^，,。]{0,20}?(?:的)?(?:房源|房子|宝贝|商品|链接|笔记|视频|课程)[：:]|"
+    r"(?:我|我正|我在|我正在)(?:在)?(?:看|浏览|关注)(?:了)?[^，,。]{0,20}?(?:的)?(?:房源|房子|二手房|新房|宝贝|商品|链接|笔记|视频|课程)[：:]|"
     r"(?:分享|转发)(?:了)?(?:一个|一套|个)?(?:房源|宝贝|商品|链接|笔记|课程)|来自.{1,12}的分享|点击(?:查看|链接|打开)|"
     r"(?:房源|宝贝|商品|链接|笔记|课程)(?:分享|推荐)】|"
     r"您的(?:快件|包裹|订单)(?:已|正在)|"
+    # An app's line sent in the customer's name: "您好，我正在看某某的房子", "我想了解某某即将上架的3室房源报价",
+    # "我想咨询#小区名#小区" (a listing card's or a button's words, not the customer's).
+    r"^(?:hi|hello|您好|你好)?[\s，,。!！]*(?:您好|你好)?[\s，,]*我正在看[^，,。？?！!]{1,40}?(?:的房子|的房源|小区|楼盘)[。！!]?$|"
+    r"即将上架的[^，,。]{0,12}房源|我想咨询\s*#[^#]{1,20}#|"
     r"\b(?:i\s*(?:'m|\s+am)\s+(?:looking\s+at|viewing)\s+[^.,]{1,40}'s\s+(?:flat|listing|apartment|house|home|post)|"
     r"shared\s+(?:a\s+)?(?:listing|link|post)|check\s+out\s+this\s+(?:listing|link|flat))\b",
     re.IGNORECASE,
@@ -73,6 +77,30 @@ _PASTED_CLAUSE_RE = re.compile(r"【(?=[^】]*(?:室|厅|㎡|平米|元|·|¥|�
 _PASTED_SPAN_RE = re.compile(
     r"https?://\S+|www\.\S+|(?:订单|运单|快递单|物流单|退货单)(?:编)?号\s*[:：]?\s*[A-Za-z]*\d{6,}", re.IGNORECASE
 )
+
+
+# A forwarded chat record: a header ("[聊天记录]", "【转发】", "以下是聊天记录") makes the rest of the
+# message somebody else's words; a line opening with a speaker's label ("张先生：", "客户: ") is one
+# line of such a record. The header and the label are cut before the line is read.
+_FORWARD_HEADER_RE = re.compile(
+    r"^\s*(?:[\[【(（]\s*(?:聊天记录|转发|转发消息|引用|合并转发)\s*[\]】)）]|(?:聊天记录|转发(?:消息)?|以下是[^：:]{0,12}(?:聊天记录|对话))\s*[:：])\s*"
+)
+_SPEAKER_LABEL_RE = re.compile(
+    r"^\s*(?:\d{1,2}[:：]\d{2}\s*)?(?:[\u4e00-\u9fff]{1,3}(?:先生|女士|小姐|太太|老师|经理|总|姐|哥|阿姨|叔叔|师傅)|"
+    r"客户|顾客|客服|中介|房东|业主|经纪人|买家|卖家|顾问|店员|租客)\s*[:：]\s*(?=\S)"
+)
+
+
+def forward_header(line: str) -> str | None:
+    """The line after a forwarded record's header ("[聊天记录] …" → "…"), or None when it has none."""
+    match = _FORWARD_HEADER_RE.match(line)
+    return line[match.end() :] if match else None
+
+
+def speaker_line(line: str) -> str | None:
+    """The words of a line that opens with a speaker's label ("张先生：我想…" → "我想…"), or None."""
+    match = _SPEAKER_LABEL_RE.match(line)
+    return line[match.end() :] if match else None
 
 
 def without_pasted_spans(line: str) -> str:
@@ -105,4 +133,12 @@ def clause_kind(clause: str, *, closes_question: bool = False) -> ClauseKind:
     return ClauseKind.STATEMENT
 
 
-__all__ = ["ClauseKind", "clause_kind", "is_either_or", "pasted", "without_pasted_spans"]
+__all__ = [
+    "ClauseKind",
+    "clause_kind",
+    "forward_header",
+    "is_either_or",
+    "pasted",
+    "speaker_line",
+    "without_pasted_spans",
+]

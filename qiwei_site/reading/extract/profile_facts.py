@@ -397,9 +397,15 @@ def _fee_or_unit_budget(amount: Amount, clause: str) -> Candidate | None:
     )
 
 
+# "我预算不是五千（是八千）": a value the customer denies is no budget.
+_DENIED_AMOUNT_RE = re.compile(r"(?:不|并非|并不|不再|不算)\s*(?:是)?\s*$")
+
+
 def _budget(clause: str, *, answers: frozenset[str], wanted: bool) -> tuple[Candidate, tuple[int, int]] | None:
     for amount in amounts_in(clause, bare=True):
         if amount.unit not in {"元", ""}:
+            continue
+        if _DENIED_AMOUNT_RE.search(clause[max(0, amount.start - 6) : amount.start + amount.words.startswith("是")]):
             continue
         topic = amount.topic
         if (topic and topic not in _BUDGET_TOPICS) or not topic:

@@ -22,5 +22,11 @@ def contents(text: str, previous_outbound: str = "") -> set[str]:
     return {candidate.content for candidate in extract(text, context(previous_outbound)).candidates}
 
 
+def proposed(text: str, previous_outbound: str = "") -> set[str]:
+    """What the reader holds back for a supervisor (issue 35): it looks like a want, but capture does
+    not write it by itself."""
+    return {candidate.content for candidate in extract(text, context(previous_outbound)).proposals}
+
+
 def released(text: str, previous_outbound: str = "") -> set[str]:
     return {release.content for release in extract(text, context(previous_outbound)).releases}

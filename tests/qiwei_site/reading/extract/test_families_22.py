@@ -10,7 +10,7 @@ import pytest
 from qiwei_site.reading.extract import ExtractContext, extract, extract_candidates
 from qiwei_site.reading.values import amounts_in
 from qiwei_site.reading.values.vocabulary import Vocabulary, parse_vocabulary
-from tests.qiwei_site.reading.extract.support import contents, context
+from tests.qiwei_site.reading.extract.support import contents, context, proposed
 
 SHOP = Vocabulary(
     parse_vocabulary("## 业务词汇\n- 售后方式：退款、换货、退货、补发、维修\n- 退款方式：支付宝、微信、银行卡\n")
@@ -85,9 +85,11 @@ def test_amount_before_a_measure_word_ends_before_its_one():
     ],
 )
 def test_request_goes_on_over_its_clauses(text, expected):
-    # Given a request opened in one clause and closed with a particle in the last
-    # then the clauses after it state the want, not a question
-    assert contents(text) == expected
+    # Given a request opened in one clause and closed with a question's particle in the last
+    # then the clauses after it go on with the request: all of it proposed together (issue 35: the
+    # sentence asks), none of it written by itself
+    assert contents(text) == set()
+    assert proposed(text) == expected
 
 
 def test_request_then_a_new_question_is_no_want():

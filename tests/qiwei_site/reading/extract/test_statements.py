@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from qiwei_site.reading.extract import extract
-from tests.qiwei_site.reading.extract.support import contents, context
+from tests.qiwei_site.reading.extract.support import contents, context, proposed
 
 NEEDS_QUESTION = "好的，您对房子还有什么要求吗？"
 BUDGET_QUESTION = "请问您的预算大概是多少？"
@@ -49,10 +49,12 @@ REQUESTERS = [
     ("孩子要上学，老人需要有电梯", {"偏好：电梯", "家庭情况：孩子要上学"}),
 ]
 NOT_REQUESTER = ["房东希望签两年", "我老婆觉得顶楼太热", "中介说必须押二付一", "房东要求必须年付", "我妈喜欢朝南的"]
+# (message, written by itself, proposed): a request closed as a question asks, so a supervisor
+# decides (issue 35); a request said outright is a want.
 POLITE_REQUESTS = [
-    ("能帮我找一套带院子的房子吗", {"偏好：带院子"}),
-    ("可以帮我推荐几个地铁口的小区吗", {"偏好：地铁口"}),
-    ("麻烦帮我找个能养猫的一居室", {"户型：一居室", "偏好：养猫"}),
+    ("能帮我找一套带院子的房子吗", set(), {"偏好：带院子"}),
+    ("可以帮我推荐几个地铁口的小区吗", set(), {"偏好：地铁口"}),
+    ("麻烦帮我找个能养猫的一居室", {"户型：一居室", "偏好：养猫"}, set()),
 ]
 NOT_REQUESTS = ["这套有院子吗？", "你们能帮我看看这套多少钱吗", "能不能便宜点？"]
 CONTINUED_WANTS = [
@@ -138,10 +140,11 @@ def test_extract_third_party_wish_stays_hearsay(text):
     assert contents(text) == set()
 
 
-@pytest.mark.parametrize(("text", "expected"), POLITE_REQUESTS)
-def test_extract_polite_request_is_a_want(text, expected):
-    # given a request phrased as a question ("能帮我找…吗"), when extracted, then it is a want
+@pytest.mark.parametrize(("text", "expected", "held_back"), POLITE_REQUESTS)
+def test_extract_polite_request_is_a_want_or_a_proposal(text, expected, held_back):
+    # given a request, said outright or phrased as a question ("能帮我找…吗"), when extracted
     assert contents(text) == expected
+    assert proposed(text) == held_back
 
 
 @pytest.mark.parametrize("text", NOT_REQUESTS)

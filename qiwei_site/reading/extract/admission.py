@@ -1,0 +1,306 @@
+"""What capture may write by itself, and why the rest waits for a person (issue 35: two tiers).
+
+The extractor reads wants wherever a customer seems to state one; this module decides which of them
+memory may take without a supervisor. A candidate is written automatically only when the clause it
+came from is the customer's own words (not forwarded, quoted or templated), about the customer (not
+a third party, not one listing), states something lasting (not a question, a comparison, bargaining,
+a reason or opinion, a hypothetical, a past or one-off event, a hedge) and carries its value in the
+field's own form (a place the place vocabulary knows, the customer's amount rather than a listing's
+price, a name shaped like a name, an object that is a thing and not a fragment of the sentence).
+
+Everything else the extractor read becomes a *proposal*: it waits in the review queue with the rule
+that held it back (`HOLD_BACKS`, one named row each, in order: the first row that holds names the
+reason a supervisor reads), never in the snapshot, the prompt or the profile until accepted.
+
+Plain Python, like the rest of the reader: a row is data with its example, and the table test
+(`tests/qiwei_site/reading/extract/test_admission.py`) reads each example through `extract`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from qiwei_site.reading.extract._common import CJK_RE, CONSTRAINT, Candidate, ExtractContext
+from qiwei_site.reading.extract.address import SURNAME, TITLE
+from qiwei_site.reading.extract.clauses import PAST_RE, WEAK_HEDGE_RE
+from qiwei_site.reading.extract.kinds import ClauseKind
+from qiwei_site.reading.values import places_in
+from qiwei_site.reading.values.places import PROVINCE
+
+
+@dataclass(frozen=True)
+class ClauseReading:
+    """What admission knows of the clause a candidate came from."""
+
+    text: str  # the clause as the rule that decided it read it
+    kind: ClauseKind
+    rule: str  # the name of that clause rule (`extract.CLAUSE_RULES`)
+    sentence: tuple[str, ...]  # the clauses of its sentence, as split
+    question_sentence: bool  # its sentence ends as a question (a question mark, or a question last)
+    line: str  # the line of the message it stands in
+    forwarded: bool  # that line is part of a forwarded or pasted record of somebody's words
+    context: ExtractContext | None
+
+
+Holds = Callable[[Candidate, ClauseReading], bool]
+# The clause rules that read somebody else's words ("我老婆说，不要顶楼").
+THIRD_PARTY_RULES = frozenset({"reported_speech"})
+
+
+@dataclass(frozen=True)
+class HoldBack:
+    name: str
+    label: str  # what the review queue says, in Chinese
+    example: str  # a message whose candidate this row holds back (the table test reads it)
+    holds: Holds
+    asked: str = ""  # the agent's message before the example, when the row needs one
+
+
+# --- the shapes the rows read -------------------------------------------------------------------
+
+# A first-person want, need, refusal or limit in the clause itself: "我想找两居，有吗？" states the want
+# before it asks; "能帮我找个两居吗" only asks.
+_OWN_WANT_RE = re.compile(
+    r"(?:我|我们|咱们|俺|本人)(?:家)?(?:就|也|还|只|都|比较|更|最|特别|主要|一定|必须)?"
+    r"(?:想|要|需要|希望|打算|准备|计划|喜欢|倾向|偏向|偏好|考虑|不要|不想|不考虑|不能|不接受|接受不了|只要|只能|只考虑|"
+    r"预算|的预算|最多|最少|至少)|"
+    r"^(?:预算|租金|月租|总价|首付|月供)|(?:不考虑|不接受|排除|别给我)|"
+    r"^(?:请|麻烦|那|就)?(?:你|您|你们)?(?:帮我|给我|帮忙|替我)(?:们)?(?:找|推荐|物色|挑|留意)",
+)
+# One listing, product or course named by pointing at it: the customer asks or remarks about that one.
+_LISTING_RE = re.compile(
+    r"(?:这|那|该|此)(?:一)?(?:套|间|户|栋|幢|处|个房子|房子|个房源|房源|个房|房|个小区|小区|个楼盘|楼盘|个户型|户型|个价格|价格|个价|"
+    r"门课|节课|个班|个团|条线路|个线路)|上面那|上面的房|刚才那|刚发的|你发的|发的那|之前那套|之前发的|链接里|图上|图里|"
+    r"\d+号楼|\d+栋|\d{3,4}室|\bthis\s+(?:one|flat|listing|apartment|unit|house)\b|\bthat\s+(?:one|flat|listing)\b",
+    re.IGNORECASE,
+)
+_COMPARISON_RE = re.compile(
+    r"哪(?:个|套|家|种|款|边|里)(?:更|比较|最)?(?:好|合适|划算|值|便宜|近|方便|适合|强)|哪个更|比较一下|对比|相比|比起|"
+    r"(?:跟|和|与).{1,10}(?:比|相比)|(?<!比)比(?!较|如)[^，,。]{1,8}(?:好|强|差|便宜|贵|近|远|大|小|高|低)|这俩|这两|两套|二选一|"
+    r"\bwhich\s+(?:one|is)\s+better\b|\bcompared?\b|\bversus\b|\bvs\.?\b",
+    re.IGNORECASE,
+)
+_BARGAIN_RE = re.compile(
+    r"优惠|便宜(?:点|些|一点|多少)|打折|打个折|折扣|还价|议价|砍价|讲价|能谈|可谈|再谈|谈到|谈下|谈谈价|谈价|让价|让利|让点|再让|"
+    r"少点|少一点|少些|能少|降价|降到|降点|底价|最低价|最低多少|拿下|能到|卖吗|可以卖|能卖|下浮|溢价|空间|"
+    r"\b(?:discount|cheaper|negotiate|bargain|lowest\s+price)\b",
+    re.IGNORECASE,
+)
+# An amount that is what something costs, not what the customer will pay: a listing's price.
+_LISTING_PRICE_RE = re.compile(
+    r"单价|均价|挂牌|标价|报价|售价|开价|卖价|要价|成交价|市场价|每平|一平|平米多少|挂了|卖\d|卖[一二两三四五六七八九十百千万]|房东要|业主要"
+)
+# Why, or how it feels: "夏天太热了", "孩子自控力差", "户型我看不怎么样".
+_REASON_RE = re.compile(
+    r"^(?:主要|其实|就|也|还)?(?:是)?(?:因为|由于|毕竟|原因是|理由是|为了|怕|担心)|"
+    r"太[\u4e00-\u9fff]{1,4}了|有点[\u4e00-\u9fff]{1,4}|不怎么样|不太行|一般般|还行吧|挺好的|不错的?$|没怎么"
+)
+# A trip, a meeting or a stay that is over: a place in it is not where the customer wants to live.
+_TRIP_RE = re.compile(
+    r"开会|出差|旅游|旅行|度假|玩|参加|办事|探亲|路过|看展|培训|考试|住过|待过|呆过|去过|来过|"
+    r"去年|前年|上次|上回|那时|当时|以前|之前|曾经|小时候|读书时|上学时"
+)
+# A form of address is a name: a surname (小/老/阿 before it, a title after it), a given name after a
+# surname, or an English name; never a verb phrase after the naming cue ("叫我去看房", "叫我一声").
+_NAME_SHAPE_RE = re.compile(
+    rf"^(?:[小老阿]?{SURNAME}[\u4e00-\u9fff]{{0,2}}?(?:{TITLE})?|阿[\u4e00-\u9fff]|[A-Za-z][A-Za-z .'-]{{0,30}})(?:（姓）)?$"
+)
+_VERB_IN_NAME_RE = re.compile(r"[去来看找帮给问说做买租搬带约等到回打发送拿办走跑吃喝玩聊]|一声|一下|就行|就好")
+# Exploring or asking to be shown, not stating a want: "我想了解一下锦江的房子", "帮我介绍下成都的房价",
+# "明天一起看看上隽的2房吧"; unless the clause also says what the customer will do (租, 买, 找…).
+_INQUIRY_VERB_RE = re.compile(
+    r"了解|介绍|咨询|打听|问问|问一下|问下|(?:约|带我|带|陪我|一起|过去|去)(?:个|几个|下|一下)?[^，,。]{0,8}?(?:看看|看一下|看下)|"
+    r"看看房|看一下房|看下房|约(?:个|几个|一下)?看"
+)
+_FIRM_VERB_RE = re.compile(r"(?:想|要|打算|准备|计划|需要)(?:在)?[^，,。]{0,6}?(?:租|买|找|住|置换)|需要|预算")
+# A fragment, not a thing: the object opens with a particle or a word cut in half, asks, or points.
+_FRAGMENT_START_RE = re.compile(r"^(?:么|吗|呢|吧|了|的|及|与|而|且|并|但|就|也|都|又|再|才|面(?!积)|边(?!户)|里)")
+_INQUIRY_RE = re.compile(r"看看|了解|咨询|介绍|请问|问问|问下|谈|让|能不能|可不可以|有没有|多少|几|什么|啥|哪|怎么|吗|呢|么")
+# Words that are never the thing wanted on their own ("低楼层采光不能有影响" → 影响).
+_ABSTRACT_RE = re.compile(r"^(?:影响|问题|情况|东西|方面|感觉|样子|空间|部分|相关|那种|这种|一些|事情|地方|要求|条件|选择)$")
+# An object that starts with a verb of paying or waiting is an obligation, not a want ("要交很多税").
+_OBLIGATION_RE = re.compile(r"^(?:交(?!通|流|界|易)|付(?!费方式)|花(?!园)|等|排(?!名)|办(?!公)|问|说|做(?!饭)|被|让|给|还(?!价))")
+# Values nobody wants: a word cut in half by the clause's split ("要么沿街" → "么沿街"), bargaining or
+# asking inside the value ("面谈能在让5000", "还价的空间"), a pointer at what was shown ("上面那个房子").
+_JUNK_VALUE_RE = re.compile(
+    r"^(?:么|吗|呢|吧|了|的|及|与|而|且|面(?!积)|边(?!户)|相关|周边介绍)|谈|让|还价|能下来|能看|介绍|那个房|这个房|"
+    r"怎么|什么|多少"
+)
+
+
+def _place_names_known(candidate: Candidate, reading: ClauseReading) -> bool:
+    names = reading.context.places if reading.context else None
+    value = candidate.value.split("（")[0]
+    parts = [part for part in re.split(r"[、，,/和或]|或者", value) if part]
+    if not parts:
+        return False
+    for part in parts:
+        found = places_in(part, names)
+        if not found or found[0].words != part or (candidate.field == "district" and found[0].rank == PROVINCE):
+            return False
+    return True
+
+
+def _object_of(candidate: Candidate) -> str:
+    return candidate.content.partition("：")[2] or candidate.content.partition(":")[2]
+
+
+def _object_in_form(candidate: Candidate, reading: ClauseReading) -> bool:
+    obj = _object_of(candidate).strip()
+    if not CJK_RE.search(obj):
+        return bool(re.fullmatch(r"[A-Za-z0-9][\w .+/-]{0,40}", obj))  # "Prefers: quiet area", "L", "SUV"
+    core = re.sub(r"（.*?）", "", obj)
+    if len(core) < 2 and not re.fullmatch(r"[A-Za-z0-9]+", core):
+        return False
+    if _FRAGMENT_START_RE.match(core) or _INQUIRY_RE.search(core) or _LISTING_RE.search(core):
+        return False
+    return not (_ABSTRACT_RE.match(core) or _OBLIGATION_RE.match(core))
+
+
+def junk(candidate: Candidate) -> bool:
+    """A value no supervisor would want to read: not even a proposal (the extractor cut a fragment)."""
+    value = candidate.value or _object_of(candidate)
+    core = re.sub(r"（.*?）", "", value).strip()
+    if not core:
+        return True
+    if candidate.field == "preferred_name":
+        return False  # a name is judged by `_name_form`
+    return bool(_JUNK_VALUE_RE.search(core) or _ABSTRACT_RE.match(core) or _OBLIGATION_RE.match(core))
+
+
+# --- the rows -----------------------------------------------------------------------------------
+
+
+def _forwarded(candidate: Candidate, reading: ClauseReading) -> bool:
+    return reading.forwarded
+
+
+def _quoted(candidate: Candidate, reading: ClauseReading) -> bool:
+    for match in re.finditer(r"[“\"「『]([^”\"」』]{1,200})[”\"」』]", reading.line):
+        if reading.text and reading.text in match.group(1):
+            return True
+    return False
+
+
+def _third_party(candidate: Candidate, reading: ClauseReading) -> bool:
+    # The statement reader keeps only what the customer says of themselves (a requester inside their
+    # own requirement, their household); a clause read as someone else's words says so by its rule.
+    return reading.rule in THIRD_PARTY_RULES
+
+
+def _question(candidate: Candidate, reading: ClauseReading) -> bool:
+    if reading.kind is ClauseKind.QUESTION:
+        return True
+    return reading.question_sentence and not _OWN_WANT_RE.search(reading.text)
+
+
+# The customer's own home is no listing: "现在这套房子6月底到期", "我住的这套太小了".
+_OWN_HOME_RE = re.compile(r"(?:现在|目前|我|我们|我家)(?:住的|租的|买的)?(?:这|那)(?:套|间|个房子|房子)")
+
+
+def _listing(candidate: Candidate, reading: ClauseReading) -> bool:
+    if candidate.type == CONSTRAINT or _OWN_HOME_RE.search(reading.text):
+        return False
+    return _LISTING_RE.search(reading.text) is not None
+
+
+def _comparison(candidate: Candidate, reading: ClauseReading) -> bool:
+    return any(_COMPARISON_RE.search(clause) for clause in reading.sentence)
+
+
+def _bargaining(candidate: Candidate, reading: ClauseReading) -> bool:
+    return any(_BARGAIN_RE.search(clause) for clause in reading.sentence)
+
+
+def _listing_price(candidate: Candidate, reading: ClauseReading) -> bool:
+    return candidate.field == "budget" and _LISTING_PRICE_RE.search(reading.text) is not None
+
+
+def _reason(candidate: Candidate, reading: ClauseReading) -> bool:
+    if reading.kind is ClauseKind.REASON or reading.rule == "reason":
+        return True
+    return candidate.type != CONSTRAINT and not candidate.field and _REASON_RE.search(reading.text) is not None
+
+
+def _inquiry(candidate: Candidate, reading: ClauseReading) -> bool:
+    if reading.rule == "inquiry":
+        return True
+    return _INQUIRY_VERB_RE.search(reading.text) is not None and _FIRM_VERB_RE.search(reading.text) is None
+
+
+def _no_trigger(candidate: Candidate, reading: ClauseReading) -> bool:
+    return reading.rule == "bare_comparative"
+
+
+# A condition the reader let through (a topic's 的话 is no condition: "萧山的话也可以考虑").
+_HYPOTHETICAL_RE = re.compile(
+    r"如果|假如|假设|万一|倘若|(?<![主就还要])要是(?![\d一二三四五六七八九十两])|若是|除非|"
+    r"\bif\b|\bunless\b|\bsuppose\b|\bin\s+case\b|\bwhat\s+if\b",
+    re.IGNORECASE,
+)
+
+
+def _hypothetical(candidate: Candidate, reading: ClauseReading) -> bool:
+    return _HYPOTHETICAL_RE.search(reading.text) is not None
+
+
+def _past(candidate: Candidate, reading: ClauseReading) -> bool:
+    if PAST_RE.search(reading.text):
+        return True
+    return candidate.field in {"city", "district"} and _TRIP_RE.search(reading.text) is not None
+
+
+def _hedged(candidate: Candidate, reading: ClauseReading) -> bool:
+    return WEAK_HEDGE_RE.search(reading.text) is not None or candidate.confidence <= 0.5
+
+
+def _place_form(candidate: Candidate, reading: ClauseReading) -> bool:
+    return candidate.field in {"city", "district"} and not _place_names_known(candidate, reading)
+
+
+def _name_form(candidate: Candidate, reading: ClauseReading) -> bool:
+    if candidate.field != "preferred_name":
+        return False
+    value = candidate.value
+    return not _NAME_SHAPE_RE.match(value) or bool(_VERB_IN_NAME_RE.search(value[1:]))
+
+
+def _object_form(candidate: Candidate, reading: ClauseReading) -> bool:
+    return not candidate.field and not _object_in_form(candidate, reading)
+
+
+HOLD_BACKS: tuple[HoldBack, ...] = (
+    HoldBack("forwarded", "转发或粘贴的聊天记录，不是客户本人的话", "[聊天记录] 张先生：我想在浦东租三室", _forwarded),
+    HoldBack("quoted", "引号里引用的话，不一定是客户本人的意思", "朋友跟我说“一定要南北通透”", _quoted),
+    HoldBack("third_party", "说的是别人（家人、朋友等）的想法，不是客户本人的", "我老婆说，不要顶楼", _third_party),
+    HoldBack("question", "问句：客户在询问，没有明确说出自己的需求", "有没有两居室？", _question),
+    HoldBack("comparison", "在比较或挑选几个选项，不是明确的需求", "这两套哪个好，我比较喜欢浦东那套", _comparison),
+    HoldBack("bargaining", "议价或还价，不是客户的需求或预算", "便宜点的话我就要这套，预算三百万", _bargaining),
+    HoldBack("listing_price", "房源的价格，不是客户的预算", "这套单价四万五", _listing_price),
+    HoldBack("listing", "说的是某一套房源或某件商品，不是客户的长期需求", "这套我比较喜欢朝南的卧室", _listing),
+    HoldBack("inquiry", "在了解情况或约看房，没有明确说出需求", "我想了解一下锦江的房子", _inquiry),
+    HoldBack("reason", "原因或感受，不是需求", "不要一楼，因为我喜欢晒太阳", _reason),
+    HoldBack("no_trigger", "没有说想要或需要，可能只是对房源的评价", "配套好一些", _no_trigger),
+    HoldBack("hypothetical", "假设或条件，不是确定的需求", "有电梯的话我要高层", _hypothetical),
+    HoldBack("past", "过去或一次性的事，不是持续的需求", "下周去上海开会", _past),
+    HoldBack("hedged", "语气不确定（可能、也许、应该…）", "可能要两居吧", _hedged),
+    HoldBack("place_form", "地名不在地名库（省市区与知识库的片区）中", "想在已付定金附近租", _place_form),
+    HoldBack("name_form", "称呼不像人名", "叫我土豆就行", _name_form),
+    HoldBack("object_form", "内容不像明确的需求，可能是句子的片段", "最好能看看再说", _object_form),
+)
+HOLD_BACK_LABELS: dict[str, str] = {row.name: row.label for row in HOLD_BACKS}
+
+
+def hold_back(candidate: Candidate, reading: ClauseReading) -> HoldBack | None:
+    """The first row that holds this candidate back from an automatic write, or None: it may be written."""
+    return next((row for row in HOLD_BACKS if row.holds(candidate, reading)), None)
+
+
+def hold_back_label(name: str) -> str:
+    """The Chinese reason for a row's name (the name itself for a row this code no longer has)."""
+    return HOLD_BACK_LABELS.get(name, name)
+
+
+__all__ = ["HOLD_BACKS", "HOLD_BACK_LABELS", "ClauseReading", "HoldBack", "hold_back", "hold_back_label", "junk"]
