@@ -230,7 +230,8 @@ def score_crosswoz(rows: Sequence[Row], found: Found) -> dict[str, Score]:
             score = scores[tier]
             score.items += len(contents)
             score.right += sum(
-                any(crosswoz_matches(slot_family(d, s, v), s, v, content) for d, s, v in informs) for content in contents
+                any(crosswoz_matches(slot_family(d, s, v), s, v, content) for d, s, v in informs)
+                for content in contents
             )
             score.labels += len(claimed)
             score.found += sum(any(crosswoz_matches(f, s, v, c) for c in contents) for _d, s, v, f in claimed)
@@ -258,7 +259,10 @@ def _row_figures(scores: dict[str, Score], messages: int) -> dict[str, Any]:
 
 def print_set(name: str, messages: int, before: dict[str, Score], after: dict[str, Score], *, wrong: bool) -> None:
     print(f"\n{name}: {messages} messages, {after[AUTO].labels} labels")
-    print(f"  {'tier':<10} {'precision':>17} {'recall':>17} {'per 1,000 msgs':>17}" + (f" {'wrong/100':>13}" if wrong else ""))
+    print(
+        f"  {'tier':<10} {'precision':>17} {'recall':>17} {'per 1,000 msgs':>17}"
+        + (f" {'wrong/100':>13}" if wrong else "")
+    )
     for tier in (AUTO, PROPOSED, "both"):
         b, a = before[tier], after[tier]
         line = (
@@ -275,8 +279,14 @@ def print_misses(ids: Sequence[Any], rows: Sequence[Row], found: Found, *, cross
         contents = got[AUTO] + got[PROPOSED]
         if crosswoz:
             informs = [(d, s, v) for d, s, v in row.inform]
-            wrong = [c for c in got[AUTO] if not any(crosswoz_matches(slot_family(d, s, v), s, v, c) for d, s, v in informs)]
-            wrong_p = [c for c in got[PROPOSED] if not any(crosswoz_matches(slot_family(d, s, v), s, v, c) for d, s, v in informs)]
+            wrong = [
+                c for c in got[AUTO] if not any(crosswoz_matches(slot_family(d, s, v), s, v, c) for d, s, v in informs)
+            ]
+            wrong_p = [
+                c
+                for c in got[PROPOSED]
+                if not any(crosswoz_matches(slot_family(d, s, v), s, v, c) for d, s, v in informs)
+            ]
             missed = [f"{s}={v}" for d, s, v in informs if slot_family(d, s, v) in {"price", "features"}
                       and not any(crosswoz_matches(slot_family(d, s, v), s, v, c) for c in contents)]  # fmt: skip
         else:
@@ -291,8 +301,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rev", default="5804d3c", help="the revision whose reader is the baseline")
     parser.add_argument("--json", default=None)
-    parser.add_argument("--misses", choices=["beike", "crosswoz"], default=None,
-                        help="print the current reader's wrong and missed items on that set (never on the fresh sets)")  # fmt: skip
+    parser.add_argument(
+        "--misses",
+        choices=["beike", "crosswoz"],
+        default=None,
+        help="print the current reader's wrong and missed items on that set (never on the fresh sets)",
+    )
     args = parser.parse_args()
     results: dict[str, Any] = {"rev": args.rev}
     print(machine_line())
@@ -325,12 +339,20 @@ def main() -> None:
             for pair in fresh_all:
                 for tier, s in pair[side].items():
                     m = merged[tier]
-                    m.items, m.right, m.labels, m.found = m.items + s.items, m.right + s.right, m.labels + s.labels, m.found + s.found
+                    m.items, m.right, m.labels, m.found = (
+                        m.items + s.items,
+                        m.right + s.right,
+                        m.labels + s.labels,
+                        m.found + s.found,
+                    )
             totals.append(merged)
         fresh_messages = sum(len(fresh_rows(f, k)) for _n, f, k in FRESH)
         print_set("fresh trades, all four", fresh_messages, totals[0], totals[1], wrong=False)
-        results["fresh trades, all four"] = {"messages": fresh_messages, "before": _row_figures(totals[0], fresh_messages),
-                                             "after": _row_figures(totals[1], fresh_messages)}  # fmt: skip
+        results["fresh trades, all four"] = {
+            "messages": fresh_messages,
+            "before": _row_figures(totals[0], fresh_messages),
+            "after": _row_figures(totals[1], fresh_messages),
+        }
     write_json(args.json, results)
 
 

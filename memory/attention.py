@@ -1,5 +1,5 @@
-"""What needs a supervisor's attention in the chosen account: the review queue (hypotheses and
-low-confidence automatic items) and the start page's counts. Each count is the size of a queryset
+"""What needs a supervisor's attention in the chosen account: the review queue (proposals, hypotheses
+and low-confidence automatic items) and the start page's counts. Each count is the size of a queryset
 here, and each admin list it links to filters to the same rows.
 
 Drafts and alerts are conversations' rows; memory may read them (it is the layer above)."""
@@ -26,17 +26,29 @@ def review_confidence_below() -> float:
     return float(getattr(settings, "QIWEI_REVIEW_CONFIDENCE_BELOW", DEFAULT_REVIEW_CONFIDENCE_BELOW))
 
 
-def review_queue(*, customer_id: int | None = None, now: dt.datetime | None = None) -> QuerySet[MemoryItem]:
-    """Active, unexpired hypotheses (whoever wrote them) and automatic items below the review
-    threshold, newest first. A supervisor's confirm, reject or edit takes an item out."""
+# The review queue's views: everything, only the proposals (issue 35), only the rest (hypotheses and
+# low-confidence automatic items).
+REVIEW_ALL, REVIEW_PROPOSALS, REVIEW_TO_CONFIRM = "all", "proposals", "to_confirm"
+REVIEW_KINDS = (REVIEW_ALL, REVIEW_PROPOSALS, REVIEW_TO_CONFIRM)
+
+
+def _unexpired(now: dt.datetime) -> Q:
+    return Q(expires_at__isnull=True) | Q(expires_at__gt=now)
+
+
+def review_queue(
+    *, customer_id: int | None = None, now: dt.datetime | None = None, kind: str = REVIEW_ALL
+) -> QuerySet[MemoryItem]:
+    """What waits for a supervisor, newest first: proposals (readings held back from an automatic
+    write), and active, unexpired hypotheses (whoever wrote them) and automatic items below the
+    review threshold. A supervisor's accept, confirm, reject or edit takes an item out."""
     now = now or timezone.now()
-    items = (
-        MemoryItem.objects.filter(status=MemoryStatus.ACTIVE)
-        .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
-        .filter(
-            Q(type=MemoryType.HYPOTHESIS) | Q(created_by=MemoryCreatedBy.AUTO, confidence__lt=review_confidence_below())
-        )
+    to_confirm = Q(status=MemoryStatus.ACTIVE) & (
+        Q(type=MemoryType.HYPOTHESIS) | Q(created_by=MemoryCreatedBy.AUTO, confidence__lt=review_confidence_below())
     )
+    proposals = Q(status=MemoryStatus.PROPOSED)
+    wanted = {REVIEW_PROPOSALS: proposals, REVIEW_TO_CONFIRM: to_confirm}.get(kind, proposals | to_confirm)
+    items = MemoryItem.objects.filter(wanted).filter(_unexpired(now))
     if customer_id is not None:
         items = items.filter(customer_id=customer_id)
     return items.select_related("customer").order_by("-created_at", "-id")
@@ -98,6 +110,8 @@ class AttentionCounts:
     drafts_pending: int
     alerts_open: int
     to_confirm_oldest: dt.datetime | None = None  # when the longest-waiting item entered the queue
+    proposals: int = 0  # readings held back for a supervisor (issue 35)
+    proposals_oldest: dt.datetime | None = None
 
 
 def waited(since: dt.datetime | None, now: dt.datetime | None = None) -> str:
@@ -113,10 +127,13 @@ def waited(since: dt.datetime | None, now: dt.datetime | None = None) -> str:
 
 def attention_counts(now: dt.datetime | None = None) -> AttentionCounts:
     """The start page's numbers for the selected account."""
-    queue = review_queue(now=now)
+    queue = review_queue(now=now, kind=REVIEW_TO_CONFIRM)
+    proposals = review_queue(now=now, kind=REVIEW_PROPOSALS)
     return AttentionCounts(
         to_confirm_oldest=queue.order_by("created_at", "id").values_list("created_at", flat=True).first(),
         to_confirm=queue.count(),
+        proposals=proposals.count(),
+        proposals_oldest=proposals.order_by("created_at", "id").values_list("created_at", flat=True).first(),
         capture_failed=capture_jobs_failed().count(),
         blocked_today=messages_blocked_today(now).count(),
         drafts_pending=drafts_awaiting_review().count(),

@@ -67,6 +67,7 @@ EVIDENCE_ADDED = "evidence_added"
 SUPERSEDED = "superseded"
 UNCHANGED = "unchanged"
 REFUSED = "refused"  # an automatic write that would have undone a supervisor's decision, or an instruction
+PROPOSED = "proposed"  # held back for a supervisor: a proposal in the review queue (issue 35)
 
 PROFILE_FIELD_MAX_LENGTH = {spec.name: spec.max_length for spec in PROFILE_FIELD_SPECS}
 
@@ -105,6 +106,9 @@ class ItemPut:
     audit_action: AuditAction = AuditAction.MEMORY_ITEM_CAPTURED
     automatic: bool | None = None
     sync_profile: bool = True
+    # A proposal's reading (`propose`): the row that held it back and the customer's clause.
+    held_back: str = ""
+    clause: str = ""
 
 
 # --- profile items: the field and its `profile:<field>` item, written together ---------------
@@ -284,9 +288,10 @@ class MemoryWrites:
         self.decisions = decisions
         self.snapshot_head = snapshot_head
         self._active: dict[str, MemoryItem] = {}
+        self._proposed: dict[str, MemoryItem] = {}  # pending proposals (issue 35)
         for item in items:
             item.customer = customer  # the caller's instance: no lazy reload per item
-            self._active[item.key] = item
+            (self._proposed if item.status == MemoryStatus.PROPOSED else self._active)[item.key] = item
         self._new: list[MemoryItem] = []
         self._changed: dict[int, _Changed] = {}
         self._links: list[tuple[MemoryItem, MemoryItem]] = []
@@ -295,6 +300,7 @@ class MemoryWrites:
         self._unknown_messages: set[int] = set()
         self._profile: CustomerProfile | None = None
         self._profile_fields: set[str] = set()
+        self._promoted: set[str] = set()  # keys a proposal takes as it becomes active
         self._memory_changed = False
         self._reason = ""
         self.messages_seed((m.pk, m.sent_at, m.created_at) for m in messages if m.customer_id == customer.pk)
@@ -430,6 +436,7 @@ class MemoryWrites:
                 return PutResult(item=active, outcome=UNCHANGED)
             if fields:
                 self._change(active, fields, actor=actor, reason=reason)
+            self._proposal_settle(key, active, actor=actor, reason=reason)
             result = PutResult(item=active, outcome=EVIDENCE_ADDED, superseded=tuple(contradicted))
             self._audit_put(result, new_sources, action=put.audit_action, actor=actor, reason=reason)
             return result
@@ -452,12 +459,132 @@ class MemoryWrites:
             self._retire(active, replacement=item, actor=actor, reason=reason)
             superseded.append(active)
         self._create(item, actor=actor, reason=reason)
+        self._proposal_settle(key, item, actor=actor, reason=reason)
         superseded += self._supersede_keys(put.supersedes_keys, item, actor=actor, reason=reason)
         if put.sync_profile:
             self.profile_follow(item, actor=actor, reason=reason)
         result = PutResult(item=item, outcome=SUPERSEDED if superseded else CREATED, superseded=tuple(superseded))
         self._audit_put(result, sources, action=put.audit_action, actor=actor, reason=reason)
         return result
+
+    def proposed(self, key: str) -> MemoryItem | None:
+        """The pending proposal under `key` as the batch left it so far."""
+        return self._proposed.get(key)
+
+    def propose(self, put: ItemPut, *, actor: Actor, reason: str, expires_at: datetime) -> PutResult:
+        """Hold a value back for a supervisor (issue 35): a `proposed` item, never active, never in the
+        profile or the snapshot. The automatic rules hold as for any automatic write (nothing
+        instruction-like; a rejected or forgotten value never comes back, not even as a proposal);
+        what memory already says is not proposed again; one pending proposal per key (the same value
+        again adds evidence, another value replaces it)."""
+        field_name, content = _normalised(put.key, put.content)
+        key = put.key
+        item_values_validate(
+            type=put.type, key=key, content=content, confidence=put.confidence, importance=put.importance
+        )
+        sources = [int(i) for i in put.source_message_ids]
+        active = self._active.get(key)
+        if active is not None and active.content == content:
+            return PutResult(item=active, outcome=UNCHANGED)
+        refusal = item_refusal(
+            key=key, content=content, value=profile_item_value(field_name, content) if field_name is not None else None
+        )
+        if not refusal:
+            refusal = (
+                automatic_write_refusal(
+                    customer=self.customer,
+                    key=key,
+                    content=content,
+                    evidence_at=self.received(sources),
+                    supersedes_keys=(),
+                    decisions=self.decisions,
+                    active=self._active.get,
+                    received=self.received,
+                )
+                or ""
+            )
+        if refusal:
+            return PutResult(item=None, outcome=REFUSED, refusal=refusal)
+        pending = self.proposed(key)
+        if pending is not None and pending.content == content:
+            new_sources = [i for i in sources if i not in pending.source_message_ids]
+            if not new_sources:
+                return PutResult(item=pending, outcome=UNCHANGED)
+            pending.source_message_ids = [*pending.source_message_ids, *new_sources]
+            pending.expires_at = max(filter(None, [pending.expires_at, expires_at]))
+            self._change(pending, ["source_message_ids", "expires_at"], actor=actor, reason=reason, memory=False)
+            result = PutResult(item=pending, outcome=EVIDENCE_ADDED)
+            self._audit_put(result, new_sources, action=AuditAction.MEMORY_ITEM_PROPOSED, actor=actor, reason=reason)
+            return result
+        item = MemoryItem(
+            customer=self.customer,
+            type=put.type,
+            key=key,
+            content=content,
+            source_message_ids=sources,
+            confidence=min(put.confidence, 0.6),
+            importance=put.importance,
+            status=MemoryStatus.PROPOSED,
+            direction=put.direction,
+            created_by=MemoryCreatedBy.AUTO,
+            expires_at=expires_at,
+            held_back=put.held_back[:32],
+            clause=put.clause[:300],
+        )
+        _item_validate(item)
+        superseded: list[MemoryItem] = []
+        if pending is not None:  # a newer reading of the same key replaces the waiting one
+            pending.status = MemoryStatus.SUPERSEDED
+            self._change(pending, ["status"], actor=actor, reason=reason, memory=False)
+            self._links.append((pending, item))
+            superseded.append(pending)
+        self._touch(item, actor=actor, reason=reason, memory=False)
+        item.created_at = item.updated_at
+        self._new.append(item)
+        self._proposed[key] = item
+        result = PutResult(item=item, outcome=PROPOSED, superseded=tuple(superseded))
+        self._audit_put(result, sources, action=AuditAction.MEMORY_ITEM_PROPOSED, actor=actor, reason=reason)
+        return result
+
+    def _proposal_settle(self, key: str, item: MemoryItem, *, actor: Actor, reason: str) -> None:
+        """A value written under `key` settles the proposal waiting there: the customer (or a
+        supervisor) has now said what the key holds, so the older reading leaves the queue, linked."""
+        pending = self._proposed.pop(key, None)
+        if pending is None or pending is item:
+            return
+        pending.status = MemoryStatus.SUPERSEDED
+        self._change(pending, ["status"], actor=actor, reason=reason, memory=False)
+        self._links.append((pending, item))
+
+    def promote(self, proposal: MemoryItem, *, type: str, content: str, actor: Actor, reason: str) -> MemoryItem:
+        """A supervisor accepts a proposal: it becomes the active item under its key, vouched for by a
+        person (created_by=human, confidence 1), the customer's message still its evidence; the
+        value it replaces (and the opposite polarity on the same object) is superseded and linked,
+        the profile follows a `profile:<field>` key. Audited by the caller."""
+        _field_name, content = _normalised(proposal.key, content)
+        item_values_validate(
+            type=type, key=proposal.key, content=content, confidence=1.0, importance=proposal.importance
+        )
+        key = proposal.key
+        for other_key in dict.fromkeys([key, *_opposite_keys(key)]):
+            old = self._active.get(other_key)
+            if old is not None and old.pk != proposal.pk:
+                self._retire(old, replacement=proposal, actor=actor, reason=reason)
+        proposal.customer = self.customer
+        proposal.status, proposal.type, proposal.content = MemoryStatus.ACTIVE, type, content
+        proposal.created_by, proposal.confidence, proposal.expires_at = MemoryCreatedBy.HUMAN, 1.0, None
+        self._change(
+            proposal,
+            ["status", "type", "content", "created_by", "confidence", "expires_at"],
+            actor=actor,
+            reason=reason,
+        )
+        self._active[key] = proposal
+        self._promoted.add(key)
+        if self._proposed.get(key) is proposal:
+            del self._proposed[key]
+        self.profile_follow(proposal, actor=actor, reason=reason)
+        return proposal
 
     def retire(self, item: MemoryItem, *, actor: Actor, reason: str, audit_action: AuditAction) -> None:
         """`memory_item_supersede` on the batch: an active item leaves memory with no replacement."""
@@ -505,24 +632,30 @@ class MemoryWrites:
         self, result: PutResult, sources: list[int], *, action: AuditAction, actor: Actor, reason: str
     ) -> None:
         assert result.item is not None  # only writes are audited
+        payload: dict[str, Any] = {"type": result.item.type, "outcome": result.outcome, "source_message_ids": sources}
+        if result.item.held_back:
+            payload["held_back"] = result.item.held_back  # a rule's name: no customer words
         self.audit(
             action,
             actor=actor,
             reason=reason,
-            payload={"type": result.item.type, "outcome": result.outcome, "source_message_ids": sources},
+            payload=payload,
             item=result.item,
             superseded=result.superseded,
         )
 
-    def _touch(self, item: MemoryItem, *, actor: Actor, reason: str) -> None:
+    def _touch(self, item: MemoryItem, *, actor: Actor, reason: str, memory: bool = True) -> None:
+        """Stamp a staged row; `memory=False` for a proposal, which changes no snapshot."""
         stamp_history(item, actor=actor, reason=reason)
         item.updated_at = timezone.now()
-        self._memory_changed = True
+        self._memory_changed = self._memory_changed or memory
         self._reason = self._reason or reason
 
-    def _change(self, item: MemoryItem, fields: Iterable[str], *, actor: Actor, reason: str) -> None:
+    def _change(
+        self, item: MemoryItem, fields: Iterable[str], *, actor: Actor, reason: str, memory: bool = True
+    ) -> None:
         _item_validate(item)
-        self._touch(item, actor=actor, reason=reason)
+        self._touch(item, actor=actor, reason=reason, memory=memory)
         if item.pk is not None:
             self._changed.setdefault(id(item), _Changed(item)).fields.update(fields)
 
@@ -557,11 +690,20 @@ class MemoryWrites:
     def flush(self, *, refresh_snapshot: bool = True, reason: str = "") -> None:
         """Write what the batch staged (nothing when nothing changed), then the snapshot once."""
         history = _history_manager(MemoryItem)
-        new_active_keys = {item.key for item in self._new if item.status == MemoryStatus.ACTIVE}
+        new_active_keys = {item.key for item in self._new if item.status == MemoryStatus.ACTIVE} | self._promoted
         blocking = [
             change.item
             for change in self._changed.values()
             if change.item.status != MemoryStatus.ACTIVE and change.item.key in new_active_keys
+        ]
+        # A proposal replaced by a newer one leaves `proposed` before the new one is inserted.
+        new_proposed_keys = {item.key for item in self._new if item.status == MemoryStatus.PROPOSED}
+        blocking += [
+            change.item
+            for change in self._changed.values()
+            if change.item.status == MemoryStatus.SUPERSEDED
+            and change.item.key in new_proposed_keys
+            and change.item not in blocking
         ]
         if blocking:
             _rows_update(blocking, ["status", "updated_at"])
@@ -598,7 +740,7 @@ class MemoryWrites:
             if created and snapshot is not None:
                 self.snapshot_head = (snapshot.version, snapshot.sha256)
         self._new, self._changed, self._links, self._audits = [], {}, [], []
-        self._profile_fields = set()
+        self._profile_fields, self._promoted = set(), set()
         self._memory_changed = False
 
     def _audit_entry(self, staged: _StagedAudit) -> AuditEntry:
@@ -614,6 +756,14 @@ class MemoryWrites:
             reason=staged.reason,
             payload=payload,
         )
+
+
+def _opposite_keys(key: str) -> tuple[str, ...]:
+    """The other polarity of a preference or constraint on the same object ("不考虑：顶楼" against
+    "偏好：顶楼"): accepting one retires the other, as capture's `supersedes_keys` do."""
+    kind, _, obj = key.partition(":")
+    opposite = {"preference": "constraint", "constraint": "preference"}.get(kind)
+    return (f"{opposite}:{obj}",) if opposite and obj else ()
 
 
 # Up to this many changed rows are written one plain UPDATE each: `bulk_update`'s CASE expression

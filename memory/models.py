@@ -21,6 +21,9 @@ class MemoryType(models.TextChoices):
 
 class MemoryStatus(models.TextChoices):
     ACTIVE = "active", _("有效")
+    # Looks like a want but failed the contract of automatic writes (issue 35): waits for a
+    # supervisor, never in the snapshot, the prompt or the profile until accepted.
+    PROPOSED = "proposed", _("待审核提议")
     REJECTED = "rejected", _("已拒绝")
     SUPERSEDED = "superseded", _("已失效")
 
@@ -68,6 +71,10 @@ class MemoryItem(TimeStampedModel):
         related_name="supersedes",
         verbose_name=_("被替代为"),
     )
+    # A proposal's reading: the rule that held it back from an automatic write (a row of
+    # `qiwei_site.reading.extract.admission.HOLD_BACKS`) and the customer's clause it was read from.
+    held_back = models.CharField(_("未自动写入的原因"), max_length=32, blank=True, default="")
+    clause = models.CharField(_("客户原话片段"), max_length=300, blank=True, default="")
     history = account_history()
 
     class Meta:
@@ -77,6 +84,10 @@ class MemoryItem(TimeStampedModel):
         constraints = [
             models.UniqueConstraint(
                 fields=["customer", "key"], condition=Q(status="active"), name="uniq_active_memory_key"
+            ),
+            # One pending proposal per key: a newer reading replaces it, so proposals never pile up.
+            models.UniqueConstraint(
+                fields=["customer", "key"], condition=Q(status="proposed"), name="uniq_proposed_memory_key"
             ),
             models.CheckConstraint(
                 condition=Q(confidence__gte=0) & Q(confidence__lte=1), name="memory_confidence_range"

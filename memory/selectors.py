@@ -69,13 +69,16 @@ STATE_HEAD_COLUMNS = ("snapshot_head_version", "snapshot_head_sha256", "has_deci
 
 def memory_state_rows(*, customer_id: int) -> list[tuple[Any, ...]]:
     """ORM twin of `memory.sql.memory_state` (which capture runs). SQLite: the customer row with
-    its profile, its active items joined (none: one row of NULLs),
+    its profile, its active items and pending proposals joined (none: one row of NULLs),
     the snapshot head and whether a decision exists, in one statement: (head version, head sha256,
     has decisions, *profile fields, *item fields) per row."""
     return list(
         Customer.objects.filter(pk=customer_id)
         .annotate(
-            active_item=FilteredRelation("memory_items", condition=Q(memory_items__status=MemoryStatus.ACTIVE)),
+            active_item=FilteredRelation(
+                "memory_items",
+                condition=Q(memory_items__status__in=[MemoryStatus.ACTIVE, MemoryStatus.PROPOSED]),
+            ),
             **snapshot_head_annotations("pk"),
             has_decisions=Exists(MemoryDecision.objects.filter(customer=OuterRef("pk"))),
         )
@@ -88,9 +91,13 @@ def memory_state_rows(*, customer_id: int) -> list[tuple[Any, ...]]:
 
 
 def memory_items_active_locked(*, customer_id: int) -> list[MemoryItem]:
-    """PostgreSQL: the customer's active items, locked (as `memory_item_put` always locked the item
-    it changed)."""
-    return list(MemoryItem.objects.select_for_update().filter(customer_id=customer_id, status=MemoryStatus.ACTIVE))
+    """PostgreSQL: the customer's active items and pending proposals, locked (as `memory_item_put`
+    always locked the item it changed)."""
+    return list(
+        MemoryItem.objects.select_for_update().filter(
+            customer_id=customer_id, status__in=[MemoryStatus.ACTIVE, MemoryStatus.PROPOSED]
+        )
+    )
 
 
 def memory_decision_rows(*, customer_id: int) -> list[tuple[Any, ...]]:

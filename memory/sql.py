@@ -332,14 +332,15 @@ _MEMORY_STATE = Statement(
     f" {columns(CustomerProfile, _PROFILE_NAMES, 'p')}, {columns(MemoryItem, _ITEM_NAMES, 'i')}"
     f" FROM {_C} c LEFT OUTER JOIN {_P} p ON p.{name(CustomerProfile, 'customer')} = c.{name(Customer, 'pk')}"
     f" LEFT OUTER JOIN {_I} i ON i.{name(MemoryItem, 'customer')} = c.{name(Customer, 'pk')}"
-    f" AND i.{name(MemoryItem, 'status')} = %s"
+    f" AND i.{name(MemoryItem, 'status')} IN (%s, %s)"
     f" WHERE c.{name(Customer, 'pk')} = %s ORDER BY i.{name(MemoryItem, 'pk')}",
     [None, None, "BooleanField", *fields(CustomerProfile, _PROFILE_NAMES), *fields(MemoryItem, _ITEM_NAMES)],
 )
 
 
 def memory_state(customer_id: int) -> list[Row]:
-    """The customer row with its profile and its active items joined (none: one row of NULLs), the
-    snapshot head and whether a decision exists: (head version, head sha256, has decisions,
-    *profile fields, *item fields) per row, items by id. Twin: `memory.selectors.memory_state_rows`."""
-    return _MEMORY_STATE.rows(MemoryStatus.ACTIVE.value, customer_id)
+    """The customer row with its profile and its active items and pending proposals joined (none:
+    one row of NULLs), the snapshot head and whether a decision exists: (head version, head sha256,
+    has decisions, *profile fields, *item fields) per row, items by id. Twin:
+    `memory.selectors.memory_state_rows`."""
+    return _MEMORY_STATE.rows(MemoryStatus.ACTIVE.value, MemoryStatus.PROPOSED.value, customer_id)

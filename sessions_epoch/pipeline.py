@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from conversations.drafts import draft_answering, draft_auto_send_blockers, draft_create, draft_send
-from conversations.models import AuditAction, Customer, Draft, Message, MessageDirection
-from conversations.received import received_text_of_row, sealed_originals, wholly_masked
+from conversations.models import AuditAction, Customer, Draft, Message
 from conversations.selectors import message_latest_inbound
 from memory.context.builder import AgentContextBuilder, MemoryFailure
 from memory.providers import CaptureTurn, MemoryProvider, PrefetchRequest, TurnHypothesis, get_provider
@@ -25,9 +23,6 @@ from qiwei_site.platform.history import Actor
 from qiwei_site.platform.models import ContextReadPurpose
 from qiwei_site.platform.tenancy import account_atomic
 from qiwei_site.reading.fields import PROFILE_FIELD_NAMES
-from qiwei_site.reading.grounding import carries_content, is_small_talk
-from qiwei_site.reading.guard import object_refusal
-from qiwei_site.reading.safety import scan, without_personal_numbers
 from sessions_epoch.clients import ModelClient, ModelResult, SessionRef, get_client
 from sessions_epoch.models import CloseReason, SessionEpoch
 from sessions_epoch.services import epoch_count_turn, epoch_for_turn, epoch_rotate
@@ -180,82 +175,40 @@ def parse_hypotheses(value: Any) -> tuple[list[TurnHypothesis], list[dict[str, A
 
 def ground_profile_updates(
     *, customer: Customer, updates: dict[str, str]
-) -> tuple[dict[str, str], dict[str, list[int]], list[dict[str, Any]]]:
-    """(grounded updates, evidence message ids per field, dropped): a value is kept only where the
-    reader reads that field with an equal canonical value from the customer's own inbound words
-    (capture's extraction, through the memory provider) — never the model's, never our staff's,
-    never a message the safety gate blocks, never a value the customer negated, asked about or
-    said of someone else, never an instruction-like value."""
+) -> tuple[dict[str, str], dict[str, list[int]], list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """(grounded updates, evidence message ids per field, dropped, proposed): a value is kept only
+    where the reader reads that field with an equal canonical value from the customer's own inbound
+    words as something capture writes by itself (capture's extraction, through the memory provider)
+    — never the model's, never our staff's, never a message the safety gate blocks, never a value the
+    customer negated or said of someone else, never an instruction-like value; one the customer only
+    asked about or bargained over goes to the review queue as a proposal (issue 35)."""
     if not updates:
-        return {}, {}, []
+        return {}, {}, [], {}
     provider: MemoryProvider = get_provider()
     judged = provider.ground_profile_updates(customer=customer, updates=updates)
-    return dict(judged.kept), {key: list(ids) for key, ids in judged.evidence.items()}, list(judged.dropped)
-
-
-def _evidence_refusal(message: Mapping[str, Any] | None, customer: Customer, received: str) -> str | None:
-    if message is None:
-        return "依据的消息不存在"
-    if message["customer_id"] != customer.pk:
-        return "依据的消息属于其他客户"
-    if message["direction"] != MessageDirection.INBOUND:
-        return "依据的消息不是客户原话"
-    if not message["is_effective"]:
-        return "依据的消息已失效"
-    scanned = scan(received)
-    if scanned.blocked or wholly_masked(message["text"]):
-        return "依据的消息被安全闸拦截"
-    remaining = without_personal_numbers(received, scanned.spans)
-    if is_small_talk(remaining):
-        return "依据的消息只是寒暄或应答，不含客户情况"
-    if not carries_content(remaining):
-        return "依据的消息除被遮蔽的个人号码外没有内容"
-    return None
-
-
-def _evidence(message: Mapping[str, Any] | None, customer: Customer, originals: dict[int, str | None]) -> str | None:
-    received = "" if message is None else received_text_of_row(dict(message), originals)
-    if received is None:
-        return "依据的消息原文无法解封，无法核对"
-    return _evidence_refusal(message, customer, received)
+    return (
+        dict(judged.kept),
+        {key: list(ids) for key, ids in judged.evidence.items()},
+        list(judged.dropped),
+        {key: dict(value) for key, value in judged.proposed.items()},
+    )
 
 
 def ground_hypotheses(
     *, customer: Customer, hypotheses: list[TurnHypothesis]
 ) -> tuple[list[TurnHypothesis], list[dict[str, Any]]]:
-    """(kept, dropped): a hypothesis is kept only when every message it cites (it must cite one:
-    `parse_hypotheses` drops those that cite none) is this customer's own effective inbound message
-    that the safety gate lets through and that carries content — never small talk, never only the
-    label of a cut-out personal number — and its text describes the customer's world rather than
-    instructing us (`object_refusal`). Our own replies are outbound: they never count."""
+    """(kept, dropped): judged by memory's one evidence check (`memory.capture.grounding`, through
+    the provider): every cited message the customer's own admissible evidence with content, the
+    hypothesis about what those messages talk about, no sensitive category (PIPL art. 28) and no
+    completed transaction, nothing instruction-like, at most a few per turn."""
     if not hypotheses:
         return [], []
-    ids = {message_id for hypothesis in hypotheses for message_id in hypothesis.message_ids}
-    messages = {
-        row["id"]: row
-        for row in Message.objects.filter(pk__in=ids).values("id", "customer_id", "direction", "is_effective", "text")
-    }
-    # The words as received (sealed originals opened): the gate judges what the customer sent.
-    originals = sealed_originals(row["id"] for row in messages.values() if row["customer_id"] == customer.pk)
-    kept: list[TurnHypothesis] = []
-    dropped: list[dict[str, Any]] = []
-    for index, hypothesis in enumerate(hypotheses):
-        refusal = next(
-            (
-                reason
-                for message_id in hypothesis.message_ids
-                if (reason := _evidence(messages.get(message_id), customer, originals))
-            ),
-            None,
-        )
-        if refusal is None and (guard := object_refusal(hypothesis.text)):
-            refusal = f"推断像指令，不是客户情况（{guard}）"
-        if refusal:
-            dropped.append(
-                _hypothesis_drop(index, refusal, key=hypothesis.key, message_ids=list(hypothesis.message_ids))
-            )
-        else:
-            kept.append(hypothesis)
+    provider: MemoryProvider = get_provider()
+    kept, refused = provider.ground_hypotheses(customer=customer, hypotheses=hypotheses)
+    dropped = [
+        _hypothesis_drop(index, reason, key=hypotheses[index].key, message_ids=list(hypotheses[index].message_ids))
+        for index, reason in refused
+    ]
     return kept, dropped
 
 
@@ -284,7 +237,7 @@ def _memory_step_failed(
 
 def _ground_or_drop(
     *, customer: Customer, updates: dict[str, str], actor: Actor
-) -> tuple[dict[str, str], dict[str, list[int]], list[dict[str, Any]]]:
+) -> tuple[dict[str, str], dict[str, list[int]], list[dict[str, Any]], dict[str, dict[str, Any]]]:
     """Grounding, failing closed: if memory cannot read the customer's words, nothing is kept."""
     try:
         return ground_profile_updates(customer=customer, updates=updates)
@@ -300,7 +253,28 @@ def _ground_or_drop(
         unread = [
             {"field": key, "value": value, "reason": "无法核对客户原话，未保留"} for key, value in updates.items()
         ]
-        return {}, {}, unread
+        return {}, {}, unread, {}
+
+
+def _ground_hypotheses_or_drop(
+    *, customer: Customer, hypotheses: list[TurnHypothesis], actor: Actor
+) -> tuple[list[TurnHypothesis], list[dict[str, Any]]]:
+    """Hypothesis grounding, failing closed like the profile's: if memory cannot judge, none is kept."""
+    try:
+        return ground_hypotheses(customer=customer, hypotheses=hypotheses)
+    except Exception as exc:
+        _memory_step_failed(
+            customer=customer,
+            actor=actor,
+            action=AuditAction.MEMORY_RECALL_FAILED,
+            reason="核对模型推断的依据时读取客户原话失败，全部丢弃",
+            stage="hypothesis_grounding",
+            exc=exc,
+        )
+        return [], [
+            _hypothesis_drop(index, "无法核对依据的客户原话，未保留", key=h.key, message_ids=list(h.message_ids))
+            for index, h in enumerate(hypotheses)
+        ]
 
 
 def _build_context(customer: Customer, latest: Message | None, actor: Actor) -> tuple[str, dict[str, Any]]:
@@ -381,9 +355,13 @@ def draft_generate(
     result, epoch, sessions = _run_client(client=client, customer=customer, prompt=prompt, hints=hints, actor=actor)
 
     output = validate_output(result.output) if result.ok else TurnOutput(error=result.error or "模型调用失败")
-    grounded, evidence, dropped = _ground_or_drop(customer=customer, updates=output.profile_updates, actor=actor)
+    grounded, evidence, dropped, proposed = _ground_or_drop(
+        customer=customer, updates=output.profile_updates, actor=actor
+    )
     source_message_ids = sorted({message_id for ids in evidence.values() for message_id in ids})
-    hypotheses, dropped_hypotheses = ground_hypotheses(customer=customer, hypotheses=output.hypotheses)
+    hypotheses, dropped_hypotheses = _ground_hypotheses_or_drop(
+        customer=customer, hypotheses=output.hypotheses, actor=actor
+    )
     trace = {
         **trace,
         "model": {
@@ -393,7 +371,12 @@ def draft_generate(
             "usage": result.usage,
             **sessions,
         },
-        "grounding": {"evidence": evidence, "dropped_fields": [item["field"] for item in output.dropped + dropped]},
+        "grounding": {
+            "evidence": evidence,
+            "dropped_fields": [item["field"] for item in output.dropped + dropped],
+            # Read only as proposals (issue 35): to the review queue, not the profile. Ids, no words.
+            "proposed": {key: value["message_ids"] for key, value in proposed.items()},
+        },
         "hypotheses": {
             "kept": [_hypothesis_trace(hypothesis) for hypothesis in hypotheses],
             "dropped": output.dropped_hypotheses + dropped_hypotheses,
@@ -448,6 +431,7 @@ def draft_generate(
         source_message_ids=source_message_ids,
         hypotheses=hypotheses,
         actor=actor,
+        proposed=proposed,
     )
     _maybe_auto_send(draft=draft, customer=customer)
     draft.refresh_from_db()
@@ -462,6 +446,7 @@ def _capture(
     source_message_ids: list[int],
     hypotheses: list[TurnHypothesis],
     actor: Actor,
+    proposed: dict[str, dict[str, Any]] | None = None,
 ) -> None:
     try:
         provider: MemoryProvider = get_provider()
@@ -472,6 +457,7 @@ def _capture(
                 profile_updates=updates,
                 source_message_ids=source_message_ids,
                 hypotheses=hypotheses,
+                profile_proposals=dict(proposed or {}),
             )
         )
     except Exception as exc:

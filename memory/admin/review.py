@@ -1,12 +1,16 @@
-"""The review queue (待确认): for the chosen account, the model's hypotheses and the automatic items
-below the review threshold, newest first, each with the customer's words it rests on (masked),
-decided in one click with a reason through the governance services.
+"""The review queue (待审核): for the chosen account, the proposals (readings held back from an
+automatic write, issue 35), the model's hypotheses and the automatic items below the review
+threshold, newest first, each with the customer's words it rests on (masked), decided in one click
+with a reason through the governance services.
 
+- accept (a proposal): `memory_proposal_accept`, as read or with the value the supervisor typed;
 - confirm: a hypothesis becomes a fact (`memory_item_confirm`); a low-confidence automatic item
   is vouched for (`memory_item_edit` to confidence 1, created_by=human), so it leaves the queue;
-- reject: `memory_item_reject` (final: capture never brings the value back);
-- edit: `memory_item_edit` with the supervisor's text; a hypothesis stays a hypothesis (still to
-  confirm), any other item is vouched for with its new text.
+- reject: `memory_item_reject` (final: capture never brings the value back, not even as a proposal);
+- edit: a proposal is accepted with the supervisor's text; a hypothesis stays a hypothesis (still
+  to confirm), any other item is vouched for with its new text.
+
+`?kind=proposals` or `?kind=to_confirm` shows one of the two; the start page links each count there.
 """
 
 from __future__ import annotations
@@ -24,10 +28,24 @@ from django.urls import path, reverse
 from django.utils import timezone
 
 from conversations.models import Customer, Message
-from memory.attention import evidence_for, review_confidence_below, review_queue
-from memory.governance.services import memory_item_confirm, memory_item_edit, memory_item_reject
-from memory.models import MemoryItem, MemoryType
+from memory.attention import (
+    REVIEW_ALL,
+    REVIEW_KINDS,
+    REVIEW_PROPOSALS,
+    REVIEW_TO_CONFIRM,
+    evidence_for,
+    review_confidence_below,
+    review_queue,
+)
+from memory.governance.services import (
+    memory_item_confirm,
+    memory_item_edit,
+    memory_item_reject,
+    memory_proposal_accept,
+)
+from memory.models import MemoryItem, MemoryStatus, MemoryType
 from qiwei_site.platform.errors import ApplicationError
+from qiwei_site.reading.extract import hold_back_label
 from qiwei_site.reading.masking import mask_sensitive
 
 REVIEW_PER_PAGE = 50
@@ -40,7 +58,9 @@ class InvalidQueryParameter(ValueError):
 
 class ReviewDecisionForm(forms.Form):
     item = forms.IntegerField(min_value=1)
-    decision = forms.ChoiceField(choices=[("confirm", "确认"), ("reject", "拒绝"), ("edit", "编辑")])
+    decision = forms.ChoiceField(
+        choices=[("confirm", "确认"), ("reject", "拒绝"), ("edit", "编辑"), ("accept", "采纳")]
+    )
     reason = forms.CharField(
         label="原因", max_length=300, error_messages={"required": "请填写原因：它会写入历史记录和审计。"}
     )
@@ -73,6 +93,18 @@ class ReviewRow:
     def is_hypothesis(self) -> bool:
         return self.item.type == MemoryType.HYPOTHESIS
 
+    @property
+    def is_proposal(self) -> bool:
+        return self.item.status == MemoryStatus.PROPOSED
+
+    @property
+    def held_back_label(self) -> str:
+        return hold_back_label(self.item.held_back) if self.item.held_back else ""
+
+    @property
+    def clause(self) -> str:
+        return mask_sensitive(self.item.clause) if self.item.clause else ""
+
 
 def _quote(message: Message) -> EvidenceQuote:
     return EvidenceQuote(
@@ -88,6 +120,12 @@ def review_decide(*, item: MemoryItem, decision: str, reason: str, content: str,
     if decision == "reject":
         memory_item_reject(item=item, actor=actor, reason=reason)
         return "已拒绝"
+    if item.status == MemoryStatus.PROPOSED:
+        edited = decision == "edit" and content.strip() and content.strip() != item.content
+        memory_proposal_accept(item=item, content=content if edited else None, actor=actor, reason=reason)
+        return "已按修改后的内容采纳，写入记忆" if edited else "已采纳，写入记忆"
+    if decision == "accept":
+        raise ApplicationError("只有待审核的提议可以采纳。", code="not_a_proposal")
     if decision == "confirm":
         if item.type == MemoryType.HYPOTHESIS:
             memory_item_confirm(item=item, actor=actor, reason=reason)
@@ -119,6 +157,11 @@ class ReviewQueueMixin(admin.ModelAdmin):
             customer_id = _customer_filter(request)
         except InvalidQueryParameter as exc:
             return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
+        kind = request.GET.get("kind") or REVIEW_ALL
+        if kind not in REVIEW_KINDS:
+            return HttpResponseBadRequest(
+                "视图无效：?kind= 应为 all、proposals 或 to_confirm。", content_type="text/plain; charset=utf-8"
+            )
         refused: dict[int, ReviewRow] = {}
         if request.method == "POST":
             if not self.has_change_permission(request):
@@ -126,7 +169,7 @@ class ReviewQueueMixin(admin.ModelAdmin):
             done = self._review_post(request, customer_id, refused)
             if done:
                 return HttpResponseRedirect(request.get_full_path())
-        queue = review_queue(customer_id=customer_id)
+        queue = review_queue(customer_id=customer_id, kind=kind)
         page = Paginator(queue, REVIEW_PER_PAGE).get_page(request.GET.get("p"))
         items = list(page.object_list)
         evidence = evidence_for(items)
@@ -138,7 +181,13 @@ class ReviewQueueMixin(admin.ModelAdmin):
         customer = Customer.objects.filter(pk=customer_id).first() if customer_id else None
         context = {
             **self.admin_site.each_context(request),
-            "title": "待确认队列",
+            "title": "待审核队列",
+            "kind": kind,
+            "kinds": [
+                (REVIEW_ALL, "全部"),
+                (REVIEW_PROPOSALS, "待审核提议"),
+                (REVIEW_TO_CONFIRM, "待确认推断与低置信度记忆"),
+            ],
             "opts": self.model._meta,
             "rows": rows,
             "page_obj": page,

@@ -13,7 +13,15 @@ from django.urls import reverse
 from django.utils import timezone
 
 from conversations.models import AuditAction, DraftStatus
-from memory.attention import attention_counts, review_confidence_below, review_stale_after, shanghai_day, waited
+from memory.attention import (
+    REVIEW_PROPOSALS,
+    REVIEW_TO_CONFIRM,
+    attention_counts,
+    review_confidence_below,
+    review_stale_after,
+    shanghai_day,
+    waited,
+)
 from memory.governance.scrub import storage_scrubs_pending
 from memory.models import CaptureJobStatus
 from qiwei_site.platform.admin_site import StartPageCount
@@ -44,9 +52,20 @@ def memory_start_page_counts(request: HttpRequest) -> list[StartPageCount]:
         (
             "memory.view_memoryitem",
             StartPageCount(
+                label="待审核提议",
+                count=counts.proposals,
+                url=_list("admin:memory_memoryitem_review", kind=REVIEW_PROPOSALS),
+                help_text="客户原话里像是需求、但不满足自动写入条件的内容（问句、议价、比较…），采纳后才进入记忆",
+                order=5,
+                **_waiting_note(counts.proposals_oldest),
+            ),
+        ),
+        (
+            "memory.view_memoryitem",
+            StartPageCount(
                 label="待确认",
                 count=counts.to_confirm,
-                url=reverse("admin:memory_memoryitem_review"),
+                url=_list("admin:memory_memoryitem_review", kind=REVIEW_TO_CONFIRM),
                 help_text=f"模型推断和置信度低于 {review_confidence_below()} 的自动记忆",
                 order=10,
                 **_waiting_note(counts.to_confirm_oldest),

@@ -1,37 +1,50 @@
-"""Grounding a model's profile updates in the customer's own messages, read the way capture reads them.
+"""Grounding a model's profile updates and hypotheses in the customer's own messages, read the way
+capture reads them.
 
-Which messages: this customer's effective inbound messages that the safety gate lets through, the
-newest `GROUNDING_WINDOW` of them, newest first. How each is read: exactly as `capture_plan` reads
-it — personal numbers cut out, `extract_candidates` with the `ExtractContext` of `extract_context`
-(its local send time, the agent's message just before it, the account's places). Whether a read
-field agrees with the model's value is the reader's call (`qiwei_site.reading.grounding.reads_same`).
+Which messages: this customer's effective inbound messages, judged and read by the one evidence
+check (`memory.capture.evidence`: gate-passed, personal numbers cut out, `extract` with the
+`ExtractContext` of `extract_context` — the local send time, the agent's message just before it, the
+account's places). Profile updates look at the newest `GROUNDING_WINDOW` of them, newest first;
+whether a read field agrees with the model's value is the reader's call
+(`qiwei_site.reading.grounding.reads_same`). A value the reader reads there as something capture
+writes by itself is kept; one it reads only as a proposal (asked about, bargained over…) is
+proposed to a supervisor, not written (issue 35); one it does not read is dropped.
 
 The newest statement of a field decides: a value the customer stated once but has since restated
 differently ("预算4500" … "预算改成6000") is dropped. Bounded: each message is read at most once per
 call, and reading stops as soon as every proposed field is decided.
+
+A hypothesis is kept only when every message it cites is this customer's admissible evidence that
+carries content, it is about what those messages talk about (a shared topic, place or trade term:
+`qiwei_site.reading.hypotheses`), it is no sensitive category of PIPL art. 28 and no claim of a
+completed transaction, and it is not instruction-like.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from django.db.models import F
 
 from conversations.models import Customer, Message, MessageDirection
-from conversations.received import received_text, wholly_masked
+from memory.capture.evidence import AUTO, PROPOSED, message_evidence, value_tier
 from memory.capture.selectors import previous_message_fields
 from memory.capture.services import account_place_names, account_vocabulary, extract_context
-from qiwei_site.reading.extract import extract_candidates
 from qiwei_site.reading.grounding import read_field
-from qiwei_site.reading.guard import value_refusal
-from qiwei_site.reading.safety import scan, without_personal_numbers
+from qiwei_site.reading.guard import object_refusal, value_refusal
+from qiwei_site.reading.hypotheses import sensitive, shared_topics
 
 # How far back a model's value may find its evidence: the customer's last 200 inbound messages.
 GROUNDING_WINDOW = 200
 NOT_READ = "客户原话中找不到该值"
 INSTRUCTION_LIKE = "该值像指令或角色，不是客户情况"
 RESTATED = "客户最近一次说的是另一个值"
+PROPOSED_TO_REVIEW = "客户只在问句、议价等说法中提到该值，已作为提议交主管审核，未写入画像"
+# A turn's hypotheses beyond this many are dropped (a chatty model cannot flood the review queue).
+HYPOTHESES_PER_TURN = 3
+OFF_TOPIC = "推断与所依据的客户消息谈的不是同一件事"
 
 
 @dataclass(frozen=True)
@@ -43,6 +56,8 @@ class ProfileGrounding:
     evidence: dict[str, list[int]] = field(default_factory=dict)
     dropped: list[dict[str, Any]] = field(default_factory=list)
     messages_read: int = 0
+    # Read only as a proposal (issue 35): {field: {"value", "message_ids", "held_back", "clause"}}.
+    proposed: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _newest_inbound(customer: Customer) -> Any:
@@ -69,30 +84,41 @@ def profile_updates_ground(*, customer: Customer, updates: dict[str, str]) -> Pr
             pending[key] = value
     kept: dict[str, str] = {}
     evidence: dict[str, list[int]] = {}
+    proposed: dict[str, dict[str, Any]] = {}
     restated: dict[str, str] = {}  # the newest statement says otherwise: kept out, reason still to find
     read = 0
     if pending:
         places, vocabulary = account_place_names(), account_vocabulary()
         for message in _newest_inbound(customer):
-            received = received_text(message)
-            result = scan(received)
-            read += 1
-            if result.blocked or wholly_masked(message.text):
-                continue
             context = extract_context(
                 message,
                 previous=(message.previous_direction, message.previous_text),
                 places=places,
                 vocabulary=vocabulary,
             )
-            candidates = extract_candidates(without_personal_numbers(received, result.spans), context)
+            judged = message_evidence(message, customer=customer, context=context)
+            read += 1
+            if not judged.admissible:
+                continue
+            candidates = judged.candidates
             for key, value in list(restated.items()):
                 if read_field(key, value, candidates, context):  # said once, since restated otherwise
                     dropped.append({"field": key, "value": value, "reason": RESTATED})
                     del restated[key]
             for key, value in list(pending.items()):
-                if read_field(key, value, candidates, context):
+                tier = value_tier(judged, key, value)
+                if tier is not None and tier[0] == AUTO:
                     kept[key], evidence[key] = value, [message.pk]
+                    del pending[key]
+                elif tier is not None and tier[0] == PROPOSED:
+                    candidate = tier[1]
+                    proposed[key] = {
+                        "value": value,
+                        "message_ids": [message.pk],
+                        "held_back": candidate.held_back,
+                        "clause": candidate.clause[:300],
+                    }
+                    dropped.append({"field": key, "value": value, "reason": PROPOSED_TO_REVIEW})
                     del pending[key]
                 elif any(c.field == key and c.value and not c.extends for c in candidates):
                     # The customer's newest statement of this field says otherwise: it decides.
@@ -105,4 +131,69 @@ def profile_updates_ground(*, customer: Customer, updates: dict[str, str]) -> Pr
     order = {key: index for index, key in enumerate(updates)}
     dropped.sort(key=lambda item: order[item["field"]])
     kept = {key: kept[key] for key in updates if key in kept}
-    return ProfileGrounding(kept=kept, evidence=evidence, dropped=dropped, messages_read=read)
+    return ProfileGrounding(kept=kept, evidence=evidence, dropped=dropped, messages_read=read, proposed=proposed)
+
+
+# --- hypotheses ---------------------------------------------------------------------------------
+
+
+class Hypothesis(Protocol):
+    """What grounding needs of a model's hypothesis (the pipeline's `TurnHypothesis`)."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def message_ids(self) -> tuple[int, ...]: ...
+
+
+def hypotheses_ground(
+    *, customer: Customer, hypotheses: Sequence[Hypothesis]
+) -> tuple[list[int], list[tuple[int, str]]]:
+    """(indexes of the hypotheses kept, (index, reason) of those dropped), at most
+    `HYPOTHESES_PER_TURN` kept. Each cited message is judged by the one evidence check and must carry
+    content; the hypothesis must share a topic with what those messages say, fall under no
+    sensitive category and claim no completed transaction, and describe the customer's world
+    rather than instruct us (`object_refusal`). Our own replies are outbound: they never count."""
+    if not hypotheses:
+        return [], []
+    ids = {message_id for hypothesis in hypotheses for message_id in hypothesis.message_ids}
+    messages = {
+        message.pk: message
+        for message in Message.objects.filter(pk__in=ids)
+        .select_related("secret")
+        .only("id", "customer_id", "direction", "is_effective", "text", "secret__sealed")
+    }
+    for message in messages.values():
+        secret = getattr(message, "secret", None)
+        message.sealed_text = secret.sealed if secret is not None else None  # type: ignore[attr-defined]
+    places, vocabulary = account_place_names(), account_vocabulary()
+    judged: dict[int, Any] = {}
+    kept: list[int] = []
+    dropped: list[tuple[int, str]] = []
+    for index, hypothesis in enumerate(hypotheses):
+        refusal = None
+        words: list[str] = []
+        for message_id in hypothesis.message_ids:
+            if message_id not in judged:
+                judged[message_id] = message_evidence(messages.get(message_id), customer=customer)
+            evidence = judged[message_id]
+            refusal = evidence.refusal or evidence.content_refusal
+            if refusal:
+                break
+            words.append(evidence.words)
+        if refusal is None and (guard := object_refusal(hypothesis.text)):
+            refusal = f"推断像指令，不是客户情况（{guard}）"
+        category = None if refusal else sensitive(hypothesis.text)
+        if category is not None:
+            refusal = f"推断涉及{category.label}，不作为推断记录（须由人确认并记入业务状态或不记录）"
+        if refusal is None and not shared_topics(hypothesis.text, words, places=places, vocabulary=vocabulary):
+            refusal = OFF_TOPIC
+        if refusal is None and len(kept) >= HYPOTHESES_PER_TURN:
+            refusal = f"本轮推断超过 {HYPOTHESES_PER_TURN} 条上限"
+        if refusal:
+            dropped.append((index, refusal))
+        else:
+            kept.append(index)
+    return kept, dropped

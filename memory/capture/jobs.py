@@ -30,11 +30,13 @@ from memory.models import CaptureJob, CaptureJobStatus, MemoryCreatedBy, MemoryD
 from memory.profile import customer_profile_update
 from qiwei_site.platform.audit import audit_record
 from qiwei_site.platform.tenancy import account_atomic, current_account, on_account_commit, use_account
+from qiwei_site.reading.fields import PROFILE_FIELD_NAMES, profile_item_content, profile_item_key
 
 logger = logging.getLogger(__name__)
 
 PROFILE_UPDATE_REASON = "模型输出中经客户原话核验的画像更新"
 HYPOTHESIS_REASON = "模型推断（依据客户原话），待主管确认"
+PROFILE_PROPOSAL_REASON = "模型提出的画像值，客户只在需审核的说法中提到，待主管审核"
 HYPOTHESIS_KEY_PREFIX = "hypothesis:"
 # A model's inference is never stored as more certain than this, whatever it claimed.
 HYPOTHESIS_MAX_CONFIDENCE = 0.6
@@ -186,9 +188,47 @@ def _run_payload(job: CaptureJob, attempt: int) -> None:
                 writes=writes,
             )
         changes = _hypotheses_put(job, writes)
+        _profile_proposals_put(job, writes)
         writes.flush(reason=PROFILE_UPDATE_REASON if updates else HYPOTHESIS_REASON)
         if not _finish(job, attempt, changes):
             raise _ClaimLost()
+
+
+def _profile_proposals_put(job: CaptureJob, writes: MemoryWrites) -> None:
+    """Stage a draft's profile values that the reader read only as proposals (issue 35): each a
+    proposal under its `profile:<field>` key with the customer's message as evidence, never the profile."""
+    proposals = job.payload.get("profile_proposals") or {}
+    if not isinstance(proposals, dict) or not proposals:
+        return
+    wanted = {int(i) for entry in proposals.values() if isinstance(entry, dict) for i in entry.get("message_ids") or []}
+    inbound = list(
+        Message.objects.filter(pk__in=wanted, customer=job.customer, direction=MessageDirection.INBOUND).values_list(
+            "pk", "sent_at", "created_at"
+        )
+    )
+    writes.messages_seed(inbound)
+    inbound_ids = {pk for pk, _sent, _created in inbound}
+    expires_at = timezone.now() + timedelta(days=settings.QIWEI_MEMORY_PROPOSAL_TTL_DAYS)
+    for field_name, entry in proposals.items():
+        if field_name not in PROFILE_FIELD_NAMES or not isinstance(entry, dict):
+            continue
+        ids = sorted({int(i) for i in entry.get("message_ids") or []})
+        if not ids or any(i not in inbound_ids for i in ids):
+            continue  # the evidence is gone
+        writes.propose(
+            ItemPut(
+                type=MemoryType.FACT,
+                key=profile_item_key(field_name),
+                content=profile_item_content(field_name, str(entry.get("value") or "")),
+                source_message_ids=ids,
+                direction=MemoryDirection.INBOUND,
+                held_back=str(entry.get("held_back") or ""),
+                clause=str(entry.get("clause") or ""),
+            ),
+            actor="capture",
+            reason=PROFILE_PROPOSAL_REASON,
+            expires_at=expires_at,
+        )
 
 
 def _hypotheses_put(job: CaptureJob, writes: MemoryWrites) -> dict[str, Any]:

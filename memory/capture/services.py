@@ -16,12 +16,15 @@ knowledge-index version). A dated fact is written with its `expires_at`; an acce
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any, cast
 
+from django.conf import settings
 from django.utils import timezone
 
 from conversations.models import (
@@ -33,38 +36,34 @@ from conversations.models import (
     Message,
     MessageDirection,
 )
-from conversations.received import received_text, wholly_masked
 from conversations.services import alert_raise
 from knowledge.context import knowledge_version_token
 from knowledge.models import KnowledgeSection
+from memory.capture.evidence import UNSEALABLE, message_evidence
 from memory.capture.selectors import message_previous, messages_before, previous_message_fields
-from memory.items import CREATED, EVIDENCE_ADDED, REFUSED, SUPERSEDED, UNCHANGED, ItemPut, MemoryWrites
+from memory.items import CREATED, EVIDENCE_ADDED, PROPOSED, REFUSED, SUPERSEDED, UNCHANGED, ItemPut, MemoryWrites
 from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem
 from qiwei_site.platform.audit import audit_record
 from qiwei_site.platform.errors import ValidationFailed
 from qiwei_site.platform.history import Actor
+from qiwei_site.platform.sealing import SealBroken
 from qiwei_site.platform.tenancy import account_atomic
 from qiwei_site.reading.extract import (
     FACT,
+    RELEASE_ALONE,
     Candidate,
     ExtractContext,
     extended_value,
     extract_candidates,
     release_targets,
 )
-from qiwei_site.reading.safety import (
-    CREDENTIAL,
-    PERSONAL_NUMBER_CATEGORIES,
-    ScanResult,
-    category_label,
-    scan,
-    without_personal_numbers,
-)
+from qiwei_site.reading.safety import PERSONAL_NUMBER_CATEGORIES, ScanResult, category_label
 from qiwei_site.reading.values import PlaceNames, parse_place_list
 from qiwei_site.reading.values.places import PLACE_HEADING_RE
 from qiwei_site.reading.values.vocabulary import VOCABULARY_HEADING_RE, Vocabulary, parse_vocabulary
 
 CAPTURE_REASON = "客户原话自动提取"
+PROPOSAL_REASON = "客户原话中像是需求，但不满足自动写入的条件，待主管审核"
 STALE = "stale"
 
 
@@ -80,7 +79,12 @@ class CaptureOutcome:
 
     @property
     def written(self) -> int:
-        return sum(n for outcome, n in self.outcomes.items() if outcome not in {UNCHANGED, STALE, REFUSED})
+        return sum(n for outcome, n in self.outcomes.items() if outcome not in {UNCHANGED, STALE, REFUSED, PROPOSED})
+
+    @property
+    def proposed(self) -> int:
+        """Proposals written for a supervisor (new ones; a repeated one only adds evidence)."""
+        return self.outcomes.get(PROPOSED, 0)
 
     @property
     def unchanged(self) -> int:
@@ -96,6 +100,7 @@ class CapturePlan:
     scan: ScanResult | None = None
     candidates: tuple[Candidate, ...] = ()
     releases: tuple[Candidate, ...] = ()
+    proposals: tuple[Candidate, ...] = ()  # held back for a supervisor (issue 35)
 
     @property
     def blocked(self) -> bool:
@@ -107,7 +112,7 @@ class CapturePlan:
 
     @property
     def writes_nothing(self) -> bool:
-        return not (self.blocked or self.personal_numbers or self.candidates or self.releases)
+        return not (self.blocked or self.personal_numbers or self.candidates or self.releases or self.proposals)
 
 
 def _audit_blocked(message: Message, categories: list[str], actor: Actor) -> None:
@@ -180,6 +185,27 @@ def _put(
         reason=CAPTURE_REASON,
     )
     return result.outcome, result.item
+
+
+def _propose(candidate: Candidate, *, message: Message, actor: Actor, writes: MemoryWrites) -> str:
+    """Hold a reading back for a supervisor: a proposal with the clause and the rule (issue 35)."""
+    result = writes.propose(
+        ItemPut(
+            type=candidate.type,
+            key=candidate.key,
+            content=candidate.content,
+            source_message_ids=[message.pk],
+            confidence=candidate.confidence,
+            importance=candidate.importance,
+            direction=MemoryDirection.INBOUND,
+            held_back=candidate.held_back,
+            clause=candidate.clause,
+        ),
+        actor=actor,
+        reason=PROPOSAL_REASON,
+        expires_at=timezone.now() + timedelta(days=settings.QIWEI_MEMORY_PROPOSAL_TTL_DAYS),
+    )
+    return result.outcome
 
 
 def _put_profile(
@@ -301,7 +327,8 @@ def extract_context(
 
 
 def capture_plan(message: Message, *, context: ExtractContext | None = None) -> CapturePlan:
-    """Scan and extract one inbound message, writing nothing (`context`: the caller's, if it has one)."""
+    """Scan and extract one inbound message, writing nothing (`context`: the caller's, if it has one).
+    The message is judged and read by the one evidence check (`memory.capture.evidence`)."""
     if message.direction != MessageDirection.INBOUND:
         raise ValidationFailed(
             "只从客户发来的消息提取记忆 (capture reads inbound customer messages only).", code="not_inbound"
@@ -310,21 +337,23 @@ def capture_plan(message: Message, *, context: ExtractContext | None = None) -> 
         return CapturePlan(message=message)
     # What the customer sent (a sealed original opened): the gate and extraction judge that, and
     # store nothing of it but what the guard lets through (a credential blocks, numbers are cut out).
-    received = received_text(message)
-    result = scan(received)
-    if not result.blocked and wholly_masked(message.text):
-        # A secret announced in the message before: blocked (and alerted) as the credential it is.
-        result = ScanResult(blocked=True, categories=[CREDENTIAL], rules=["announced_secret"], spans=result.spans)
-    if result.blocked:
-        return CapturePlan(message=message, scan=result)
-    found_releases: list[Candidate] = []
-    candidates = extract_candidates(
-        without_personal_numbers(received, result.spans),
-        context if context is not None else extract_context(message),
-        releases=found_releases,
+    evidence = message_evidence(
+        message, customer=message.customer, context=context if context is not None else extract_context(message)
     )
-    # Facts are never written from hedged or inferred values: extraction already drops those.
-    return CapturePlan(message=message, scan=result, candidates=tuple(candidates), releases=tuple(found_releases))
+    if evidence.refusal == UNSEALABLE:
+        raise SealBroken(f"the original of message {message.pk} cannot be opened")  # retried, then alerted
+    if evidence.scan is not None and evidence.scan.blocked:
+        return CapturePlan(message=message, scan=evidence.scan)
+    extraction = evidence.extraction
+    assert extraction is not None and evidence.scan is not None
+    # Facts are never written from hedged or inferred values: extraction holds those back.
+    return CapturePlan(
+        message=message,
+        scan=evidence.scan,
+        candidates=tuple(extraction.candidates),
+        releases=tuple(extraction.releases),
+        proposals=tuple(extraction.proposals),
+    )
 
 
 def capture_apply(plan: CapturePlan, *, actor: Actor = "capture", refresh_snapshot: bool = True) -> CaptureOutcome:
@@ -361,13 +390,22 @@ def capture_apply(plan: CapturePlan, *, actor: Actor = "capture", refresh_snapsh
                 actor=actor,
                 reason="消息含个人号码",
             )
-        if not plan.candidates and not plan.releases:
+        if not plan.candidates and not plan.releases and not plan.proposals:
             return outcome
         writes = MemoryWrites.load(message.customer, messages=[message])
-        # An acceptance is written only where it relaxes an active item ("不考虑：一楼" → "可以接受：一楼").
-        releases = [release for release in plan.releases if any(writes.active(key) for key in release_targets(release))]
+        # An acceptance is written only where it relaxes an active item ("不考虑：一楼" → "可以接受：一楼");
+        # with nothing to relax it is only something a supervisor may want to know: a proposal.
+        releases: list[Candidate] = []
+        lone: list[Candidate] = []
+        for release in plan.releases:
+            (releases if any(writes.active(key) for key in release_targets(release)) else lone).append(release)
         todo = [*plan.candidates, *releases]
+        proposals = [*plan.proposals, *(dataclasses.replace(r, held_back=RELEASE_ALONE) for r in lone)]
+        for proposal in proposals:
+            proposed = _propose(proposal, message=message, actor=actor, writes=writes)
+            outcome.outcomes[proposed] = outcome.outcomes.get(proposed, 0) + 1
         if not todo:
+            writes.flush(refresh_snapshot=False, reason=PROPOSAL_REASON)
             return outcome
         outcome.candidates += len(releases)
         writes.messages_prefetch(_evidence_to_read(todo, writes))

@@ -28,13 +28,16 @@ from memory.governance.services import (
     memory_item_expire,
     memory_item_forget,
     memory_item_reject,
+    memory_proposal_accept,
 )
 from memory.models import MemoryItem, MemorySnapshot, MemoryType
 from memory.profile import customer_profile_update
 from qiwei_site.platform.api import AccountAPIView
 from qiwei_site.platform.errors import ValidationFailed
 from qiwei_site.platform.pagination import LimitOffsetPagination, paginated_response
+from qiwei_site.reading.extract import hold_back_label
 from qiwei_site.reading.fields import PROFILE_FIELD_NAMES, PROFILE_FIELD_SPECS
+from qiwei_site.reading.masking import mask_sensitive
 
 GOVERNANCE = ("POST", "PATCH", "DELETE")
 
@@ -70,6 +73,12 @@ def governance_input(serializer_class: type[serializers.Serializer], data: Any) 
 
 
 class MemoryItemOutputSerializer(serializers.ModelSerializer):
+    held_back = serializers.CharField(
+        read_only=True, help_text="提议（status=proposed）未自动写入的规则名；自动写入或人工条目为空"
+    )
+    held_back_label = serializers.SerializerMethodField(help_text="该规则的中文说明")
+    clause = serializers.SerializerMethodField(help_text="提议读出的客户原话片段（敏感信息已遮蔽）")
+
     class Meta:
         model = MemoryItem
         fields = [
@@ -86,7 +95,16 @@ class MemoryItemOutputSerializer(serializers.ModelSerializer):
             "expires_at",
             "created_at",
             "updated_at",
+            "held_back",
+            "held_back_label",
+            "clause",
         ]
+
+    def get_held_back_label(self, item: MemoryItem) -> str:
+        return hold_back_label(item.held_back) if item.held_back else ""
+
+    def get_clause(self, item: MemoryItem) -> str:
+        return mask_sensitive(item.clause) if item.clause else ""
 
 
 class MemoryItemHistoryOutputSerializer(serializers.Serializer):
@@ -145,7 +163,7 @@ class MemoryItemListApi(AccountAPIView):
     @extend_schema(
         parameters=[
             OpenApiParameter("type", OpenApiTypes.STR, enum=MemoryType.values),
-            OpenApiParameter("status", OpenApiTypes.STR, enum=["active", "rejected", "superseded"]),
+            OpenApiParameter("status", OpenApiTypes.STR, enum=["active", "proposed", "rejected", "superseded"]),
             OpenApiParameter("created_by", OpenApiTypes.STR, enum=["auto", "human"]),
         ],
         responses=MemoryItemOutputSerializer(many=True),
@@ -256,6 +274,28 @@ class MemoryItemRejectApi(_MemoryItemActionApi):
 
 class MemoryItemExpireApi(_MemoryItemActionApi):
     service = staticmethod(memory_item_expire)
+
+
+class MemoryProposalAcceptApi(AccountAPIView):
+    """POST .../memory/{id}/accept/: a supervisor accepts a proposal (issue 35), as read or with the
+    value corrected (`content`) and its type chosen; answers with the item, now active memory."""
+
+    governance_methods = GOVERNANCE
+
+    class MemoryProposalAcceptInput(GovernanceReasonInput):
+        content = serializers.CharField(required=False, max_length=2000, help_text="修改后的内容；缺省按读出的内容采纳")
+        type = serializers.ChoiceField(
+            choices=MemoryType.choices, required=False, help_text="采纳为事实、偏好、约束或事件；缺省沿用提议的类型"
+        )
+
+    @extend_schema(request=MemoryProposalAcceptInput, responses=MemoryItemOutputSerializer)
+    def post(self, request: Request, account_id: str, conversation_id: str, item_id: str) -> Response:
+        item = selectors.memory_item_get(customer=customer_get(conversation_id), item_id=item_id)
+        data = governance_input(self.MemoryProposalAcceptInput, request.data)
+        item = memory_proposal_accept(
+            item=item, content=data.get("content"), type=data.get("type"), actor=request.user, reason=data["reason"]
+        )
+        return Response(MemoryItemOutputSerializer(item).data)
 
 
 class MemoryItemHistoryApi(AccountAPIView):

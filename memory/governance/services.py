@@ -26,6 +26,7 @@ from memory.governance.scrub import (
     storage_purge_on_commit,
 )
 from memory.items import (
+    MemoryWrites,
     item_row_save,
     item_values_validate,
     memory_item_put,
@@ -292,18 +293,105 @@ def memory_item_confirm(
 
 
 def memory_item_reject(*, item: MemoryItem, actor: Actor, reason: str) -> MemoryItem:
-    """The item is wrong: it never enters a context again (kept, with its history, for the record)."""
+    """The item is wrong: it never enters a context again (kept, with its history, for the record).
+    A proposal rejected is the same decision: capture never proposes or writes that value again."""
     reason = reason_required(reason)
     with account_atomic():
         item = _locked(item)
-        _require_active(item, "拒绝")
+        proposal = item.status == MemoryStatus.PROPOSED
+        if not proposal:
+            _require_active(item, "拒绝")
         item.status = MemoryStatus.REJECTED
         item_row_save(item, actor=actor, reason=reason, update_fields=["status"])
         decision_record(item=item, kind=DecisionKind.REJECTED)
-        cleared = profile_field_release(item, actor=actor, reason=reason)
-        _audit(AuditAction.MEMORY_ITEM_REJECTED, item, actor=actor, reason=reason, profile_field_cleared=cleared)
-        snapshot_refresh(customer=item.customer, reason=reason)
+        cleared = False if proposal else profile_field_release(item, actor=actor, reason=reason)
+        _audit(
+            AuditAction.MEMORY_ITEM_REJECTED,
+            item,
+            actor=actor,
+            reason=reason,
+            profile_field_cleared=cleared,
+            **({"proposal": True} if proposal else {}),
+        )
+        if not proposal:
+            snapshot_refresh(customer=item.customer, reason=reason)
     return item
+
+
+ACCEPTABLE_TYPES = (MemoryType.FACT, MemoryType.PREFERENCE, MemoryType.CONSTRAINT, MemoryType.EVENT)
+
+
+def memory_proposal_accept(
+    *, item: MemoryItem, content: str | None = None, type: str | None = None, actor: Actor, reason: str
+) -> MemoryItem:
+    """A supervisor accepts a proposal (issue 35): it becomes active memory — a fact, preference,
+    constraint or event vouched for by a person (created_by=human, confidence 1), the customer's
+    message still its evidence — with the value as read or as the supervisor corrects it. The value
+    it replaces under its key is superseded, the profile follows a `profile:<field>` key, and the
+    snapshot is refreshed; a corrected value records the one read as replaced, so the same words
+    from the customer do not bring it back over the supervisor's."""
+    reason = reason_required(reason)
+    with account_atomic():
+        item = _locked(item)
+        if item.status != MemoryStatus.PROPOSED:
+            raise Conflict(
+                f"只能采纳待审核的提议，该条目状态为「{item.get_status_display()}」"
+                f" (only proposals can be accepted; this one is {item.status}).",
+                code="not_a_proposal",
+            )
+        new_type = type or item.type
+        if new_type not in ACCEPTABLE_TYPES:
+            raise ValidationFailed(
+                "采纳后的类型只能是事实、偏好、约束或事件 (accept as fact, preference, constraint or event).",
+                code="invalid_type",
+            )
+        read_content = item.content
+        new_content = normalize_content(content) if content is not None and content.strip() else read_content
+        field = profile_field_of(item.key)
+        if field is not None:
+            new_content = profile_item_content(field, profile_item_value(field, new_content))
+        writes = MemoryWrites.load(item.customer)
+        proposal = writes.proposed(item.key)
+        if proposal is None or proposal.pk != item.pk:
+            proposal = item
+        writes.promote(proposal, type=new_type, content=new_content, actor=actor, reason=reason)
+        edited = not same_meaning(read_content, proposal.content)
+        writes.audit(
+            AuditAction.MEMORY_PROPOSAL_ACCEPTED,
+            actor=actor,
+            reason=reason,
+            payload={"type": proposal.type, "edited": edited, "held_back": proposal.held_back},
+            item=proposal,
+        )
+        writes.flush(reason=reason)
+        decision_record(item=proposal, kind=DecisionKind.CONFIRMED)
+        if edited:
+            # The value read, corrected by the supervisor: the same words again do not undo the correction.
+            decision_record(
+                customer=proposal.customer, key=proposal.key, kind=DecisionKind.REPLACED, contents=[read_content]
+            )
+    return proposal
+
+
+def memory_proposals_expire_due(*, now: datetime | None = None, actor: Actor = "expiry") -> int:
+    """Proposals nobody decided within QIWEI_MEMORY_PROPOSAL_TTL_DAYS leave the queue (status
+    `superseded`), each audited. No decision is recorded: nobody judged the value, and the customer
+    saying it again later proposes it again."""
+    now = now or timezone.now()
+    reason = f"提议超过 {settings.QIWEI_MEMORY_PROPOSAL_TTL_DAYS} 天未审核，自动失效"
+    expired = 0
+    with account_atomic():
+        due = list(
+            MemoryItem.objects.select_for_update()
+            .select_related("customer")
+            .filter(status=MemoryStatus.PROPOSED, expires_at__lte=now)
+        )
+        for item in due:
+            item.status = MemoryStatus.SUPERSEDED
+            item_row_save(item, actor=actor, reason=reason, update_fields=["status"])
+            _audit(AuditAction.MEMORY_PROPOSAL_EXPIRED, item, actor=actor, reason=reason, held_back=item.held_back)
+            expired += 1
+    return expired
 
 
 # --- expiry ----------------------------------------------------------------------------------
@@ -343,7 +431,8 @@ def memory_item_expire(*, item: MemoryItem, actor: Actor, reason: str) -> Memory
 def memory_items_expire_due(
     *, now: datetime | None = None, actor: Actor = "expiry", reason: str = "到期自动失效"
 ) -> int:
-    """Turn every active item of the selected account whose expires_at has passed into `superseded`.
+    """Turn every active item of the selected account whose expires_at has passed into `superseded`,
+    and every proposal left undecided past its time (`memory_proposals_expire_due`).
 
     One audit row per item and one snapshot refresh per customer; returns how many expired.
     """
@@ -367,7 +456,8 @@ def memory_items_expire_due(
             if items:
                 snapshot_refresh(customer=items[0].customer, reason=reason)
             expired += len(items)
-    return expired
+    # Proposals waiting past their time go too (every path that expires memory expires them).
+    return expired + memory_proposals_expire_due(now=now, actor=actor)
 
 
 # --- forget ----------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ urlpatterns = [
     path(item, apis.MemoryItemDetailApi.as_view(), name="memory-item-detail"),
     path(item + "confirm/", apis.MemoryItemConfirmApi.as_view(), name="memory-item-confirm"),
     path(item + "reject/", apis.MemoryItemRejectApi.as_view(), name="memory-item-reject"),
+    path(item + "accept/", apis.MemoryProposalAcceptApi.as_view(), name="memory-proposal-accept"),
     path(item + "expire/", apis.MemoryItemExpireApi.as_view(), name="memory-item-expire"),
     path(item + "history/", apis.MemoryItemHistoryApi.as_view(), name="memory-item-history"),
     path(conversation + "snapshot/", apis.SnapshotApi.as_view(), name="memory-snapshot"),

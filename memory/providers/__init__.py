@@ -83,6 +83,8 @@ class CaptureTurn:
     profile_updates: dict[str, str] = field(default_factory=dict)
     source_message_ids: list[int] = field(default_factory=list)
     hypotheses: list[TurnHypothesis] = field(default_factory=list)
+    # Profile values the reader read only as proposals (`ProfileGrounding.proposed`): to review.
+    profile_proposals: dict[str, dict[str, object]] = field(default_factory=dict)
 
     @property
     def conversation_id(self) -> str:
@@ -123,7 +125,15 @@ class MemoryProvider(abc.ABC):
     @abc.abstractmethod
     def ground_profile_updates(self, *, customer: Customer, updates: dict[str, str]) -> ProfileGrounding:
         """The model's profile updates kept only where the reader reads the same field with an equal
-        canonical value from one of the customer's own gate-passed messages; the rest dropped with reasons."""
+        canonical value from one of the customer's own gate-passed messages as something capture
+        writes by itself; proposed for review where it reads them only as a proposal; the rest
+        dropped with reasons."""
+
+    @abc.abstractmethod
+    def ground_hypotheses(
+        self, *, customer: Customer, hypotheses: list[TurnHypothesis]
+    ) -> tuple[list[TurnHypothesis], list[tuple[int, str]]]:
+        """(the hypotheses kept, (index, reason) of those dropped): see `memory.capture.grounding`."""
 
 
 class LocalMemoryProvider(MemoryProvider):
@@ -142,6 +152,8 @@ class LocalMemoryProvider(MemoryProvider):
         }
         if turn.hypotheses:
             payload["hypotheses"] = [hypothesis.as_payload() for hypothesis in turn.hypotheses]
+        if turn.profile_proposals:
+            payload["profile_proposals"] = {key: dict(value) for key, value in turn.profile_proposals.items()}
         capture_job_enqueue(customer=turn.customer, payload=payload)
 
     def search(self, query: str, scope: SearchScope) -> list[Message]:
@@ -174,6 +186,14 @@ class LocalMemoryProvider(MemoryProvider):
         from memory.capture.grounding import profile_updates_ground
 
         return profile_updates_ground(customer=customer, updates=updates)
+
+    def ground_hypotheses(
+        self, *, customer: Customer, hypotheses: list[TurnHypothesis]
+    ) -> tuple[list[TurnHypothesis], list[tuple[int, str]]]:
+        from memory.capture.grounding import hypotheses_ground
+
+        kept, dropped = hypotheses_ground(customer=customer, hypotheses=hypotheses)
+        return [hypotheses[index] for index in kept], dropped
 
     def memory_version(self, customer: Customer) -> int | None:
         from memory.snapshots import snapshot_current

@@ -313,6 +313,9 @@ REST_FRAMEWORK["DEFAULT_PARSER_CLASSES"] = ["qiwei_site.platform.parsers.StrictJ
 MIDDLEWARE = ["qiwei_site.platform.middleware.ApiErrorMiddleware", *MIDDLEWARE]
 # How long a model's inference (a `hypothesis` memory item) waits for a supervisor before it expires.
 QIWEI_HYPOTHESIS_TTL_HOURS = env_int("QIWEI_HYPOTHESIS_TTL_HOURS", 168, 1, 8760)
+# How long a proposal (a reading held back from an automatic write, issue 35) waits for a supervisor
+# before it expires on its own (days).
+QIWEI_MEMORY_PROPOSAL_TTL_DAYS = env_int("QIWEI_MEMORY_PROPOSAL_TTL_DAYS", 14, 1, 365)
 # Automatic items below this confidence wait in the admin review queue beside hypotheses.
 QIWEI_REVIEW_CONFIDENCE_BELOW = env_float("QIWEI_REVIEW_CONFIDENCE_BELOW", 0.7, 0.0, 1.0)
 # The start page warns when an item has waited in the review queue longer than this (days).

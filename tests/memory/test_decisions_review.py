@@ -138,7 +138,7 @@ def test_decision_rejected_value_does_not_return_written_another_way(customer):
     capture_message(message=m)
     item = _active(customer, "profile:budget")
     memory_item_reject(item=item, actor=SUP, reason="客户说的是别人的预算")
-    grounded, evidence, _dropped = ground_profile_updates(customer=customer, updates={"budget": "8000元"})
+    grounded, evidence, _dropped, _proposed = ground_profile_updates(customer=customer, updates={"budget": "8000元"})
     customer_profile_update(
         customer=customer, changes=grounded, actor="capture", reason="grounded", source_message_ids=evidence["budget"]
     )

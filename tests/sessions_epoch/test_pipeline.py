@@ -84,7 +84,7 @@ def test_grounding_normalises_width_separators_and_units(customer):
     updates = {"budget": "4500元/月", "layout": "两居室", "move_in_date": "下个月", "city": "上海"}
 
     # when the updates are grounded
-    grounded, evidence, dropped = ground_profile_updates(customer=customer, updates=updates)
+    grounded, evidence, dropped, _proposed = ground_profile_updates(customer=customer, updates=updates)
 
     # then full-width digits and separators match, units are allowed, unsaid values are dropped
     assert grounded == {"budget": "4500元/月", "layout": "两居室"}
@@ -100,7 +100,7 @@ def test_grounding_ignores_staff_and_model_words(customer):
     )
 
     # when grounded
-    grounded, _evidence, dropped = ground_profile_updates(
+    grounded, _evidence, dropped, _proposed = ground_profile_updates(
         customer=customer, updates={"district": "张江", "city": "徐汇"}
     )
 
@@ -352,7 +352,7 @@ def test_grounding_does_not_match_inside_a_longer_number(customer):
     customer.messages.filter(text__startswith="预算").delete()
 
     # when the model proposes a budget of 4500, the area along metro line 2 and the two-bedroom he asked for
-    grounded, _evidence, dropped = ground_profile_updates(
+    grounded, _evidence, dropped, _proposed = ground_profile_updates(
         customer=customer, updates={"budget": "4500", "district": "2号线", "layout": "两居室"}
     )
 

@@ -67,7 +67,14 @@ from qiwei_site.reading.extract.acceptance import (
     reversed_releases,
 )
 from qiwei_site.reading.extract.address import address_answer
-from qiwei_site.reading.extract.admission import HOLD_BACKS, ClauseReading, hold_back, hold_back_label, junk
+from qiwei_site.reading.extract.admission import (
+    HOLD_BACKS,
+    RELEASE_ALONE,
+    ClauseReading,
+    hold_back,
+    hold_back_label,
+    junk,
+)
 from qiwei_site.reading.extract.choices import term_choices
 from qiwei_site.reading.extract.clauses import (
     CONDITIONAL_RE,
@@ -139,6 +146,7 @@ __all__ = [
     "PREFERENCE",
     "PROFILE_LABELS",
     "RELAXED_LABEL",
+    "RELEASE_ALONE",
     "VIEWING_KEY",
     "Candidate",
     "ClauseRule",
@@ -622,7 +630,9 @@ _INQUIRY_RE = re.compile(
     r"(?:了解|介绍|咨询|打听|看看|看一下|看下|约)(?:一下|下)?(?:个|几个|几套|一些|些|一套|一个)?"
     r"(?P<what>[\u4e00-\u9fffA-Za-z0-9]{2,10}?)的(?:房子|房源|楼盘|小区|二手房|新房|房|公寓)?(?:看看|看一下|看下)?$"
 )
-_INQUIRY_NOT_WHAT_RE = re.compile(r"^(?:这|那|其他|其它|别的|周边|附近|旁边|你们|你|您|他|她|它|现在|最近|目前|新|老|好)")
+_INQUIRY_NOT_WHAT_RE = re.compile(
+    r"^(?:这|那|其他|其它|别的|周边|附近|旁边|你们|你|您|他|她|它|现在|最近|目前|新|老|好)"
+)
 
 
 def _inquiry(sentence: _Sentence, clause: _Clause) -> bool:

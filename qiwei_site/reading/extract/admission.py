@@ -26,6 +26,7 @@ from qiwei_site.reading.extract._common import CJK_RE, CONSTRAINT, Candidate, Ex
 from qiwei_site.reading.extract.address import SURNAME, TITLE
 from qiwei_site.reading.extract.clauses import PAST_RE, WEAK_HEDGE_RE
 from qiwei_site.reading.extract.kinds import ClauseKind
+from qiwei_site.reading.extract.profile_facts import EN_CITY_RE
 from qiwei_site.reading.values import places_in
 from qiwei_site.reading.values.places import PROVINCE
 
@@ -78,14 +79,16 @@ _LISTING_RE = re.compile(
 )
 _COMPARISON_RE = re.compile(
     r"哪(?:个|套|家|种|款|边|里)(?:更|比较|最)?(?:好|合适|划算|值|便宜|近|方便|适合|强)|哪个更|比较一下|对比|相比|比起|"
-    r"(?:跟|和|与).{1,10}(?:比|相比)|(?<!比)比(?!较|如)[^，,。]{1,8}(?:好|强|差|便宜|贵|近|远|大|小|高|低)|这俩|这两|两套|二选一|"
-    r"\bwhich\s+(?:one|is)\s+better\b|\bcompared?\b|\bversus\b|\bvs\.?\b",
+    r"(?:这|那)[^，,。]{0,4}比[^，,。]{1,8}(?:好|强|差|便宜|贵|近|远|大|小|高|低)|比(?:这|那)[^，,。]{0,6}(?:好|强|差|便宜|贵|近|远|大|小)|"
+    r"这俩|这两|两套|二选一|\bwhich\s+(?:one|is)\s+better\b|\bcompared?\b|\bversus\b|\bvs\.?\b",
     re.IGNORECASE,
 )
+# Negotiating over what is offered: "能不能便宜点", "还有优惠空间吗", "330能谈下来吗". A want for cheaper
+# homes said outright ("想要价格便宜一点的") is no bargaining.
 _BARGAIN_RE = re.compile(
-    r"优惠|便宜(?:点|些|一点|多少)|打折|打个折|折扣|还价|议价|砍价|讲价|能谈|可谈|再谈|谈到|谈下|谈谈价|谈价|让价|让利|让点|再让|"
-    r"少点|少一点|少些|能少|降价|降到|降点|底价|最低价|最低多少|拿下|能到|卖吗|可以卖|能卖|下浮|溢价|空间|"
-    r"\b(?:discount|cheaper|negotiate|bargain|lowest\s+price)\b",
+    r"优惠|打折|打个折|折扣|还价|议价|砍价|讲价|能谈|可谈|再谈|谈到|谈下|谈谈价|谈价|让价|让利|让点|再让|"
+    r"(?:能|可以|再|能不能|可不可以)(?:再)?便宜|少点|少一点|少些|能少|降价|降到|降点|底价|最低价|最低多少|拿下|能到|卖吗|可以卖|能卖|"
+    r"下浮|溢价|还价空间|议价空间|\b(?:discount|negotiate|bargain|lowest\s+price)\b",
     re.IGNORECASE,
 )
 # An amount that is what something costs, not what the customer will pay: a listing's price.
@@ -105,7 +108,8 @@ _TRIP_RE = re.compile(
 # A form of address is a name: a surname (小/老/阿 before it, a title after it), a given name after a
 # surname, or an English name; never a verb phrase after the naming cue ("叫我去看房", "叫我一声").
 _NAME_SHAPE_RE = re.compile(
-    rf"^(?:[小老阿]?{SURNAME}[\u4e00-\u9fff]{{0,2}}?(?:{TITLE})?|阿[\u4e00-\u9fff]|[A-Za-z][A-Za-z .'-]{{0,30}})(?:（姓）)?$"
+    rf"^(?:[小老阿]?{SURNAME}[\u4e00-\u9fff]{{0,2}}?(?:{TITLE})?|阿[\u4e00-\u9fff]|[A-Za-z][A-Za-z .'-]{{0,30}})"
+    r"(?:（姓）)?$"
 )
 _VERB_IN_NAME_RE = re.compile(r"[去来看找帮给问说做买租搬带约等到回打发送拿办走跑吃喝玩聊]|一声|一下|就行|就好")
 # Exploring or asking to be shown, not stating a want: "我想了解一下锦江的房子", "帮我介绍下成都的房价",
@@ -117,15 +121,21 @@ _INQUIRY_VERB_RE = re.compile(
 _FIRM_VERB_RE = re.compile(r"(?:想|要|打算|准备|计划|需要)(?:在)?[^，,。]{0,6}?(?:租|买|找|住|置换)|需要|预算")
 # A fragment, not a thing: the object opens with a particle or a word cut in half, asks, or points.
 _FRAGMENT_START_RE = re.compile(r"^(?:么|吗|呢|吧|了|的|及|与|而|且|并|但|就|也|都|又|再|才|面(?!积)|边(?!户)|里)")
-_INQUIRY_RE = re.compile(r"看看|了解|咨询|介绍|请问|问问|问下|谈|让|能不能|可不可以|有没有|多少|几|什么|啥|哪|怎么|吗|呢|么")
+_INQUIRY_RE = re.compile(
+    r"看看|了解|咨询|介绍|请问|问问|问下|谈|让|能不能|可不可以|有没有|多少|几|什么|啥|哪|怎么|吗|呢|么"
+)
 # Words that are never the thing wanted on their own ("低楼层采光不能有影响" → 影响).
-_ABSTRACT_RE = re.compile(r"^(?:影响|问题|情况|东西|方面|感觉|样子|空间|部分|相关|那种|这种|一些|事情|地方|要求|条件|选择)$")
+_ABSTRACT_RE = re.compile(
+    r"^(?:影响|问题|情况|东西|方面|感觉|样子|空间|部分|相关|那种|这种|一些|事情|地方|要求|条件|选择)$"
+)
 # An object that starts with a verb of paying or waiting is an obligation, not a want ("要交很多税").
-_OBLIGATION_RE = re.compile(r"^(?:交(?!通|流|界|易)|付(?!费方式)|花(?!园)|等|排(?!名)|办(?!公)|问|说|做(?!饭)|被|让|给|还(?!价))")
+_OBLIGATION_RE = re.compile(
+    r"^(?:交(?!通|流|界|易)|付(?!费方式)|花(?!园)|等|排(?!名)|办(?!公)|问|说|做(?!饭)|被|让|给|还(?!价))"
+)
 # Values nobody wants: a word cut in half by the clause's split ("要么沿街" → "么沿街"), bargaining or
 # asking inside the value ("面谈能在让5000", "还价的空间"), a pointer at what was shown ("上面那个房子").
 _JUNK_VALUE_RE = re.compile(
-    r"^(?:么|吗|呢|吧|了|的|及|与|而|且|面(?!积)|边(?!户)|相关|周边介绍)|谈|让|还价|能下来|能看|介绍|那个房|这个房|"
+    r"^(?:么|吗|呢|吧|了|的|及|与|而|且|面(?!积)|边(?!户)|相关|周边介绍)|谈|让|还价|能下来|房子能看|介绍|那个房|这个房|"
     r"怎么|什么|多少"
 )
 
@@ -133,6 +143,8 @@ _JUNK_VALUE_RE = re.compile(
 def _place_names_known(candidate: Candidate, reading: ClauseReading) -> bool:
     names = reading.context.places if reading.context else None
     value = candidate.value.split("（")[0]
+    if value.isascii():
+        return bool(EN_CITY_RE.fullmatch(value))  # the English reader's cities ("I work in Beijing")
     parts = [part for part in re.split(r"[、，,/和或]|或者", value) if part]
     if not parts:
         return False
@@ -290,7 +302,13 @@ HOLD_BACKS: tuple[HoldBack, ...] = (
     HoldBack("name_form", "称呼不像人名", "叫我土豆就行", _name_form),
     HoldBack("object_form", "内容不像明确的需求，可能是句子的片段", "最好能看看再说", _object_form),
 )
-HOLD_BACK_LABELS: dict[str, str] = {row.name: row.label for row in HOLD_BACKS}
+# An acceptance with nothing to relax ("其实一楼也可以考虑" before any 不考虑：一楼): capture, which knows
+# the customer's memory, holds it back under this name (the reader cannot tell).
+RELEASE_ALONE = "release_alone"
+HOLD_BACK_LABELS: dict[str, str] = {
+    **{row.name: row.label for row in HOLD_BACKS},
+    RELEASE_ALONE: "只说了也可以接受（或不强求），之前没有对应的要求",
+}
 
 
 def hold_back(candidate: Candidate, reading: ClauseReading) -> HoldBack | None:
@@ -303,4 +321,13 @@ def hold_back_label(name: str) -> str:
     return HOLD_BACK_LABELS.get(name, name)
 
 
-__all__ = ["HOLD_BACKS", "HOLD_BACK_LABELS", "ClauseReading", "HoldBack", "hold_back", "hold_back_label", "junk"]
+__all__ = [
+    "HOLD_BACKS",
+    "HOLD_BACK_LABELS",
+    "RELEASE_ALONE",
+    "ClauseReading",
+    "HoldBack",
+    "hold_back",
+    "hold_back_label",
+    "junk",
+]

@@ -129,6 +129,7 @@ _CITIES_EN = (
     "zhengzhou|qingdao|xiamen|ningbo|wuxi|hefei|jinan|fuzhou|dalian|shenyang|kunming|dongguan|foshan|zhuhai|hong\\s+kong|"
     "macau|taipei|singapore"
 )
+EN_CITY_RE = re.compile(_CITIES_EN, re.IGNORECASE)  # a city the English reader names
 _CITY_ZH_RE = re.compile(
     rf"(?:城市(?:是|在|选|定在)?\s*[:：]?\s*|(?:在|到|去|来|回)\s*|人在|坐标|base在|定居在?|工作在)(?P<city>{_CITIES_ZH})(?:市)?"
     r"(?P<ctx>租|买|找|看|工作|上班|定居|生活|发展|住|安家|落户|读书|上学|这边|那边|的房|买房|租房)?"

@@ -48,7 +48,7 @@ def test_review_queue_lists_hypotheses_and_low_confidence_automatic_items_newest
     # and the sure constraint, the supervisor's fact and the lapsed hypothesis are not there
     for absent in ("不考虑顶楼", "客户是中学教师", "可能有车"):
         assert absent not in body, absent
-    assert "共 <strong>3</strong> 条待确认" in body
+    assert "共 <strong>3</strong> 条待处理" in body
 
 
 def test_review_queue_quotes_the_evidence_masked(admin_client, review_items):

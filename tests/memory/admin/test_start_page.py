@@ -16,6 +16,7 @@ from conversations.drafts import draft_reject
 from conversations.models import AuditEvent, Draft
 from conversations.services import alert_raise, alert_resolve
 from memory.attention import attention_counts, messages_blocked_today, review_queue, shanghai_day, waited
+from memory.capture.services import capture_message
 from memory.models import CaptureJob, CaptureJobStatus
 from qiwei_site.platform.audit import audit_record
 from qiwei_site.platform.middleware import SESSION_KEY
@@ -23,7 +24,7 @@ from qiwei_site.platform.services import membership_grant
 from qiwei_site.platform.tenancy import use_account
 from tests.factories import CustomerFactory, DraftFactory, MessageFactory, UserFactory
 
-LABELS = ["待确认", "提取失败的任务", "今日拦截", "待审核草稿", "未处理预警"]
+LABELS = ["待审核提议", "待确认", "提取失败的任务", "今日拦截", "待审核草稿", "未处理预警"]
 
 
 def blocked(customer, message, *, at: dt.datetime) -> AuditEvent:
@@ -41,7 +42,9 @@ def blocked(customer, message, *, at: dt.datetime) -> AuditEvent:
 
 def busy_account(customer, messages, review_items, staff_user):
     """Two failed jobs and one pending, two messages blocked today and one yesterday (Asia/Shanghai),
-    three pending drafts and a rejected one, two open alerts and a resolved one."""
+    three pending drafts and a rejected one, two open alerts and a resolved one, and two proposals
+    (a question about stock: what it asks after waits for a supervisor)."""
+    capture_message(message=MessageFactory(customer=customer, text="有没有带阳台的两居室？"))
     statuses = [CaptureJobStatus.FAILED, CaptureJobStatus.FAILED, CaptureJobStatus.PENDING]
     for message, status in zip(messages[:3], statuses, strict=True):
         CaptureJob.objects.create(customer=customer, message=message, status=status, attempts=5)
@@ -84,6 +87,7 @@ def test_start_page_counts_equal_the_rows_of_the_lists_they_link_to(
     # then every count is there, in order, with the numbers of this account
     assert list(counts) == LABELS
     assert {label: count for label, (count, _url) in counts.items()} == {
+        "待审核提议": 2,
         "待确认": 3,
         "提取失败的任务": 2,
         "今日拦截": 2,
@@ -169,13 +173,13 @@ def test_start_page_shows_only_counts_the_user_may_open(account, review_items):
     session[SESSION_KEY] = account.id
     session.save()
     # when they open the index, then only those two counts show
-    assert list(start_counts(client)) == ["待确认", "提取失败的任务"]
+    assert list(start_counts(client)) == ["待审核提议", "待确认", "提取失败的任务"]
 
 
 def test_start_page_renders_each_count_as_a_link(admin_client, review_items):
     body = admin_client.get(reverse("admin:index")).content.decode()
     assert 'id="qiwei-start"' in body and "待处理事项" in body
-    assert f'href="{reverse("admin:memory_memoryitem_review")}" data-count="3"' in body
+    assert f'href="{reverse("admin:memory_memoryitem_review")}?kind=to_confirm" data-count="3"' in body
 
 
 def test_start_page_says_how_long_the_oldest_review_item_has_waited(admin_client, review_items, settings):

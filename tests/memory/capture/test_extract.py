@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memory.capture import extract_candidates
+from qiwei_site.reading.extract import extract
 
 
 def keys(text: str) -> set[tuple[str, str]]:
@@ -95,9 +96,13 @@ def test_extract_candidates_preference_and_constraint_on_same_object_are_linked(
     assert preference.supersedes_keys == ("constraint:顶楼",)
 
 
-def test_extract_candidates_weak_hedge_lowers_confidence_and_drops_facts():
-    candidates = extract_candidates("也许想要带阳台的，预算可能5000")
-    assert [(c.key, c.confidence) for c in candidates] == [("preference:带阳台", 0.5)]
+def test_extract_weak_hedge_is_only_proposed_and_drops_facts():
+    # Given a hedged want and a hedged budget
+    found = extract("也许想要带阳台的，预算可能5000")
+    # then nothing is written by itself: the want waits for a supervisor, low in confidence
+    # (issue 35: a hedge states nothing lasting), and the hedged budget is no fact at all
+    assert found.candidates == []
+    assert [(c.key, c.confidence, c.held_back) for c in found.proposals] == [("preference:带阳台", 0.5, "hedged")]
 
 
 def test_extract_candidates_profile_values_are_normalised():

@@ -9,6 +9,7 @@ import pytest
 from django.utils import timezone
 
 from conversations.models import AuditEvent
+from memory.capture import evidence as capture_evidence
 from memory.capture import services as capture_services
 from memory.capture.jobs import capture_job_enqueue, capture_job_run, capture_sweep
 from memory.governance.services import memory_item_forget
@@ -192,14 +193,15 @@ def test_capture_job_honours_a_forget_made_while_it_read_the_message(account, st
         message=MessageFactory(customer=customer, text="还是比较喜欢南向的"),
         next_attempt_at=timezone.now(),
     )
-    real_extract = capture_services.extract_candidates
+    real_extract = capture_evidence.extract
 
     def extract_while_the_supervisor_forgets(*args, **kwargs):
         # the customer asked to be forgotten: a supervisor does it while the job extracts, before it writes
         memory_item_forget(item=earlier, actor=staff_user, reason="客户要求删除")
         return real_extract(*args, **kwargs)
 
-    monkeypatch.setattr(capture_services, "extract_candidates", extract_while_the_supervisor_forgets)
+    # capture reads every message through the one evidence check (memory.capture.evidence)
+    monkeypatch.setattr(capture_evidence, "extract", extract_while_the_supervisor_forgets)
     # when the job runs
     capture_job_run(job_id=job.pk)
     # then the job decided on what its own write transaction read: the value does not come back,

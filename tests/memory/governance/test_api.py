@@ -28,6 +28,8 @@ def test_memory_list_filters_and_paginates(agent_client, customer, preference, h
     assert set(body["results"][0]) == {
         "id", "type", "key", "content", "source_message_ids", "confidence", "importance",
         "status", "direction", "created_by", "expires_at", "created_at", "updated_at",
+        # a proposal's reading (issue 35): the rule that held it back, in Chinese, and the clause
+        "held_back", "held_back_label", "clause",
     }  # fmt: skip
     assert agent_client.get(f"{BASE}/memory/").json()["count"] == 2
     assert agent_client.get(f"{BASE}/memory/", {"created_by": "human"}).json()["count"] == 0

@@ -27,7 +27,7 @@ def test_agent_console_smoke_passes_every_step_and_cleans_up():
 @pytest.mark.django_db(transaction=True)
 def test_agent_console_smoke_fails_naming_the_step_when_safety_is_broken(monkeypatch):
     # Given a safety gate broken on purpose: it lets everything through
-    monkeypatch.setattr("memory.capture.services.scan", lambda text: ScanResult(blocked=False, categories=[]))
+    monkeypatch.setattr("memory.capture.evidence.scan", lambda text: ScanResult(blocked=False, categories=[]))
     out = io.StringIO()
     # When the smoke check runs that step and one after it
     with pytest.raises(CommandError, match="injection_and_credentials_kept_out_of_memory"):

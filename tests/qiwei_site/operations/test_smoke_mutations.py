@@ -18,12 +18,12 @@ from django.core.management.base import CommandError
 from conversations import drafts
 from conversations.models import Message
 from memory import decisions, snapshots
-from memory.capture import grounding
+from memory.capture import evidence
 from memory.capture import services as capture_services
 from memory.governance import services as governance
 from memory.models import DecisionKind, MemoryCreatedBy
 from memory.safety import ScanResult
-from qiwei_site.reading import safety
+from qiwei_site.reading.extract import Extraction
 from sessions_epoch import services as epochs
 
 
@@ -75,6 +75,34 @@ class _MessagesOfBothDirections:
         def filter(*args: Any, **kwargs: Any) -> Any:
             kwargs.pop("direction", None)
             return Message.objects.filter(*args, **kwargs)
+
+
+class _AnyDirection:
+    """`MessageDirection` as the evidence check would see it with its inbound condition lost."""
+
+    class INBOUND:
+        def __ne__(self, other: object) -> bool:
+            return False
+
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        __hash__ = object.__hash__
+
+    INBOUND = INBOUND()  # type: ignore[assignment,misc]
+
+
+def _staff_words_as_evidence(mp: pytest.MonkeyPatch) -> None:
+    """Grounding's query and the one evidence check both lose the customer-only condition."""
+    mp.setattr("memory.capture.grounding.Message", _MessagesOfBothDirections)
+    mp.setattr("memory.capture.evidence.MessageDirection", _AnyDirection)
+
+
+def _hypothesis_evidence_unjudged(message: Any, *, customer: Any, context: Any = None) -> Any:
+    """The evidence check as hypothesis grounding would see it with its refusals lost (profile
+    grounding, which passes a context, still judged)."""
+    judged = evidence.message_evidence(message, customer=customer, context=context)
+    return judged if context is not None else dataclasses.replace(judged, refusal=None, words=judged.words or "预算")
 
 
 def _reads_any_mention(original: Callable[..., bool]) -> Callable[..., bool]:
@@ -174,7 +202,7 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "explicit_fact_preference_constraint_capture",
         "extraction finds nothing",
-        lambda mp, settings: mp.setattr("memory.capture.services.extract_candidates", lambda text, *a, **k: []),
+        lambda mp, settings: mp.setattr("memory.capture.evidence.extract", lambda text, *a, **k: Extraction([], [])),
         "预算事实未写入",
     ),
     Mutation(
@@ -189,7 +217,7 @@ MUTATIONS: list[Mutation] = [
         "injection_and_credentials_kept_out_of_memory",
         "the safety gate lets everything through",
         lambda mp, settings: mp.setattr(
-            "memory.capture.services.scan", lambda text: ScanResult(blocked=False, categories=[])
+            "memory.capture.evidence.scan", lambda text: ScanResult(blocked=False, categories=[])
         ),
         "未被安全闸拦截",
     ),
@@ -258,27 +286,25 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "grounding_reads_only_customer_affirmed_gate_passed_words",
         "grounding reads our staff's words",
-        lambda mp, settings: mp.setattr("memory.capture.grounding.Message", _MessagesOfBothDirections),
+        lambda mp, settings: _staff_words_as_evidence(mp),
         "采用了客服说的城市",
     ),
     Mutation(
         "grounding_reads_only_customer_affirmed_gate_passed_words",
         "grounding reads messages the safety gate blocks",
-        lambda mp, settings: mp.setattr("memory.capture.grounding.scan", _gate_passing(grounding.scan)),
+        lambda mp, settings: mp.setattr("memory.capture.evidence.scan", _gate_passing(evidence.scan)),
         "被安全闸拦截的消息中的预算",
     ),
     Mutation(
         "grounding_reads_only_customer_affirmed_gate_passed_words",
         "grounding reads negated statements",
-        lambda mp, settings: mp.setattr(
-            "memory.capture.grounding.read_field", _reads_any_mention(grounding.read_field)
-        ),
+        lambda mp, settings: mp.setattr("memory.capture.evidence.read_field", _reads_any_mention(evidence.read_field)),
         "客户否定的区域",
     ),
     Mutation(
         "grounding_reads_only_customer_affirmed_gate_passed_words",
         "hypotheses rest on messages the safety gate blocks",
-        lambda mp, settings: mp.setattr("sessions_epoch.pipeline.scan", _gate_passing(safety.scan)),
+        lambda mp, settings: mp.setattr("memory.capture.grounding.message_evidence", _hypothesis_evidence_unjudged),
         "推断依据了被安全闸拦截的消息",
     ),
     Mutation(

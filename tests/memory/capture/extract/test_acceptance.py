@@ -12,6 +12,7 @@ from django.utils import timezone
 from memory.capture.services import capture_message
 from memory.governance.services import memory_item_add
 from memory.models import MemoryCreatedBy, MemoryItem, MemoryStatus, MemoryType
+from qiwei_site.reading.extract import RELEASE_ALONE
 from tests.factories import CustomerFactory, MessageFactory
 from tests.qiwei_site.reading.extract.support import contents, released
 
@@ -82,13 +83,16 @@ def test_capture_acceptance_supersedes_the_earlier_constraint(account):
     )
 
 
-def test_capture_acceptance_with_nothing_to_relax_writes_nothing(account):
+def test_capture_acceptance_with_nothing_to_relax_is_only_proposed(account):
     # given a customer with no constraint on low floors
     customer = CustomerFactory()
     # when they say it is acceptable
     _say(customer, "低楼层也可以考虑", minutes=5)
-    # then no item is written (an acceptance is no wish of its own)
-    assert not MemoryItem.objects.filter(customer=customer).exists()
+    # then no memory is written (an acceptance is no wish of its own): a supervisor may read it as a
+    # proposal (issue 35), which never reaches the snapshot or the profile
+    assert not MemoryItem.objects.filter(customer=customer).exclude(status=MemoryStatus.PROPOSED).exists()
+    (proposal,) = MemoryItem.objects.filter(customer=customer)
+    assert proposal.held_back == RELEASE_ALONE
 
 
 def test_capture_relaxed_requirement_supersedes_the_earlier_want(account):
