@@ -68,6 +68,7 @@ from qiwei_site.reading.extract.acceptance import (
 )
 from qiwei_site.reading.extract.address import address_answer
 from qiwei_site.reading.extract.admission import (
+    DROPPED_ROWS,
     HOLD_BACKS,
     RELEASE_ALONE,
     ClauseReading,
@@ -95,6 +96,7 @@ from qiwei_site.reading.extract.clauses import (
     has_own_consequent,
     split_sentences,
 )
+from qiwei_site.reading.extract.household import CHILDREN_KEY
 from qiwei_site.reading.extract.kinds import (
     ClauseKind,
     clause_kind,
@@ -129,7 +131,7 @@ from qiwei_site.reading.extract.statements import (
 from qiwei_site.reading.extract.windows import time_window
 from qiwei_site.reading.guard import message_refusal, object_refusal, statement_refusal
 from qiwei_site.reading.normalise import normalise_statement, normalize_content
-from qiwei_site.reading.values import PlaceNames, amounts_in
+from qiwei_site.reading.values import Place, PlaceNames, amounts_in, places_in
 from qiwei_site.reading.values.vocabulary import BUILT_IN, Vocabulary
 
 __all__ = [
@@ -259,6 +261,7 @@ class _Sentence:
     want_open: bool = False  # the clause before stated a want: a trigger-less "带电梯的" continues it
     topic: str = ""  # "价格的话，…": the topic the next clause is about
     stock_asked: bool = False  # a clause before asked after stock ("有没有两居"): a want, not a question
+    extra: dict[int, list[Candidate]] = field(default_factory=dict)  # facts a rule that passes on found
     # per clause that yielded candidates: (its text as the deciding rule read it, its kind, that rule)
     readings: dict[int, tuple[str, ClauseKind, str]] = field(default_factory=dict)
 
@@ -331,11 +334,21 @@ def _inline_topic(text: str, vocabulary: Vocabulary) -> str | None:
     return None
 
 
+# "预算不是三千，是每人五千": the value denied names the topic the next clause restates.
+_DENIED_TOPIC_RE = re.compile(
+    r"^(?:我的?|我们的?)?(?P<topic>预算|价格|价位|租金|房租|月租|总价|首付|月供|面积|户型|区域|尺码|时间)(?:也)?(?:不是|并不是|并非)"
+)
+
+
 def _topic_lead(sentence: _Sentence, clause: _Clause) -> bool:
     topic_clause = TOPIC_CLAUSE_RE.match(clause.text)
     if topic_clause and not clause.last:
         sentence.topic = topic_clause.group("topic")
         return True
+    denied = _DENIED_TOPIC_RE.match(clause.text)
+    if denied and not clause.last and re.match(r"^(?:而|就|应该)?是", sentence.clauses[clause.index + 1]):
+        sentence.topic = denied.group("topic")
+        return True  # the denied value is no want; the next clause says the real one
     if sentence.topic:
         clause.text, sentence.topic = sentence.topic + clause.text, ""
     clause.text = _inline_topic(clause.text, sentence.vocabulary) or clause.text
@@ -352,16 +365,31 @@ def _first_person_saying(sentence: _Sentence, clause: _Clause) -> bool:
 # "我想带女朋友找一家…", "想和家人一起去…": the company the customer brings is no part of the want,
 # and no other speaker; the clause is read without it.
 _COMPANY_RE = re.compile(
-    r"(?:带着?|和|跟|陪着?|同)(?:我的|我)?(?:几个|两个)?(?:女朋友|男朋友|女友|男友|老婆|老公|妻子|丈夫|爱人|媳妇|太太|家人|家里人|"
-    r"孩子|小孩|儿子|女儿|父母|爸妈|爸爸|妈妈|老人|朋友们?|同事们?|同学们?|闺蜜|客户|对象|宝宝)(?:一起|一块儿?)?"
-    r"(?=找|订|预定|预订)"
+    r"(?:带着?|和|跟|陪着?|同|给|帮|替)(?:我的|我)?(?:几个|两个)?(?:女朋友|男朋友|女友|男友|老婆|老公|妻子|丈夫|爱人|媳妇|太太|家人|"
+    r"家里人|孩子|小孩|儿子|女儿|闺女|父母|爸妈|爸爸|妈妈|老人|朋友们?|同事们?|同学们?|闺蜜|客户|对象|宝宝)(?:一起|一块儿?)?"
+    r"(?=找|订|预定|预订|报|买|选|挑|去)"
 )
+
+
+_CHILD_RE = re.compile(r"(?:给|帮|替|为)(?:我的|我)?(?P<kid>儿子|女儿|孩子|闺女|小孩|宝宝)")
 
 
 def _company(sentence: _Sentence, clause: _Clause) -> bool:
     if clause.english:
         return False
+    child = _CHILD_RE.search(clause.text)
     clause.text, removed = _COMPANY_RE.subn("", clause.text)
+    if removed and child is not None:
+        # "想给女儿报个钢琴班": what the child is signed up for is the want, and the child is family
+        sentence.extra.setdefault(clause.index, []).append(
+            Candidate(
+                type=FACT,
+                key=CHILDREN_KEY,
+                content=f"家庭情况：有{child.group('kid')}",
+                confidence=0.85,
+                clause=clause.text,
+            )
+        )
     return removed > 0
 
 
@@ -389,6 +417,21 @@ def _instruction(sentence: _Sentence, clause: _Clause) -> bool:
     for term in sorted(own, key=lambda t: t.start, reverse=True):
         masked = masked[: term.start] + "这个" + masked[term.end :]
     return bool(statement_refusal(masked))
+
+
+# "之前说的一居改成两居吧", "刚才说南山，改成宝安吧", "时间改成周日下午吧": a change says the new value;
+# the clause is read as wanting it (the old value before the verb is what it replaces).
+_CORRECTION_RE = re.compile(r"^(?P<topic>.*?)(?:改成|换成|改为|换为|改到|换到)(?P<new>[^，,。]+)$")
+_CORRECTION_TOPIC_RE = re.compile(r"(?:预算|价格|租金|时间|区域|位置|户型|面积|入住|尺码|颜色|快递)$")
+
+
+def _correction(sentence: _Sentence, clause: _Clause) -> bool:
+    match = _CORRECTION_RE.match(clause.text)
+    if match is None or clause.english or clause.kind is ClauseKind.QUESTION:
+        return False
+    topic = _CORRECTION_TOPIC_RE.search(match.group("topic"))
+    clause.text = (topic.group(0) if topic else "") + "想要" + match.group("new")
+    return True
 
 
 def _pasted(sentence: _Sentence, clause: _Clause) -> bool:
@@ -469,10 +512,63 @@ def _question(sentence: _Sentence, clause: _Clause) -> bool:
     # "这套有阳台吗" and "押金怎么退" stay questions.
     request = _polite_request(clause.text) or stock_want(clause.text, sentence.places)
     if request is None:
+        # "这款有没有XXL的黑色", "江北那边有没有校区": what a question names of the trade's terms or
+        # the place vocabulary is no statement, but it may be a want: proposed (admission holds it
+        # back as a question), never written by itself.
+        sentence.found[clause.index] = _asked_values(clause.text, sentence)
         return True
     clause.text = request
     sentence.stock_asked = True
     return False
+
+
+# A question about the process or the service, not about what the customer wants ("退款多久到账",
+# "运费险能赔多少", "哪个更值得去"): nothing it names is proposed.
+_PROCESS_QUESTION_RE = re.compile(
+    r"多久|多长时间|怎么(?:办|弄|退|处理|算|收费)|流程|手续|进度|到账|赔|是真的|哪个更|哪个好|值不值|几星|"
+    r"保修|延保|发票|优惠|多少钱|价格|费用|运费"
+)
+
+
+def _asked_values(text: str, sentence: _Sentence) -> list[Candidate]:
+    """The trade terms, places and layouts a question names, as wants to propose."""
+    if _PROCESS_QUESTION_RE.search(text) or THIRD_PARTY_RE.search(text) or _ASKED_DEICTIC_RE.search(text):
+        return []
+    probe = text.replace("有没有", "有有有")  # the question's own 没 refuses nothing
+    terms = [
+        term
+        for term in sorted(
+            sentence.vocabulary.terms_in(text) + sentence.vocabulary.verbs_in(text), key=lambda t: t.start
+        )
+        if not _NOT_ASKED_VALUE_RE.search(probe[max(0, term.start - 3) : term.start])
+    ]
+    found = [
+        Candidate(
+            type=PREFERENCE,
+            key=f"{PREFERENCE}:{object_key(term.word)}",
+            content=f"偏好：{term.word}",
+            confidence=0.6,
+            supersedes_keys=(f"{CONSTRAINT}:{object_key(term.word)}",),
+            clause=text,
+        )
+        for term in terms
+    ]
+    asked = re.sub(r"^(?:请问|问下|问一下|那)+", "", QUESTION_TAIL_RE.sub("", text))
+    stated = "想要" + re.sub(r"(?:现在|目前)?(?:还)?(?:有没有|有)", "", asked, count=1)
+    found += [
+        candidate
+        for candidate in statement_candidates(stated, hedged=False, context=sentence.context)
+        # a place only when the place vocabulary knows it: a question's "X周边" names anything
+        if candidate.field == "layout"
+        or (candidate.field == "district" and any(isinstance(v, Place) for v in candidate.values))
+    ]
+    return [dataclasses.replace(candidate, clause=text) for candidate in found]
+
+
+_NOT_ASKED_VALUE_RE = re.compile(r"不|没|别|发成|发错|收到")
+# A question about what was shown or said ("这在南区还是北区", "临街这边吗"): it names no want.
+_ASKED_DEICTIC_RE = re.compile(r"这(?!款|件|双)|那(?!家门店)|该|此|上面|刚才|之前")
+QUESTION_TAIL_RE = re.compile(r"(?:吗|么|嘛|呢|没有|没)?[呀啊]?[?？]?\s*$")
 
 
 def _reason(sentence: _Sentence, clause: _Clause) -> bool:
@@ -501,7 +597,8 @@ def _time_window(sentence: _Sentence, clause: _Clause) -> bool:
 
 
 def _trade_terms(sentence: _Sentence, clause: _Clause) -> bool:
-    if clause.kind not in (ClauseKind.STATEMENT, ClauseKind.REQUEST) or clause.hedged:
+    # A hedged clause is read too: admission holds what it says back for a supervisor.
+    if clause.kind not in (ClauseKind.STATEMENT, ClauseKind.REQUEST):
         return False
     if clause.english and re.search(r"[A-Za-z]{3,}", clause.text):
         return False  # English is read by the English rules; a bare "M" or "XL" is a term
@@ -653,17 +750,22 @@ def _inquiry(sentence: _Sentence, clause: _Clause) -> bool:
 # "配套好一些", "离地铁近一点": a bare comparison said on its own, with no 想要 or 最好, may be a want
 # or a remark on what was shown; a supervisor decides (`admission` holds it back).
 _BARE_COMPARATIVE_RE = re.compile(
-    r"^(?P<obj>[\u4e00-\u9fff]{1,6}?)(?:要|能|再|得)?(?P<adj>好|大|近|新|安静|便宜|亮|宽敞|方便|齐全|齐|高|低)"
+    r"^(?P<request>(?:请|麻烦)?(?:帮我|给我)?)?(?P<obj>[\u4e00-\u9fff]{1,6}?)(?P<asked>安排得?|弄得?|做得?|定得?)?(?:要|能|再|得)?"
+    r"(?P<adj>好|大|近|新|安静|便宜|亮|宽敞|方便|齐全|齐|高|低|清淡|轻松|宽松|舒服|舒适|干净|实惠|早|晚|快)"
     r"(?:一些|一点儿?|点儿?|些)[的吧啊呀哈了呢哦嘛啦]*$"
 )
 
 
-def _bare_comparative(sentence: _Sentence, clause: _Clause) -> bool:
-    if clause.kind is not ClauseKind.STATEMENT or len(sentence.clauses) > 1 or clause.english:
+def _comparative(sentence: _Sentence, clause: _Clause, *, requested: bool) -> bool:
+    if clause.kind is not ClauseKind.STATEMENT or clause.english:
         return False
     match = _BARE_COMPARATIVE_RE.match(clause.text)
     if match is None or find_trigger(clause.text, False) is not None:
         return False
+    if requested != bool(match.group("asked") or match.group("request")):
+        return False
+    if not requested and len(sentence.clauses) > 1:
+        return False  # a remark among others ("户型不错，采光好一些"): no want
     obj = match.group("obj") + match.group("adj")
     if not valid_object(obj) or object_refusal(obj):
         return False
@@ -672,7 +774,7 @@ def _bare_comparative(sentence: _Sentence, clause: _Clause) -> bool:
             type=PREFERENCE,
             key=f"{PREFERENCE}:{object_key(obj)}",
             content=f"偏好：{obj}",
-            confidence=0.6,
+            confidence=0.8 if requested else 0.6,
             supersedes_keys=(f"{CONSTRAINT}:{object_key(obj)}",),
             clause=clause.text,
         )
@@ -680,13 +782,89 @@ def _bare_comparative(sentence: _Sentence, clause: _Clause) -> bool:
     return True
 
 
+def _requested_comparative(sentence: _Sentence, clause: _Clause) -> bool:
+    # "餐食安排清淡一点吧", "行程安排轻松一点": asked of us, a request: a want.
+    return _comparative(sentence, clause, requested=True)
+
+
+def _bare_comparative(sentence: _Sentence, clause: _Clause) -> bool:
+    # "配套好一些" said alone: a want, or a remark on what was shown; a supervisor decides.
+    return _comparative(sentence, clause, requested=False)
+
+
+# "师傅来之前请先打电话", "来之前麻烦先发个短信": how the customer wants to be reached first.
+_CONTACT_FIRST_RE = re.compile(
+    r"(?:请|麻烦|记得|务必|最好|一定)?(?:提前|先)(?P<act>打(?:个)?电话|电话联系|联系(?:我|一下)?|发(?:个)?(?:短信|消息|微信)|"
+    r"说一声|通知(?:我|一下)?|打声招呼|预约)"
+)
+
+
+def _contact_first(sentence: _Sentence, clause: _Clause) -> bool:
+    if clause.kind is ClauseKind.QUESTION or clause.english:
+        return False
+    match = _CONTACT_FIRST_RE.search(clause.text)
+    if match is None or re.search(r"不用|不必|别|不要", clause.text[: match.start()]):
+        return False
+    act = match.group("act")
+    sentence.found[clause.index] = [
+        Candidate(
+            type=PREFERENCE,
+            key=f"{PREFERENCE}:contact_first",
+            content=f"偏好：先{act}",
+            confidence=0.8,
+            clause=clause.text,
+        )
+    ]
+    return True
+
+
+# "想十月份带爸妈去云南玩", "打算下个月去桂林旅游": a trip the customer plans, to a place the
+# vocabulary knows. A want in a travel trade, an aside in others: admission holds it back (a trip).
+_TRIP_WANT_RE = re.compile(
+    r"(?:想|要|打算|准备|计划)[^，,。！？]{0,10}?(?:去|到)(?P<where>[\u4e00-\u9fff]{2,6}?)(?P<verb>玩|旅游|旅行|度假|出游|自驾|转转|逛逛)"
+)
+
+
+def _trip(sentence: _Sentence, clause: _Clause) -> bool:
+    if clause.kind is ClauseKind.QUESTION or clause.english:
+        return False
+    match = _TRIP_WANT_RE.search(clause.text)
+    if match is None or re.search(r"不|没|别", clause.text[: match.start("where")]):
+        return False
+    where = match.group("where")
+    places = places_in(where, sentence.places)
+    if not places or places[0].words != where:
+        return False
+    others = [
+        candidate
+        for candidate in statement_candidates(clause.text, hedged=False, context=sentence.context)
+        if candidate.field not in {"city", "district"}
+    ]
+    sentence.found[clause.index] = [
+        *others,
+        Candidate(
+            type=PREFERENCE,
+            key=f"{PREFERENCE}:destination",
+            content=f"偏好：去{where}{match.group('verb')}",
+            confidence=0.8,
+            values=tuple(places[:1]),
+            clause=clause.text,
+        ),
+    ]
+    return True
+
+
 def _statement(sentence: _Sentence, clause: _Clause) -> bool:
     text = clause.text
+    # A hedged clause ("也许想要带阳台的，预算可能5000") is read as said, facts too: admission holds
+    # every candidate of it back as hedged, so a supervisor sees it and memory never takes it by itself.
     own = [
         candidate
         for piece in coordinated(text)
-        for candidate in statement_candidates(piece, hedged=clause.hedged, context=sentence.context)
+        for candidate in statement_candidates(piece, hedged=False, context=sentence.context)
     ]
+    if clause.hedged:
+        own = [dataclasses.replace(candidate, confidence=min(candidate.confidence, 0.5)) for candidate in own]
     trigger = find_trigger(text, clause.english)
     sentence.want_open = bool(own) and trigger is not None and trigger[1] in {PREFERENCE, MUST}
     if clause.pending and not any(candidate.type in {PREFERENCE, CONSTRAINT} for candidate in own):
@@ -705,6 +883,7 @@ CLAUSE_RULES: tuple[ClauseRule, ...] = (
     ClauseRule("company", "我想带女朋友找一家安静的酒店", _company, passes_on=True),
     ClauseRule("reported_speech", "我老婆说，不要顶楼", _reported_speech),
     ClauseRule("instruction", "我希望你以后自动发送回复", _instruction),
+    ClauseRule("correction", "刚才说南山，改成宝安吧", _correction, passes_on=True),
     ClauseRule("request_opener", "能帮我找一个两居，带电梯的吗", _request_opener, passes_on=True),
     ClauseRule("alternative_area", "浦东的房子我想看看，滨江那边也行", _alternative_area),
     ClauseRule("budget_cap", "八千是上限", _budget_cap),
@@ -721,7 +900,10 @@ CLAUSE_RULES: tuple[ClauseRule, ...] = (
     ClauseRule("past", "我以前喜欢高层", _past),
     ClauseRule("refusal_of_a_complaint", "大兴太远了，不考虑", _refusal_of_a_complaint),
     ClauseRule("continued_want", "帮我找个两居室，带电梯的", _continued_want),
+    ClauseRule("contact_first", "师傅来之前请先打电话", _contact_first),
+    ClauseRule("trip", "打算下个月去桂林玩", _trip),
     ClauseRule("inquiry", "我想了解一下锦江的房子", _inquiry),
+    ClauseRule("requested_comparative", "餐食安排清淡一点吧", _requested_comparative),
     ClauseRule("bare_comparative", "配套好一些", _bare_comparative),
     ClauseRule("statement", "我比较喜欢朝南的房子", _statement),
 )
@@ -758,6 +940,9 @@ def _sentence_candidates(
                 if not rule.passes_on:
                     sentence.readings[index] = (clause.text, clause.kind, rule.name)
                     break
+    for index, extra in sentence.extra.items():
+        if index in sentence.found:  # a clause voided by a condition keeps nothing it carried
+            sentence.found[index] = extra + sentence.found[index]
     judged: list[Candidate] = []
     for index, candidates in sentence.found.items():
         text, kind, rule_name = sentence.readings.get(index, (clauses[index], ClauseKind.STATEMENT, ""))
@@ -775,6 +960,8 @@ def _sentence_candidates(
             if junk(candidate):
                 continue
             row = hold_back(candidate, reading)
+            if row is not None and row.name in DROPPED_ROWS:
+                continue
             judged.append(dataclasses.replace(candidate, held_back=row.name) if row is not None else candidate)
     return judged
 

@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from qiwei_site.reading.extract._common import CJK_RE, CONSTRAINT, Candidate, ExtractContext
+from qiwei_site.reading.extract._common import CJK_RE, CONSTRAINT, FACT, Candidate, ExtractContext
 from qiwei_site.reading.extract.address import SURNAME, TITLE
 from qiwei_site.reading.extract.clauses import PAST_RE, WEAK_HEDGE_RE
 from qiwei_site.reading.extract.kinds import ClauseKind
@@ -101,10 +101,9 @@ _REASON_RE = re.compile(
     r"太[\u4e00-\u9fff]{1,4}了|有点[\u4e00-\u9fff]{1,4}|不怎么样|不太行|一般般|还行吧|挺好的|不错的?$|没怎么"
 )
 # A trip, a meeting or a stay that is over: a place in it is not where the customer wants to live.
-_TRIP_RE = re.compile(
-    r"开会|出差|旅游|旅行|度假|玩|参加|办事|探亲|路过|看展|培训|考试|住过|待过|呆过|去过|来过|"
-    r"去年|前年|上次|上回|那时|当时|以前|之前|曾经|小时候|读书时|上学时"
-)
+_TRIP_RE = re.compile(r"开会|出差|旅游|旅行|度假|玩|参加|办事|探亲|路过|看展|培训|考试|出游|自驾")
+_PAST_EVENT_RE = re.compile(r"住过|待过|呆过|去过|来过|去年|前年|上次|上回|那时|当时|以前|之前|曾经|小时候|读书时|上学时")
+DESTINATION_KEY = "preference:destination"  # a trip the customer plans (`extract._trip`)
 # A form of address is a name: a surname (小/老/阿 before it, a title after it), a given name after a
 # surname, or an English name; never a verb phrase after the naming cue ("叫我去看房", "叫我一声").
 _NAME_SHAPE_RE = re.compile(
@@ -135,7 +134,8 @@ _OBLIGATION_RE = re.compile(
 # Values nobody wants: a word cut in half by the clause's split ("要么沿街" → "么沿街"), bargaining or
 # asking inside the value ("面谈能在让5000", "还价的空间"), a pointer at what was shown ("上面那个房子").
 _JUNK_VALUE_RE = re.compile(
-    r"^(?:么|吗|呢|吧|了|的|及|与|而|且|面(?!积)|边(?!户)|相关|周边介绍)|谈|让|还价|能下来|房子能看|介绍|那个房|这个房|"
+    r"^(?:么|吗|呢|吧|了|的|及|与|而|且|在|面(?!积)|边(?!户)|相关|周边介绍)|谈|让|还价|能下来|房子能看|介绍|那个房|这个房|"
+    r"考虑|想想|商量|再说|还是|然后|看看|看一下|知道|顺便|帮我|符合|他|她|"
     r"怎么|什么|多少"
 )
 
@@ -231,6 +231,10 @@ def _listing_price(candidate: Candidate, reading: ClauseReading) -> bool:
 
 
 def _reason(candidate: Candidate, reading: ClauseReading) -> bool:
+    # A fact a reason states is still the customer's ("因为家里有老人", "因为预算只有五千"); a want
+    # read out of a reason or a complaint ("夏天太热了" → 偏好：夏天太热) is none.
+    if candidate.type == FACT:
+        return False
     if reading.kind is ClauseKind.REASON or reading.rule == "reason":
         return True
     return candidate.type != CONSTRAINT and not candidate.field and _REASON_RE.search(reading.text) is not None
@@ -260,6 +264,12 @@ def _hypothetical(candidate: Candidate, reading: ClauseReading) -> bool:
 
 def _past(candidate: Candidate, reading: ClauseReading) -> bool:
     if PAST_RE.search(reading.text):
+        return True
+    return candidate.field in {"city", "district"} and _PAST_EVENT_RE.search(reading.text) is not None
+
+
+def _trip(candidate: Candidate, reading: ClauseReading) -> bool:
+    if candidate.key == DESTINATION_KEY:
         return True
     return candidate.field in {"city", "district"} and _TRIP_RE.search(reading.text) is not None
 
@@ -293,10 +303,11 @@ HOLD_BACKS: tuple[HoldBack, ...] = (
     HoldBack("listing_price", "房源的价格，不是客户的预算", "这套单价四万五", _listing_price),
     HoldBack("listing", "说的是某一套房源或某件商品，不是客户的长期需求", "这套我比较喜欢朝南的卧室", _listing),
     HoldBack("inquiry", "在了解情况或约看房，没有明确说出需求", "我想了解一下锦江的房子", _inquiry),
-    HoldBack("reason", "原因或感受，不是需求", "不要一楼，因为我喜欢晒太阳", _reason),
+    HoldBack("reason", "原因或感受，不是需求", "不考虑顶楼，夏天太热了", _reason, asked="您对楼层有要求吗？"),
     HoldBack("no_trigger", "没有说想要或需要，可能只是对房源的评价", "配套好一些", _no_trigger),
     HoldBack("hypothetical", "假设或条件，不是确定的需求", "有电梯的话我要高层", _hypothetical),
-    HoldBack("past", "过去或一次性的事，不是持续的需求", "下周去上海开会", _past),
+    HoldBack("past", "过去的事，不是现在的需求", "去年在南京住过半年", _past),
+    HoldBack("trip", "一次出行或行程，不是长期需求（旅行业务可采纳）", "下周去上海开会", _trip),
     HoldBack("hedged", "语气不确定（可能、也许、应该…）", "可能要两居吧", _hedged),
     HoldBack("place_form", "地名不在地名库（省市区与知识库的片区）中", "想在已付定金附近租", _place_form),
     HoldBack("name_form", "称呼不像人名", "叫我土豆就行", _name_form),
@@ -305,6 +316,9 @@ HOLD_BACKS: tuple[HoldBack, ...] = (
 # An acceptance with nothing to relax ("其实一楼也可以考虑" before any 不考虑：一楼): capture, which knows
 # the customer's memory, holds it back under this name (the reader cannot tell).
 RELEASE_ALONE = "release_alone"
+# Rows whose candidates are no want at all: dropped, not even proposed (a reason or a complaint
+# read as a preference would only fill the review queue).
+DROPPED_ROWS = frozenset({"reason"})
 HOLD_BACK_LABELS: dict[str, str] = {
     **{row.name: row.label for row in HOLD_BACKS},
     RELEASE_ALONE: "只说了也可以接受（或不强求），之前没有对应的要求",
@@ -322,6 +336,7 @@ def hold_back_label(name: str) -> str:
 
 
 __all__ = [
+    "DROPPED_ROWS",
     "HOLD_BACKS",
     "HOLD_BACK_LABELS",
     "RELEASE_ALONE",

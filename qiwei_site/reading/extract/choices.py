@@ -17,7 +17,8 @@ from qiwei_site.reading.extract.objects import object_key
 from qiwei_site.reading.values.vocabulary import VERB_GROUP, Term, Vocabulary
 
 _REFUSED_BEFORE_RE = re.compile(
-    r"(?:不要|不想要|不想用|不想|别(?:再)?(?:给我)?(?:们)?(?:发|寄|推荐|推|选|用|安排|派|换成|换|走|来)?(?:那个|这个|那种|这种)?|"
+    r"(?:不要|不想要|不想用|不想|别(?:再)?(?:给我)?(?:们)?(?:发|寄|推荐|推|选|用|安排|派|换成|换|走|来|退到|退回|退|打到|转到)?"
+    r"(?:那个|这个|那种|这种)?|"
     r"不考虑|拒绝|不喜欢|讨厌|不能(?:是|用|发|走)|不接受|排除)\s*$"
 )
 _REFUSED_AFTER_RE = re.compile(
@@ -27,6 +28,12 @@ _MUST_BEFORE_RE = re.compile(r"(?:必须|一定要|一定得|得是|务必|非�
 # A want word right before the term (a few characters between at most): "倾向换黑色", "改成XL",
 # "想要纯棉的"; not a verb earlier in the clause ("我要投诉顺丰", "发错了，发成XL了").
 _WANT_BEFORE_RE = re.compile(
+    # a request: "给我补发吧", "帮我申请一下退货退款", "麻烦安排上门取件", "给我补寄一个配件就行"
+    r"(?:给我|帮我|替我|麻烦|请|劳驾)(?:们)?(?:再)?(?:申请|安排|办理|处理|操作|走|做)?(?:一下|下)?(?:个|一个)?$|"
+    # "想请师傅上门修一下", "要找人上门维修": a visit asked for, the outcome after it
+    r"(?:想|要|希望|需要)(?:请|约|找|让)?(?:个|一个)?(?:师傅|人|工程师|技师)?(?:上门|到家|过来)$|"
+    # "我平时穿M码", "以后都发顺丰吧": what the customer wears, how they want it sent
+    r"(?:平时|一般|都|通常)?穿$|(?:都|就|请|只|以后都|以后)发$|"
     r"(?:想要|想|要|希望|倾向于?|最好是?|喜欢|改成|换成|改为|换为|换个|换|改|用|走|选|还是|直接|就|报|学|买|订)"
     r"(?:能|可以)?(?:尽快|赶紧|马上|快点|早点|直接)?(?:个|成|用|发|寄|走|是|要|换|选)?[^，,。！？\s]{0,2}$|"
     # where the money goes back to: "退支付宝吧", "退回原来的银行卡", "钱退到微信"
@@ -34,7 +41,7 @@ _WANT_BEFORE_RE = re.compile(
 )
 # Words that make the term something that happened or a complaint, not a wish.
 _NOT_A_WISH_RE = re.compile(
-    r"投诉|发成|发错|错发|收到|来了|掉色|坏|破|差评|不是我|弄错|寄过|发过|寄出|发出|寄来|发来|昨天|前天|上次"
+    r"已经|已申请|申请了|办了|投诉|发成|发错|错发|收到|来了|掉色|坏|破|差评|不是我|弄错|寄过|发过|寄出|发出|寄来|发来|昨天|前天|上次"
 )
 # After the term only a closing acceptance counts ("京东的吧", "XL就行"): a verb after it belongs to
 # what follows ("换货别再发那个荧光绿了").
@@ -61,6 +68,8 @@ def _stance(text: str, term: Term, *, answering: bool, chosen: bool = False) -> 
     before, after = text[: term.start], text[term.end :]
     if _REFUSED_BEFORE_RE.search(before) or _REFUSED_AFTER_RE.match(after):
         return CONSTRAINT
+    if _NON_NEED_BEFORE_RE.search(before) and re.match(r"^[了啦]+\s*$", after):
+        return CONSTRAINT  # "不用换了", "不需要补发了": settled, the outcome is refused
     if _NON_NEED_BEFORE_RE.search(before) or re.match(r"^[的\s]*(?:也|都|就)?(?:不需要|不用|用不着)", after):
         return None  # "赠品不需要补发": a non-need rules nothing out and wants nothing
     if _MUST_BEFORE_RE.search(before):

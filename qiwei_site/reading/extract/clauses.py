@@ -9,6 +9,8 @@ import re
 
 _SENTENCE_RE = re.compile(r"[^。！？!?\n]+[。！？!?]*|[。！？!?]+")
 _CLAUSE_SPLIT_RE = re.compile(
+    # A space between two Chinese words is a chat's comma ("希望是电梯房哈 家里老人腿脚不太好").
+    r"(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])|"
     r"[，,；;：:]|(?<!Mr)(?<!Mrs)(?<!Ms)(?<!Dr)(?:(?<!\d)\.|\.(?!\d))|(?<!不)但是|(?<!不)但(?!是)|不过|可是|然而|只是说|"
     r"(?<!anything\s)(?<!all\s)\bbut\b|\bhowever\b|\balthough\b|\bthough\b|\band\s+(?=(?:i|i'd|i'm|we|we'd|no|not|don't|please)\b)",
     re.IGNORECASE,

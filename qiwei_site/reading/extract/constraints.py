@@ -26,7 +26,7 @@ ZH_CONSTRAINT_TRIGGERS: tuple[tuple[str, str, float, int], ...] = (
         2,
     ),
     # "最好不要顶楼" is a clear wish, but softer than "不要顶楼".
-    (r"尽量别|最好别|最好不要|尽量不要|尽量避免|最好避开|尽量避开", CONSTRAINT, 0.7, 3),
+    (r"尽量别让|最好别让|最好不要让|尽量别|最好别|最好不要|尽量不要|尽量避免|最好避开|尽量避开", CONSTRAINT, 0.7, 3),
     (r"绝对不要|坚决不要|千万不要|千万别|打死也不|死活不要|绝不", CONSTRAINT, 0.95, 5),
     # "只要不是顶楼就行": anything but the object.
     (r"只要不是|只要别是|只要不在|只要别在", CONSTRAINT, 0.85, 4),
@@ -45,7 +45,9 @@ ZH_CONSTRAINT_TRIGGERS: tuple[tuple[str, str, float, int], ...] = (
     (r"不喜欢|讨厌|反感|嫌弃|拒绝|避开|避免|最怕|很怕|害怕|(?:比较|很|非常|特别|挺)介意", CONSTRAINT, 0.85, 4),
     (r"(?<!要)不要(?!紧|钱|客气|急|着急)", CONSTRAINT, 0.85, 4),
     # "不需要车位" is a non-need, read as a release (`acceptance`), not as this exclusion.
-    (r"不用考虑|(?:^|我|我们|也|就|都)不(?:住|租|买|看|选|找)", CONSTRAINT, 0.75, 3),
+    (r"不用考虑|(?:^|我|我们|也|就|都)不(?:住|租|买|看|选|找|坐|乘|搭|吃|喝|用)(?!了解)", CONSTRAINT, 0.75, 3),
+    # "这次不想去海岛", "不想坐大巴": a refused activity; "别太赶", "行程别太紧": a refused degree.
+    (r"不想(?:去|坐|乘|吃|住|用|选|报|学|换|要)|别(?=太[\u4e00-\u9fff])|(?:别|不要)让", CONSTRAINT, 0.8, 3),
     # Postposed, tried last: "顶楼就算了", "合租的还是算了吧", "翻新机别给我" (the object comes first).
     (r"(?:就|那就|也就|还是|的话就)算了(?=[的吧啊呀哈了呢哦嘛啦]*$)", CONSTRAINT, 0.8, 3),
     (r"(?:就|可|千万)?别(?:再)?给我(?:发|寄|推荐|推|选|安排)?(?=[的吧啊呀哈了呢哦嘛啦]*$)", CONSTRAINT, 0.8, 3),

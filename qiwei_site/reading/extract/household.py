@@ -52,11 +52,15 @@ _SIZE_RE = re.compile(
     r"(?:和|跟)(?:女朋友|男朋友|老婆|老公|爱人|对象|朋友|同事|同学|室友)"
     r"(?:(?:还有|和|跟|带着?)(?:孩子|小孩|儿子|女儿|父母|爸妈|老人))?(?:一起|两个人|俩|三个人|四个人)?住"
 )
+# What the customer says of their own level (issue 35: who they are): "我是零基础", "完全是新手".
+LEVEL_KEY, LEVEL_LABEL = "fact:level", "基础"
+_LEVEL_RE = re.compile(r"(?:完全)?(?:是)?(?:零基础|新手|初学者|纯小白|没有基础|没基础|有一点基础|有点基础|有基础)")
 _FACTS = (
     (_PET_RE, PETS_KEY, PETS_LABEL),
     (_ELDERLY_RE, ELDERLY_KEY, HOUSEHOLD_LABEL),
     (_CHILDREN_RE, CHILDREN_KEY, HOUSEHOLD_LABEL),
     (_SIZE_RE, SIZE_KEY, HOUSEHOLD_LABEL),
+    (_LEVEL_RE, LEVEL_KEY, LEVEL_LABEL),
 )
 _FILLER_RE = re.compile(
     r"^(?:嗯|哦|对|是的|因为|主要是|就是|另外|还有|而且|然后|平时|目前|现在|其实|也|还|都|(?:我们|我)(?:是|家)?(?=一家|有|带))+"
@@ -79,7 +83,12 @@ def household_candidates(clause: str) -> list[Candidate]:
         match = regex.search(clause)
         if match is None or not _OWN_PREFIX_RE.match(clause[: match.start()]):
             continue
-        own_words = _pet_words(match) if key == PETS_KEY else _FILLER_RE.sub("", clause[: match.end()])
+        if key == PETS_KEY:
+            own_words = _pet_words(match)
+        elif key == LEVEL_KEY:
+            own_words = re.sub(r"^(?:完全)?是", "", match.group(0))
+        else:
+            own_words = _FILLER_RE.sub("", clause[: match.end()])
         words = normalize_content(own_words.strip())
         if not words:
             continue

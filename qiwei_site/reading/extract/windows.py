@@ -40,7 +40,8 @@ _PURPOSE_RE = re.compile(
     rf"^(?:再|都|就|请|麻烦)?(?:给我|跟我)?(?P<verb>{'|'.join(f'(?P<{name}>{words})' for name, words in _PURPOSES)})"
 )
 _AVAILABLE_RE = re.compile(
-    r"^(?:都|也|比较|会)?(?:有空|有时间|方便|可以|行|都行|都可以|ok|OK|没问题|合适)(?:一些|一点|些)?[的吧啊呀哈了呢哦嘛啦]*$"
+    r"^(?:我|我们)?(?:都|也|比较|会|一般)?(?:有空|有时间|方便|可以|行|都行|都可以|ok|OK|没问题|合适|有人)(?:一些|一点|些)?"
+    r"[的吧啊呀哈了呢哦嘛啦]*$"
 )
 _UNAVAILABLE_RE = re.compile(
     r"^(?:都|也|可能|肯定|真的)?(?:不行|不可以|不方便|没空|没时间|不在家|不在|没法|不太行|不合适|排不开|有事)[的吧啊呀哈了呢哦嘛啦]*$"
@@ -49,19 +50,21 @@ _UNAVAILABLE_RE = re.compile(
 _PAST_AFTER_VERB_RE = re.compile(r"^(?:到|出|过来|过去|好|完)?(?:的|了|过)")
 _LEAD_RE = re.compile(
     r"^(?:我|我们|孩子|他|她|小孩|本人|其实|那|那就|就|最好|希望|尽量|一般|只有|只能|得|要|时间|时间上|(?P<change>改成|换成|改到|换到)|"
+    r"(?:[\u4e00-\u9fff]{2}的话)|(?:预约|上门|安装|送货|维修)?(?:时间)?(?:尽量|最好)?(?P<placed>安排|放|定|约)(?:在|到)|"
     r"快递|电话|打电话的话|送货的话|的话|平时|能|可以|请|麻烦)*"
 )
 _WINDOW_RE = re.compile(_WINDOW)
 
 
 def _window_at(clause: str) -> tuple[re.Match[str], bool] | None:
-    """The window right after the clause's lead words, and whether the lead changes it ("改成")."""
+    """The window right after the clause's lead words, and whether the lead changes or places it
+    ("改成周日下午", "尽量安排在周末下午": the window is the one wanted, with nothing after it)."""
     lead = _LEAD_RE.match(clause)
     assert lead is not None  # every part of the lead is optional
     match = _WINDOW_RE.match(clause, lead.end())
     if match is None or not re.search(rf"{_DAY}|{_PART}|{_CLOCK}", match.group("window")):
         return None
-    return match, lead.group("change") is not None
+    return match, lead.group("change") is not None or lead.group("placed") is not None
 
 
 def _candidate(kind: str, words: str, clause: str, purpose: str, confidence: float) -> Candidate:

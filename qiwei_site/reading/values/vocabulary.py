@@ -47,7 +47,9 @@ _BUILT_IN: dict[str, tuple[str, ...]] = {
 }
 # Sizes and colours are open families: read by shape.
 _SIZE_RE = re.compile(
-    r"(?<![A-Za-z0-9])(?:[2-5]?X{1,4}L|XS|S|M|L)(?:码|号)?(?![A-Za-z0-9型形字])|(?<!\d)[2-4]\d(?:\.5)?码|均码"
+    r"(?<![A-Za-z0-9])(?:[2-5]?X{1,4}L|XS|S|M|L)(?:码|号)?(?![A-Za-z0-9型形字])|(?<!\d)[2-4]\d(?:\.5)?码|均码|"
+    # a size relative to the one received: "想换大一码的", "小一号"
+    r"[大小](?:一|两|半)(?:码|号)"
 )
 _COLOUR_RE = re.compile(
     r"(?:浅|深|亮|暗|米|藏|墨|奶|雾霾|荧光|酒|宝|天|湖|军|卡其|咖啡|香槟|玫瑰|樱花|薄荷|牛油果)?"
@@ -60,7 +62,9 @@ _COLOUR_RE = re.compile(
 # "给我换一件" (换货), "直接退钱吧" (退款), "寄回去修一下" (维修), "补寄一个" (补发). Each row: the
 # shape of the account's term, and the verb that says it (`{v}`: the term's verb character). A verb
 # is read only with a completion after it, so "退到微信" and "换乘" say no outcome.
-_COMPLETION = r"(?=了|掉|吧|回去|一[件个双条台套下]|个|成|给我|这|那|$|[，,。！!\s]|[^，,。！？]{0,2}[色码])"
+_COMPLETION = (
+    r"(?=了|掉|吧|回去|一[件个双条台套下]|个|成|给我|这|那|新|能用|就行|就好|$|[，,。！!\s]|[^，,。！？]{0,2}[色码])"
+)
 VERB_GROUP = "动作"  # a term read from its verb
 _VERB_READINGS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^(?P<v>[退换])货$"), rf"(?<![交转替更切变兑])(?P<verb>{{v}}){_COMPLETION}"),

@@ -122,14 +122,14 @@ def test_capture_refreshes_snapshot_once_per_message(ingest):
     assert MemoryItem.objects.count() == 5
 
 
-def test_capture_hedged_preference_is_proposed_and_hedged_fact_is_skipped(ingest):
+def test_capture_hedged_want_and_fact_are_only_proposed(ingest):
     # Given a hedged want and a hedged budget, when captured
     ingest("也许想要带阳台的，预算可能5000")
-    # then the want waits for a supervisor as a proposal (issue 35), the budget is nowhere
-    proposal = MemoryItem.objects.get(key="preference:带阳台")
-    assert (proposal.status, proposal.held_back) == (MemoryStatus.PROPOSED, "hedged")
+    # then both wait for a supervisor as proposals (issue 35); neither is memory, nor the profile
+    proposals = MemoryItem.objects.filter(status=MemoryStatus.PROPOSED)
+    assert {(p.key, p.held_back) for p in proposals} == {("preference:带阳台", "hedged"), ("profile:budget", "hedged")}
     assert not MemoryItem.objects.filter(status=MemoryStatus.ACTIVE).exists()
-    assert not MemoryItem.objects.filter(key="profile:budget").exists()
+    assert not CustomerProfile.objects.exclude(budget="").exists()
 
 
 def test_capture_third_party_and_questions_write_nothing(ingest):

@@ -96,13 +96,16 @@ def test_extract_candidates_preference_and_constraint_on_same_object_are_linked(
     assert preference.supersedes_keys == ("constraint:顶楼",)
 
 
-def test_extract_weak_hedge_is_only_proposed_and_drops_facts():
+def test_extract_weak_hedge_is_only_proposed():
     # Given a hedged want and a hedged budget
     found = extract("也许想要带阳台的，预算可能5000")
-    # then nothing is written by itself: the want waits for a supervisor, low in confidence
-    # (issue 35: a hedge states nothing lasting), and the hedged budget is no fact at all
+    # then nothing is written by itself: both wait for a supervisor, low in confidence (issue 35:
+    # a hedge states nothing lasting)
     assert found.candidates == []
-    assert [(c.key, c.confidence, c.held_back) for c in found.proposals] == [("preference:带阳台", 0.5, "hedged")]
+    assert [(c.key, c.confidence, c.held_back) for c in found.proposals] == [
+        ("preference:带阳台", 0.5, "hedged"),
+        ("profile:budget", 0.5, "hedged"),
+    ]
 
 
 def test_extract_candidates_profile_values_are_normalised():

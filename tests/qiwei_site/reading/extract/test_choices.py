@@ -58,9 +58,11 @@ def test_trade_terms_without_a_stance_are_nothing(text):
 
 def test_trade_terms_come_from_the_account_vocabulary_in_any_trade():
     # Given a school's vocabulary: its subjects and class formats are objects
-    assert contents("想给孩子报英语，线上吧", SCHOOL) == ["偏好：英语", "偏好：线上"]
-    # And without that vocabulary, the built-in one knows no subjects
-    assert "偏好：英语" not in contents("想给孩子报英语，线上吧", BUILT_IN)
+    # (and the child the customer signs up is their household: issue 35)
+    assert contents("想给孩子报英语，线上吧", SCHOOL) == ["家庭情况：有孩子", "偏好：英语", "偏好：线上"]
+    # And without that vocabulary, the built-in one knows no class formats (英语 is still read: it is
+    # the object of 想报, once the child the customer signs up is set aside)
+    assert "偏好：线上" not in contents("想给孩子报英语，线上吧", BUILT_IN)
 
 
 def test_parse_vocabulary_reads_groups_under_vocabulary_headings_only():

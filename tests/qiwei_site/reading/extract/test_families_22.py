@@ -108,7 +108,8 @@ def test_company_is_no_other_speaker():
     ("text", "expected"),
     [
         ("这双鞋我想退了", ["偏好：退货"]),
-        ("不用换了，直接退钱吧", ["偏好：退款"]),
+        # "不用换了" settles it (issue 35): the exchange is refused, the refund wanted
+        ("不用换了，直接退钱吧", ["不考虑：换货", "偏好：退款"]),
         ("要不修一下吧", ["偏好：维修"]),
         ("钱退回我的支付宝就行", ["偏好：支付宝"]),
         ("希望能尽快退款", ["偏好：退款"]),
