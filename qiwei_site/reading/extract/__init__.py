@@ -558,14 +558,28 @@ def _asked_values(text: str, sentence: _Sentence) -> list[Candidate]:
     found += [
         candidate
         for candidate in statement_candidates(stated, hedged=False, context=sentence.context)
-        # a place only when the place vocabulary knows it: a question's "X周边" names anything
-        if candidate.field == "layout"
-        or (candidate.field == "district" and any(isinstance(v, Place) for v in candidate.values))
+        # a place only when the place vocabulary knows it by a name that says it is a place (a
+        # question's "X周边" names anything, "清水" is also a bare-shell flat, "东区" a block)
+        if candidate.field == "layout" or (candidate.field == "district" and _asked_place(candidate, text))
     ]
     return [dataclasses.replace(candidate, clause=text) for candidate in found]
 
 
 _NOT_ASKED_VALUE_RE = re.compile(r"不|没|别|发成|发错|收到")
+_BLOCK_NAME_RE = re.compile(r"^[东南西北中][区院]$")
+
+
+def _asked_place(candidate: Candidate, text: str) -> bool:
+    places = [value for value in candidate.values if isinstance(value, Place)]
+    if not places or any(_BLOCK_NAME_RE.match(place.words) for place in places):
+        return False
+    return all(
+        re.search(r"[区县市镇]$", place.words)
+        or re.search(re.escape(place.words) + r"(?:那边|附近|一带|周边|片区|这边)", text)
+        for place in places
+    )
+
+
 # A question about what was shown or said ("这在南区还是北区", "临街这边吗"): it names no want.
 _ASKED_DEICTIC_RE = re.compile(r"这(?!款|件|双)|那(?!家门店)|该|此|上面|刚才|之前")
 QUESTION_TAIL_RE = re.compile(r"(?:吗|么|嘛|呢|没有|没)?[呀啊]?[?？]?\s*$")

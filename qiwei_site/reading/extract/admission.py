@@ -102,7 +102,9 @@ _REASON_RE = re.compile(
 )
 # A trip, a meeting or a stay that is over: a place in it is not where the customer wants to live.
 _TRIP_RE = re.compile(r"开会|出差|旅游|旅行|度假|玩|参加|办事|探亲|路过|看展|培训|考试|出游|自驾")
-_PAST_EVENT_RE = re.compile(r"住过|待过|呆过|去过|来过|去年|前年|上次|上回|那时|当时|以前|之前|曾经|小时候|读书时|上学时")
+_PAST_EVENT_RE = re.compile(
+    r"住过|待过|呆过|去过|来过|去年|前年|上次|上回|那时|当时|以前|之前|曾经|小时候|读书时|上学时"
+)
 DESTINATION_KEY = "preference:destination"  # a trip the customer plans (`extract._trip`)
 # A form of address is a name: a surname (小/老/阿 before it, a title after it), a given name after a
 # surname, or an English name; never a verb phrase after the naming cue ("叫我去看房", "叫我一声").

@@ -110,7 +110,7 @@ _CAP_FINE_EN_RE = re.compile(
 _LAYOUT_ZH_RE = re.compile(
     # "一室户" (a one-room flat with its own kitchen and bath) is a layout of its own, not 一居室.
     r"(?P<special>单间|开间|一室户|复式|loft|LOFT|大平层)|"
-    r"(?P<rooms>[一二两三四五六1-6])\s*(?:室|居室|居|房(?!东|租|子|源|间|价|产|贷|本))(?:\s*(?P<halls>[一二两三1-3])\s*厅)?"
+    r"(?<!第)(?P<rooms>[一二两三四五六1-6])\s*(?:室|居室|居|房(?!东|租|子|源|间|价|产|贷|本|屋|地产))(?:\s*(?P<halls>[一二两三1-3])\s*厅)?"
     r"(?:\s*(?P<baths>[一二两三1-3])\s*卫)?"
 )
 _LAYOUT_EN_RE = re.compile(

@@ -105,6 +105,10 @@ _REQUIRING_TRIGGER_RE = re.compile(r"^(?:要求|需要)$")
 _MUST_WORD_RE = re.compile(r"^(?:必须得?|一定要|一定得|务必|非要|非得|得|最好)")
 
 
+# A naming cue followed by an errand is no form of address: "不要叫我去看房" refuses the errand.
+_CALLED_TO_RE = re.compile(
+    r"(?:不要|别|不用|不必)(?:再)?(?:叫|喊|约)我(?:们)?(?P<act>(?:去|来|过去|过来|到)[\u4e00-\u9fff]{1,6}?)[了吧啊呀]*$"
+)
 _NEAR_SOMEONE_RE = re.compile(r"^(?:离|靠近|距离|到|挨着|方便)(?!.*(?:说|觉得|认为|希望|想要|喜欢))")
 
 
@@ -181,6 +185,15 @@ def _statement_candidates(
     address = address_candidate(clause)
     if address is not None:
         return [address]
+    called = _CALLED_TO_RE.search(clause)
+    if called is not None:
+        # "不要叫我去看房", "别喊我过去了": no name, a refused errand
+        act = called.group("act")
+        return [
+            _polar_candidate(
+                CONSTRAINT, act, object_key(act), is_english=False, confidence=0.8, importance=3, clause=clause
+            )
+        ]
     if ADDRESS_PHRASE_RE.search(clause):
         return []  # a refused or judged form of address ("不要叫我老王") is no statement about the home
     trigger = find_trigger(clause, is_english)
