@@ -88,6 +88,11 @@ def bench_recall(tmp: Path) -> Any:
 
 
 LANGUAGE_BENCHMARKS = (
+    (
+        "capture_tiers",
+        "Capture's two tiers on real customers, fresh trades and CrossWOZ (issue 35)",
+        ["capture_tiers.py"],
+    ),
     ("gate", "Safety gate: false positives on CrossWOZ / LoCoMo turns, detection by technique", ["gate_fp.py"]),
     ("extract_crosswoz", "Extraction on CrossWOZ dev Inform slot values", ["extract_crosswoz.py"]),
     ("extract_rental", "Extraction on our own rental dev set", ["extract_rental_dev.py"]),
@@ -97,6 +102,11 @@ LANGUAGE_BENCHMARKS = (
 )
 # --quick: the same data and verdicts, one timed pass instead of the best of three.
 LANGUAGE_QUICK = (
+    (
+        "capture_tiers",
+        "Capture's two tiers on real customers, fresh trades and CrossWOZ (issue 35)",
+        ["capture_tiers.py"],
+    ),
     (
         "gate",
         "Safety gate: false positives on CrossWOZ / LoCoMo turns, detection by technique (one timed pass)",

@@ -31,7 +31,7 @@ from simple_history.utils import get_history_manager_for_model
 
 from conversations.models import AuditAction, Customer, CustomerProfile, Message
 from memory import sql
-from memory.decisions import CustomerDecisions, automatic_write_refusal
+from memory.decisions import CustomerDecisions, automatic_write_refusal, same_meaning
 from memory.models import (
     MemoryCreatedBy,
     MemoryDirection,
@@ -68,6 +68,7 @@ SUPERSEDED = "superseded"
 UNCHANGED = "unchanged"
 REFUSED = "refused"  # an automatic write that would have undone a supervisor's decision, or an instruction
 PROPOSED = "proposed"  # held back for a supervisor: a proposal in the review queue (issue 35)
+PROPOSAL_EVIDENCE = "proposal_evidence_added"  # the same proposal again: its evidence grew, no memory changed
 
 PROFILE_FIELD_MAX_LENGTH = {spec.name: spec.max_length for spec in PROFILE_FIELD_SPECS}
 
@@ -81,7 +82,7 @@ class PutResult:
 
     @property
     def changed(self) -> bool:
-        return self.outcome not in (UNCHANGED, REFUSED)
+        return self.outcome not in (UNCHANGED, REFUSED, PROPOSED, PROPOSAL_EVIDENCE)
 
     @property
     def superseded_ids(self) -> tuple[int, ...]:
@@ -484,8 +485,8 @@ class MemoryWrites:
         )
         sources = [int(i) for i in put.source_message_ids]
         active = self._active.get(key)
-        if active is not None and active.content == content:
-            return PutResult(item=active, outcome=UNCHANGED)
+        if active is not None and (active.content == content or same_meaning(active.content, content)):
+            return PutResult(item=active, outcome=UNCHANGED)  # memory says it already, in some spelling
         refusal = item_refusal(
             key=key, content=content, value=profile_item_value(field_name, content) if field_name is not None else None
         )
@@ -513,7 +514,7 @@ class MemoryWrites:
             pending.source_message_ids = [*pending.source_message_ids, *new_sources]
             pending.expires_at = max(filter(None, [pending.expires_at, expires_at]))
             self._change(pending, ["source_message_ids", "expires_at"], actor=actor, reason=reason, memory=False)
-            result = PutResult(item=pending, outcome=EVIDENCE_ADDED)
+            result = PutResult(item=pending, outcome=PROPOSAL_EVIDENCE)
             self._audit_put(result, new_sources, action=AuditAction.MEMORY_ITEM_PROPOSED, actor=actor, reason=reason)
             return result
         item = MemoryItem(
@@ -865,6 +866,20 @@ def memory_item_put(
     return memory_items_put(
         customer=customer, puts=[put], actor=actor, reason=reason, refresh_snapshot=refresh_snapshot
     )[0]
+
+
+def proposals_settle(*, item: MemoryItem, actor: Actor, reason: str) -> list[int]:
+    """A value a person wrote under `item.key` outside a batch (an edit in place) settles the
+    proposals waiting there, as `MemoryWrites.put` does: superseded, linked to the item. Returns their ids."""
+    pending = list(
+        MemoryItem.objects.select_for_update()
+        .filter(customer_id=item.customer_id, key=item.key, status=MemoryStatus.PROPOSED)
+        .exclude(pk=item.pk)
+    )
+    for proposal in pending:
+        proposal.status, proposal.superseded_by = MemoryStatus.SUPERSEDED, item
+        item_row_save(proposal, actor=actor, reason=reason, update_fields=["status", "superseded_by"])
+    return [proposal.pk for proposal in pending]
 
 
 def memory_item_supersede(

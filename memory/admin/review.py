@@ -37,6 +37,7 @@ from memory.attention import (
     review_confidence_below,
     review_queue,
 )
+from memory.decisions import same_meaning
 from memory.governance.services import (
     memory_item_confirm,
     memory_item_edit,
@@ -121,9 +122,10 @@ def review_decide(*, item: MemoryItem, decision: str, reason: str, content: str,
         memory_item_reject(item=item, actor=actor, reason=reason)
         return "已拒绝"
     if item.status == MemoryStatus.PROPOSED:
-        edited = decision == "edit" and content.strip() and content.strip() != item.content
-        memory_proposal_accept(item=item, content=content if edited else None, actor=actor, reason=reason)
-        return "已按修改后的内容采纳，写入记忆" if edited else "已采纳，写入记忆"
+        read = item.content
+        typed = content if decision == "edit" and content.strip() else None
+        accepted = memory_proposal_accept(item=item, content=typed, actor=actor, reason=reason)
+        return "已采纳，写入记忆" if same_meaning(read, accepted.content) else "已按修改后的内容采纳，写入记忆"
     if decision == "accept":
         raise ApplicationError("只有待审核的提议可以采纳。", code="not_a_proposal")
     if decision == "confirm":

@@ -41,7 +41,17 @@ from knowledge.context import knowledge_version_token
 from knowledge.models import KnowledgeSection
 from memory.capture.evidence import UNSEALABLE, message_evidence
 from memory.capture.selectors import message_previous, messages_before, previous_message_fields
-from memory.items import CREATED, EVIDENCE_ADDED, PROPOSED, REFUSED, SUPERSEDED, UNCHANGED, ItemPut, MemoryWrites
+from memory.items import (
+    CREATED,
+    EVIDENCE_ADDED,
+    PROPOSAL_EVIDENCE,
+    PROPOSED,
+    REFUSED,
+    SUPERSEDED,
+    UNCHANGED,
+    ItemPut,
+    MemoryWrites,
+)
 from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem
 from qiwei_site.platform.audit import audit_record
 from qiwei_site.platform.errors import ValidationFailed
@@ -79,7 +89,11 @@ class CaptureOutcome:
 
     @property
     def written(self) -> int:
-        return sum(n for outcome, n in self.outcomes.items() if outcome not in {UNCHANGED, STALE, REFUSED, PROPOSED})
+        return sum(
+            n
+            for outcome, n in self.outcomes.items()
+            if outcome not in {UNCHANGED, STALE, REFUSED, PROPOSED, PROPOSAL_EVIDENCE}
+        )
 
     @property
     def proposed(self) -> int:

@@ -88,8 +88,15 @@ def message_forget(*, message: Message, actor: Actor, reason: str) -> dict[str, 
                 memory_item_forget(item=item, actor=actor, reason=f"{CASCADE_REASON}：{reason}", decide=False)
                 continue
             item.source_message_ids = left
+            fields = ["source_message_ids", "updated_at"]
+            if item.clause:
+                # A proposal's clause quotes one of its messages, perhaps this one: it goes, from the
+                # item and from every history row of it (issue 35).
+                item.clause = ""
+                fields.append("clause")
+                MemoryItem.history.filter(id=item.pk).update(clause="")
             stamp_history(item, actor=actor, reason=reason)
-            item.save(update_fields=["source_message_ids", "updated_at"])
+            item.save(update_fields=fields)
             trimmed.append(item.pk)
         # A model turn's pending write that cites the message would write its value back: cancelled.
         jobs_cancelled = _draft_jobs_cancel(customer, message_id)

@@ -32,6 +32,7 @@ from memory.items import (
     memory_item_put,
     profile_field_release,
     profile_follow,
+    proposals_settle,
 )
 from memory.models import (
     CaptureJob,
@@ -249,6 +250,7 @@ def memory_item_edit(
         item.created_by = MemoryCreatedBy.HUMAN
         item_row_save(item, actor=actor, reason=reason, update_fields=[*changes, "created_by"])
         profile_follow(item, actor=actor, reason=reason)
+        proposals_settle(item=item, actor=actor, reason=reason)  # the supervisor said what the key holds
         decision_record(item=item, kind=DecisionKind.EDITED)
         if replaced is not None:
             # The value the supervisor replaced: customer words repeating it do not undo the edit.
@@ -339,6 +341,8 @@ def memory_proposal_accept(
                 f" (only proposals can be accepted; this one is {item.status}).",
                 code="not_a_proposal",
             )
+        if item.expires_at is not None and item.expires_at <= timezone.now():
+            raise Conflict("该提议已超过审核期限，已失效 (the proposal has expired).", code="proposal_expired")
         new_type = type or item.type
         if new_type not in ACCEPTABLE_TYPES:
             raise ValidationFailed(

@@ -53,7 +53,7 @@ TOPICS: tuple[Row, ...] = (
     _row(
         "commute",
         "通勤与上班",
-        r"上班|下班|工作|公司|单位|通勤|地铁|公交|[0-9一二三四五六七八九十]+号线|站|调到|\bwork\b|\bcommute\b|\boffice\b|\bjob\b",
+        r"上班|下班|工作|公司|单位|通勤|地铁|公交|[0-9一二三四五六七八九十]+号线|站|调到|\bwork(?:s|ing)?\b|\bcommut|\boffice\b|\bjob\b",
         "上班方便一点",
     ),
     _row(
@@ -71,7 +71,12 @@ TOPICS: tuple[Row, ...] = (
     _row("pets", "宠物", r"宠物|猫|狗|养|\bpets?\b|\bcats?\b|\bdogs?\b", "希望能养猫"),
     _row("car", "车与车位", r"车|停车|车位|\bcar\b|\bparking\b", "小区有车位吗"),
     _row("school", "学校与学区", r"学校|学区|上学|小学|中学|幼儿园|\bschool\b", "希望有学区"),
-    _row("move", "入住与搬家", r"入住|搬|起租|租期|到期|下个月|月底|几号|\bmove\b|\blease\b", "下个月15号之前要入住"),
+    _row(
+        "move",
+        "入住与搬家",
+        r"入住|搬|起租|租期|到期|下个月|月底|几号|\bmov(?:e|ing)\b|\blease\b",
+        "下个月15号之前要入住",
+    ),
     _row(
         "floor",
         "楼层与朝向",
@@ -88,7 +93,12 @@ TOPICS: tuple[Row, ...] = (
         r"课|培训|补习|辅导|报名|报班|小班|大班|老师|考试|\bcourse\b|\bclass\b|\blesson",
         "想报个英语培训",
     ),
-    _row("travel", "出行", r"旅游|出行|行程|酒店|机票|航班|团|\btrip\b|\bhotel\b|\bflight\b", "想十月份去云南玩"),
+    _row(
+        "travel",
+        "出行",
+        r"旅游|旅行|出行|出游|行程|玩|度假|酒店|机票|航班|团|\btrip\b|\bhotel\b|\bflight\b|\btravel",
+        "想十月份去云南玩",
+    ),
 )
 
 # PIPL art. 28 (sensitive personal information), and completed transactions: never a hypothesis.
@@ -133,7 +143,7 @@ SENSITIVE: tuple[Row, ...] = (
     _row(
         "whereabouts",
         "行踪与详细住址",
-        r"行踪|住址|门牌|几号楼|几单元|定位|所在位置|几点出门|几点回家|\bwhereabouts\b|\bhome\s+address\b|\blocation\b",
+        r"行踪|住址|门牌|几号楼|几单元|定位|所在位置|几点出门|几点回家|每天[^，,。]{0,6}(?:出门|回家|下班|上班|出发)|出门时间|回家时间|\bwhereabouts\b|\bhome\s+address\b|\blocation\b",
         "客户每天八点出门",
     ),
     _row(

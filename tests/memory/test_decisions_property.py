@@ -5,7 +5,10 @@ supervisor rejected or forgot — in any spelling: 八千 for 8000, 浦东 for �
 writes it again; customer words repeating a value a supervisor replaced never undo the edit; and
 a confirmed hypothesis is a lasting fact that the expiry sweep, run past the hypothesis TTL, never
 supersedes (issue 21); a forgotten message is nobody's evidence any more, an automatic item it
-alone supported is gone, and the prompt lists each fact once (issue 25).
+alone supported is gone, and the prompt lists each fact once (issue 25); what a customer only asks
+after is a proposal that never reaches the profile or the prompt until a supervisor accepts it, a
+rejected proposal's value is never proposed or written again, and an accepted one is the
+supervisor's (issue 35).
 
 Runs 10 sequences of 50 steps (500 steps) in CI; QIWEI_PROPERTY_EXAMPLES raises it locally.
 """
@@ -37,6 +40,7 @@ from memory.governance.services import (
     memory_item_forget,
     memory_item_reject,
     memory_items_expire_due,
+    memory_proposal_accept,
 )
 from memory.models import MemoryCreatedBy, MemoryItem, MemoryStatus, MemoryType
 from memory.profile import customer_profile_update
@@ -53,6 +57,12 @@ SAYINGS = {
     "district": ("想在{}附近找房", (("静安区", "静安"), ("徐汇区", "徐汇"), ("浦东新区", "浦东"))),
 }
 FIELDS = sorted(SAYINGS)
+# How a customer asks after each field (a question: the reader proposes what it names, issue 35).
+ASKINGS = {
+    "budget": "预算{}以内的房子有吗？",
+    "layout": "有没有{}？",
+    "district": "{}那边有房子吗？",
+}
 # What a supervisor asks the agent to check with the customer (hypotheses by hand).
 HUNCHES = ("可能在陆家嘴上班", "可能养猫，需要确认房东是否允许", "可能是为孩子上学换房")
 SUPERVISOR = "主管"
@@ -117,6 +127,14 @@ class ProfileAndMemory(RuleBasedStateMachine):
         self.messages.append(message)
         capture_message(message=message)
 
+    @rule(field=st.sampled_from(sorted(ASKINGS)), choice=st.integers(0, 2), spelling=st.integers(0, 2))
+    def customer_asks(self, field: str, choice: int, spelling: int) -> None:
+        self.clock += dt.timedelta(minutes=1)
+        text = ASKINGS[field].format(_spelling(field, choice, spelling))
+        message = MessageFactory(customer=self.customer, text=text, sent_at=self.clock)
+        self.messages.append(message)
+        capture_message(message=message)
+
     @rule(data=st.data())
     def old_message_recaptured(self, data: st.DataObject) -> None:
         if self.messages:
@@ -131,13 +149,19 @@ class ProfileAndMemory(RuleBasedStateMachine):
         if not self.messages:
             return
         message = data.draw(st.sampled_from(self.messages))
-        field, value = next(
-            (field, spelt)
-            for field, (template, values) in SAYINGS.items()
-            for spellings in values
-            for spelt in spellings
-            if template.format(spelt) == message.text
+        said = next(
+            (
+                (field, spelt)
+                for field, (template, values) in SAYINGS.items()
+                for spellings in values
+                for spelt in spellings
+                if template.format(spelt) == message.text
+            ),
+            None,
         )
+        if said is None:
+            return  # a question: grounding would only propose it (issue 35), never write it
+        field, value = said
         customer_profile_update(
             customer=self.customer,
             changes={field: _stated(field, value)},
@@ -218,6 +242,35 @@ class ProfileAndMemory(RuleBasedStateMachine):
             self.messages.remove(message)
             self.forgotten_messages.add(message.pk)
 
+    def _proposals(self) -> list[MemoryItem]:
+        return list(MemoryItem.objects.filter(customer=self.customer, status=MemoryStatus.PROPOSED).order_by("pk"))
+
+    @rule(data=st.data(), choice=st.integers(0, 3), spelling=st.integers(0, 2))
+    def supervisor_accepts_a_proposal(self, data: st.DataObject, choice: int, spelling: int) -> None:
+        waiting = [item for item in self._proposals() if item.key.startswith("profile:")]
+        if not waiting:
+            return
+        item = data.draw(st.sampled_from(waiting))
+        field = item.key.removeprefix("profile:")
+        read = profile_item_value(field, item.content)
+        # as read (choice 3), or corrected to another value
+        value = read if choice == 3 else _stated(field, _spelling(field, choice, spelling))
+        self._human_replaces(field, value)
+        accepted = memory_proposal_accept(item=item, content=value, actor=SUPERVISOR, reason="电话确认")
+        if _meaning(field, read) != _meaning(field, profile_item_value(field, accepted.content)):
+            self.replaced.add(_meaning(field, read))
+        self._human_wrote(field, value)
+
+    @rule(data=st.data())
+    def supervisor_rejects_a_proposal(self, data: st.DataObject) -> None:
+        waiting = [item for item in self._proposals() if item.key.startswith("profile:")]
+        if not waiting:
+            return
+        item = data.draw(st.sampled_from(waiting))
+        memory_item_reject(item=item, actor=SUPERVISOR, reason="客户只是随口问问")
+        field = item.key.removeprefix("profile:")
+        self.banned.add(_meaning(field, profile_item_value(field, item.content)))
+
     @rule(days=st.integers(1, 30))
     def expiry_sweep_runs_later(self, days: int) -> None:
         ttl = dt.timedelta(hours=django_settings.QIWEI_HYPOTHESIS_TTL_HOURS)
@@ -281,6 +334,27 @@ class ProfileAndMemory(RuleBasedStateMachine):
             assert not cited & self.forgotten_messages, (item.content, item.status, cited)
             if item.status == MemoryStatus.ACTIVE and item.created_by != MemoryCreatedBy.HUMAN:
                 assert cited, (item.content, "an automatic item with no evidence left")
+
+    @invariant()
+    def proposals_stay_out_of_profile_and_prompt_until_accepted(self) -> None:
+        if not hasattr(self, "customer"):
+            return
+        proposals = self._proposals()
+        if not proposals:
+            return
+        built = build_context(customer=self.customer)
+        sections = {section.name: section.text for section in built.sections}
+        # what the prompt holds as the customer's memory and profile (the knowledge base may name
+        # the same words as examples)
+        memory = sections.get(BUSINESS_STATE, "") + "\n" + sections.get(CORE_MEMORY, "")
+        for item in proposals:
+            assert item.content not in memory, (item.content, "a proposal reached the prompt")
+            field = item.key.removeprefix("profile:")
+            if field in FIELDS:
+                # never proposed again once rejected or forgotten, in any spelling
+                assert _meaning(field, profile_item_value(field, item.content)) not in self.banned, item.content
+        # one waiting per key
+        assert len({item.key for item in proposals}) == len(proposals)
 
     @invariant()
     def confirmed_hypotheses_stay_facts(self) -> None:

@@ -262,6 +262,7 @@ class _Sentence:
     topic: str = ""  # "价格的话，…": the topic the next clause is about
     stock_asked: bool = False  # a clause before asked after stock ("有没有两居"): a want, not a question
     extra: dict[int, list[Candidate]] = field(default_factory=dict)  # facts a rule that passes on found
+    conditional: set[int] = field(default_factory=set)  # clauses a condition governs: only proposed
     # per clause that yielded candidates: (its text as the deciding rule read it, its kind, that rule)
     readings: dict[int, tuple[str, ClauseKind, str]] = field(default_factory=dict)
 
@@ -309,9 +310,12 @@ class ClauseRule:
 
 
 def _voided_by_condition(sentence: _Sentence, clause: _Clause) -> bool:
+    # "如果预算够的话，我要三居室": the clause a condition governs is read, but only ever proposed
+    # (admission's hypothetical row): a want under a condition is no absolute.
     if sentence.skip_next:
         sentence.skip_next = False
-        return True
+        sentence.conditional.add(clause.index)
+        return True  # applied; the clause is still read by the rules after it
     return False
 
 
@@ -473,10 +477,21 @@ def _condition(sentence: _Sentence, clause: _Clause) -> bool:
     # before them when they close the sentence, the next one otherwise.
     if not has_own_consequent(clause.text, find_trigger(clause.text, clause.english) is not None):
         if clause.index > 0 and (clause.last or POSTPOSED_CONDITION_RE.search(clause.text)):
-            sentence.found.pop(clause.index - 1, None)
+            sentence.conditional.add(clause.index - 1)
         elif not clause.last:
             sentence.skip_next = True
+        return True
+    # "有电梯的话我要高层", "要是便宜我就要一楼": what follows the condition is read as the want it
+    # would be, only ever proposed.
+    consequent = _CONSEQUENT_SPLIT_RE.split(clause.text, maxsplit=1)
+    if len(consequent) == 2 and consequent[1].strip() and not clause.english:
+        sentence.conditional.add(clause.index)
+        sentence.found[clause.index] = statement_candidates(consequent[1], hedged=False, context=sentence.context)
     return True
+
+
+# Where a condition's own consequent starts: "有电梯的话｜我要高层", "要是便宜｜我就要一楼".
+_CONSEQUENT_SPLIT_RE = re.compile(r"的话(?:，|,)?|(?<=[\u4e00-\u9fff])(?=我就|就要|那就|才要)")
 
 
 # "你可以帮我找一个评分高的，人均一百左右的餐馆吗", "给我推荐一套，带车位和电梯的三居吧": the
@@ -636,6 +651,8 @@ def _acceptance(sentence: _Sentence, clause: _Clause) -> bool:
     text = clause.text
     if not accepts(text) or (find_trigger(text, clause.english) is not None and not is_relaxed(text)):
         return False
+    if clause.index in sentence.conditional:
+        return True  # "如果便宜，一楼也可以": an acceptance under a condition relaxes nothing
     # "其实一楼也可以考虑", "总价两百万全款能接受": no wish, but a release (and an accepted budget).
     if WEAK_HEDGE_RE.search(text):
         return True  # "也许一楼也行": too loose to relax a firm exclusion
@@ -891,7 +908,7 @@ def _statement(sentence: _Sentence, clause: _Clause) -> bool:
 # does. A new phrasing family is a row here (with its example), not a branch somewhere else.
 CLAUSE_RULES: tuple[ClauseRule, ...] = (
     ClauseRule("pasted", "我喜欢朝南的，【翠湖湾·3室2厅·128㎡】", _pasted),
-    ClauseRule("voided_by_condition", "如果预算够的话，我要三居室", _voided_by_condition),
+    ClauseRule("voided_by_condition", "如果预算够的话，我要三居室", _voided_by_condition, passes_on=True),
     ClauseRule("topic_lead", "价格的话，五千以内", _topic_lead),  # also "补差价的话两百以内能接受"
     ClauseRule("first_person_saying", "我跟你说，我喜欢高层", _first_person_saying),
     ClauseRule("company", "我想带女朋友找一家安静的酒店", _company, passes_on=True),
@@ -939,20 +956,29 @@ def _sentence_candidates(
     acceptances go to `releases`, and the rule names that decided clauses (or, passing them on,
     applied to them) to `decided_by`."""
     sentence = _Sentence(clauses, question_mark, context, answers, releases)
-    question_sentence = question_mark or clause_kind(clauses[-1], closes_question=question_mark) is ClauseKind.QUESTION
+    kinds = [
+        clause_kind(text, closes_question=index == len(clauses) - 1 and question_mark)
+        for index, text in enumerate(clauses)
+    ]
+    # "有没有前滩的房子，带车位的": the clauses of a sentence that asks go on asking
+    question_sentence = question_mark or any(
+        kind is ClauseKind.QUESTION and not TOPIC_CLAUSE_RE.match(text)
+        for kind, text in zip(kinds, clauses, strict=True)
+    )
     for index, text in enumerate(clauses):
         pending, sentence.carried = sentence.carried, []
-        if sentence.skip_rest:
-            break
+        # after a reporting verb ("我老婆说，不要顶楼") the rest is someone else's words: read, but
+        # only ever proposed (admission's third party row)
+        reported = sentence.skip_rest
         last = index == len(clauses) - 1
         clause = _Clause(index, text, last=last, pending=pending)
-        clause.kind = clause_kind(text, closes_question=last and question_mark)
+        clause.kind = kinds[index]
         for rule in CLAUSE_RULES:
             if rule.read(sentence, clause):
                 if decided_by is not None:
                     decided_by.append(rule.name)
                 if not rule.passes_on:
-                    sentence.readings[index] = (clause.text, clause.kind, rule.name)
+                    sentence.readings[index] = (clause.text, clause.kind, "reported" if reported else rule.name)
                     break
     for index, extra in sentence.extra.items():
         if index in sentence.found:  # a clause voided by a condition keeps nothing it carried
@@ -960,6 +986,8 @@ def _sentence_candidates(
     judged: list[Candidate] = []
     for index, candidates in sentence.found.items():
         text, kind, rule_name = sentence.readings.get(index, (clauses[index], ClauseKind.STATEMENT, ""))
+        if index in sentence.conditional:
+            rule_name = "conditional"
         reading = ClauseReading(
             text=text,
             kind=kind,
@@ -974,9 +1002,11 @@ def _sentence_candidates(
             if junk(candidate):
                 continue
             row = hold_back(candidate, reading)
-            if row is not None and row.name in DROPPED_ROWS:
-                continue
-            judged.append(dataclasses.replace(candidate, held_back=row.name) if row is not None else candidate)
+            if row is None:
+                judged.append(candidate)
+            elif row.name not in DROPPED_ROWS:
+                # a proposal quotes the customer's clause as written, not as a rule rewrote it
+                judged.append(dataclasses.replace(candidate, held_back=row.name, clause=clauses[index]))
     return judged
 
 

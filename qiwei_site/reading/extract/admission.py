@@ -47,7 +47,7 @@ class ClauseReading:
 
 Holds = Callable[[Candidate, ClauseReading], bool]
 # The clause rules that read somebody else's words ("我老婆说，不要顶楼").
-THIRD_PARTY_RULES = frozenset({"reported_speech"})
+THIRD_PARTY_RULES = frozenset({"reported_speech", "reported"})
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ _LISTING_RE = re.compile(
     re.IGNORECASE,
 )
 _COMPARISON_RE = re.compile(
-    r"哪(?:个|套|家|种|款|边|里)(?:更|比较|最)?(?:好|合适|划算|值|便宜|近|方便|适合|强)|哪个更|比较一下|对比|相比|比起|"
+    r"哪(?:个|套|家|种|款|边|里)[^，,。？?]{0,4}?(?:更|比较|最)?(?:好|合适|划算|值|便宜|近|方便|适合|强)|哪个更|比较一下|对比|相比|比起|"
     r"(?:这|那)[^，,。]{0,4}比[^，,。]{1,8}(?:好|强|差|便宜|贵|近|远|大|小|高|低)|比(?:这|那)[^，,。]{0,6}(?:好|强|差|便宜|贵|近|远|大|小)|"
     r"这俩|这两|两套|二选一|\bwhich\s+(?:one|is)\s+better\b|\bcompared?\b|\bversus\b|\bvs\.?\b",
     re.IGNORECASE,
@@ -87,7 +87,8 @@ _COMPARISON_RE = re.compile(
 # homes said outright ("想要价格便宜一点的") is no bargaining.
 _BARGAIN_RE = re.compile(
     r"优惠|打折|打个折|折扣|还价|议价|砍价|讲价|能谈|可谈|再谈|谈到|谈下|谈谈价|谈价|让价|让利|让点|再让|"
-    r"(?:能|可以|再|能不能|可不可以)(?:再)?便宜|少点|少一点|少些|能少|降价|降到|降点|底价|最低价|最低多少|拿下|能到|卖吗|可以卖|能卖|"
+    r"(?:能|可以|再|能不能|可不可以)(?:再)?便宜|便宜(?:点|些|一点)?(?:的话|我就|就|吧)|少点|少一点|少些|能少|降价|降到|降点|底价|最低价|"
+    r"最低多少|拿下|能到|卖吗|可以卖|能卖|"
     r"下浮|溢价|还价空间|议价空间|\b(?:discount|negotiate|bargain|lowest\s+price)\b",
     re.IGNORECASE,
 )
@@ -125,6 +126,8 @@ _FRAGMENT_START_RE = re.compile(r"^(?:么|吗|呢|吧|了|的|及|与|而|且|�
 _INQUIRY_RE = re.compile(
     r"看看|了解|咨询|介绍|请问|问问|问下|谈|让|能不能|可不可以|有没有|多少|几|什么|啥|哪|怎么|吗|呢|么"
 )
+# A claim that something is done sits in a slot where a thing or a place was expected: "想在已付定金附近租".
+_CLAIM_RE = re.compile(r"已经|已付|已交|交了|付了|签了|定金|意向金|首付款|押金已")
 # Words that are never the thing wanted on their own ("低楼层采光不能有影响" → 影响).
 _ABSTRACT_RE = re.compile(
     r"^(?:影响|问题|情况|东西|方面|感觉|样子|空间|部分|相关|那种|这种|一些|事情|地方|要求|条件|选择)$"
@@ -170,6 +173,8 @@ def _object_in_form(candidate: Candidate, reading: ClauseReading) -> bool:
         return False
     if _FRAGMENT_START_RE.match(core) or _INQUIRY_RE.search(core) or _LISTING_RE.search(core):
         return False
+    if _CLAIM_RE.search(core):
+        return False
     return not (_ABSTRACT_RE.match(core) or _OBLIGATION_RE.match(core))
 
 
@@ -191,9 +196,17 @@ def _forwarded(candidate: Candidate, reading: ClauseReading) -> bool:
     return reading.forwarded
 
 
+_QUOTE_MARKS = "“”\"「」『』‘’'"
+
+
 def _quoted(candidate: Candidate, reading: ClauseReading) -> bool:
-    for match in re.finditer(r"[“\"「『]([^”\"」』]{1,200})[”\"」』]", reading.line):
-        if reading.text and reading.text in match.group(1):
+    """The candidate was read inside quotation marks: somebody's words, quoted (the landlord's, a
+    friend's, an earlier message), which the customer may not mean as their own."""
+    value = (candidate.value or candidate.content.partition("：")[2]).split("（")[0].strip(_QUOTE_MARKS)
+    clause = reading.text.strip(_QUOTE_MARKS + "，,。 ")
+    for match in re.finditer(r"[“\"「『‘]([^”\"」』’]{1,200})[”\"」』’]", reading.line):
+        quoted = match.group(1)
+        if (clause and clause in quoted) or (value and value in quoted):
             return True
     return False
 
@@ -229,7 +242,14 @@ def _bargaining(candidate: Candidate, reading: ClauseReading) -> bool:
 
 
 def _listing_price(candidate: Candidate, reading: ClauseReading) -> bool:
-    return candidate.field == "budget" and _LISTING_PRICE_RE.search(reading.text) is not None
+    if candidate.field != "budget":
+        return False
+    if _LISTING_PRICE_RE.search(reading.text):
+        return True
+    # "这套单价五万，总价三百万": a price in a sentence about one listing is the listing's
+    return re.search(r"总价|价格|价钱|多少钱|万", reading.text) is not None and any(
+        _LISTING_RE.search(clause) for clause in reading.sentence
+    )
 
 
 def _reason(candidate: Candidate, reading: ClauseReading) -> bool:
@@ -261,7 +281,7 @@ _HYPOTHETICAL_RE = re.compile(
 
 
 def _hypothetical(candidate: Candidate, reading: ClauseReading) -> bool:
-    return _HYPOTHETICAL_RE.search(reading.text) is not None
+    return reading.rule == "conditional" or _HYPOTHETICAL_RE.search(reading.text) is not None
 
 
 def _past(candidate: Candidate, reading: ClauseReading) -> bool:
@@ -297,12 +317,12 @@ def _object_form(candidate: Candidate, reading: ClauseReading) -> bool:
 
 HOLD_BACKS: tuple[HoldBack, ...] = (
     HoldBack("forwarded", "转发或粘贴的聊天记录，不是客户本人的话", "[聊天记录] 张先生：我想在浦东租三室", _forwarded),
-    HoldBack("quoted", "引号里引用的话，不一定是客户本人的意思", "朋友跟我说“一定要南北通透”", _quoted),
+    HoldBack("quoted", "引号里引用的话，不一定是客户本人的意思", "“不要一楼”，这是我妈的意思", _quoted),
     HoldBack("third_party", "说的是别人（家人、朋友等）的想法，不是客户本人的", "我老婆说，不要顶楼", _third_party),
-    HoldBack("question", "问句：客户在询问，没有明确说出自己的需求", "有没有两居室？", _question),
     HoldBack("comparison", "在比较或挑选几个选项，不是明确的需求", "这两套哪个好，我比较喜欢浦东那套", _comparison),
     HoldBack("bargaining", "议价或还价，不是客户的需求或预算", "便宜点的话我就要这套，预算三百万", _bargaining),
     HoldBack("listing_price", "房源的价格，不是客户的预算", "这套单价四万五", _listing_price),
+    HoldBack("question", "问句：客户在询问，没有明确说出自己的需求", "有没有两居室？", _question),
     HoldBack("listing", "说的是某一套房源或某件商品，不是客户的长期需求", "这套我比较喜欢朝南的卧室", _listing),
     HoldBack("inquiry", "在了解情况或约看房，没有明确说出需求", "我想了解一下锦江的房子", _inquiry),
     HoldBack("reason", "原因或感受，不是需求", "不考虑顶楼，夏天太热了", _reason, asked="您对楼层有要求吗？"),
@@ -313,7 +333,7 @@ HOLD_BACKS: tuple[HoldBack, ...] = (
     HoldBack("hedged", "语气不确定（可能、也许、应该…）", "可能要两居吧", _hedged),
     HoldBack("place_form", "地名不在地名库（省市区与知识库的片区）中", "想在已付定金附近租", _place_form),
     HoldBack("name_form", "称呼不像人名", "叫我土豆就行", _name_form),
-    HoldBack("object_form", "内容不像明确的需求，可能是句子的片段", "最好能看看再说", _object_form),
+    HoldBack("object_form", "内容不像明确的需求，可能是句子的片段", "最好里面有阳台", _object_form),
 )
 # An acceptance with nothing to relax ("其实一楼也可以考虑" before any 不考虑：一楼): capture, which knows
 # the customer's memory, holds it back under this name (the reader cannot tell).
