@@ -84,6 +84,12 @@ def _stance(text: str, term: Term, *, answering: bool, chosen: bool = False) -> 
         return PREFERENCE
     if chosen and re.match(r"^[的\s]*吧", after):
         return PREFERENCE  # "线上吧": the account's own choice, named and settled on
+    if (
+        term.group == VERB_GROUP
+        and re.search(r"(?:我|我们)(?:就|还是|打算|准备|会|先)?$", before)
+        and not re.match(r"^[了过]", after)
+    ):
+        return PREFERENCE  # "我自己寄回去": what the customer will do is the outcome they choose
     return PREFERENCE if answering else None
 
 
@@ -112,10 +118,22 @@ def _candidate(term: Term, stance: str, clause: str) -> Candidate:
     )
 
 
+# "想约个师傅上门维修", "要上门安装": a service at the customer's home is a want of its own kind,
+# kept in the customer's words (上门维修), under the outcome's key.
+_AT_HOME_RE = re.compile(r"上门(?:来)?$")
+
+
+def _at_home(term: Term, clause: str) -> Term:
+    if term.word.startswith("上门") or not _AT_HOME_RE.search(clause[max(0, term.start - 3) : term.start]):
+        return term
+    return Term(f"上门{term.word}", term.group, term.start, term.end)
+
+
 def term_choices(clause: str, vocabulary: Vocabulary, *, asked: str = "") -> list[Candidate]:
     """The trade terms the clause takes a stance on. `asked`: the agent's question when it asked the
     customer to choose; a bare term of the group it names answers it ("京东的吧" after "用哪家快递？")."""
     terms = sorted(vocabulary.terms_in(clause) + vocabulary.verbs_in(clause), key=lambda term: term.start)
+    terms = [_at_home(term, clause) for term in terms]
     if not terms:
         return []
     bare = not _FILLER_RE.sub("", _without(clause, terms))

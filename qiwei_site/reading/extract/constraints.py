@@ -47,7 +47,12 @@ ZH_CONSTRAINT_TRIGGERS: tuple[tuple[str, str, float, int], ...] = (
     # "不需要车位" is a non-need, read as a release (`acceptance`), not as this exclusion.
     (r"不用考虑|(?:^|我|我们|也|就|都)不(?:住|租|买|看|选|找|坐|乘|搭|吃|喝|用)(?!了解)", CONSTRAINT, 0.75, 3),
     # "这次不想去海岛", "不想坐大巴": a refused activity; "别太赶", "行程别太紧": a refused degree.
-    (r"不想(?:去|坐|乘|吃|住|用|选|报|学|换|要)|别(?=太[\u4e00-\u9fff])|(?:别|不要)(?:再)?让", CONSTRAINT, 0.8, 3),
+    (
+        r"不想(?:去|坐|乘|吃|住|用|选|报|学|换|要)|别(?=太[\u4e00-\u9fff])|(?:别|不要)(?:再)?让|(?:别|不要)再?(?:派|安排)(?=那个|这个|上次)",
+        CONSTRAINT,
+        0.8,
+        3,
+    ),
     # Postposed, tried last: "顶楼就算了", "合租的还是算了吧", "翻新机别给我" (the object comes first).
     (r"(?:就|那就|也就|还是|的话就)算了(?=[的吧啊呀哈了呢哦嘛啦]*$)", CONSTRAINT, 0.8, 3),
     (r"(?:就|可|千万)?别(?:再)?给我(?:发|寄|推荐|推|选|安排)?(?=[的吧啊呀哈了呢哦嘛啦]*$)", CONSTRAINT, 0.8, 3),

@@ -71,6 +71,8 @@ _VERB_READINGS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^(?P<v>退)款$"), r"(?P<verb>{v}钱)"),
     (re.compile(r"^维(?P<v>修)$"), rf"(?<![维装返检])(?P<verb>{{v}})(?:一下|好)?{_COMPLETION}"),
     (re.compile(r"^补(?P<v>[发寄])$"), rf"(?P<verb>补[发寄]){_COMPLETION}"),
+    # "我自己寄回去", "自己拿去驿站寄": the account's 自行寄回 said as what the customer will do
+    (re.compile(r"^自行(?P<v>[寄送拿取])"), r"(?P<verb>自己[^，,。！？]{0,6}?{v}(?:回去|回来|过去|回|走)?)"),
 )
 
 
