@@ -104,8 +104,10 @@ def test_admin_start_page_counts_match_the_lists_they_link_to(page, browser_cont
     page.select_option("#qiwei-account-select", "acme")
     expect(page.locator("#qiwei-start")).to_be_visible()
     counts = start_page_counts(page)
-    # then the start page shows the five counts of this account
+    # then the start page shows the six counts of this account (no proposal waits: issue 35's
+    # count is there, at 0)
     assert [(label, count) for label, count, _url in counts] == [
+        ("待审核提议", 0),
         ("待确认", 3),
         ("提取失败的任务", 1),
         ("今日拦截", 2),
@@ -130,6 +132,6 @@ def test_admin_start_page_counts_match_the_lists_they_link_to(page, browser_cont
     # then the queue and the start page each show one fewer
     assert page.locator("tr.qiwei-review-item").count() == 2
     page.goto(live_server.url + "/admin/")
-    assert start_page_counts(page)[0][:2] == ("待确认", 2)
+    assert start_page_counts(page)[1][:2] == ("待确认", 2)
     busy_day.refresh_from_db()
     assert busy_day.type == MemoryType.FACT and MemoryItem.objects.filter(type=MemoryType.HYPOTHESIS).count() == 1

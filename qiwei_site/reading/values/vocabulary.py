@@ -49,7 +49,9 @@ _BUILT_IN: dict[str, tuple[str, ...]] = {
 _SIZE_RE = re.compile(
     r"(?<![A-Za-z0-9])(?:[2-5]?X{1,4}L|XS|S|M|L)(?:码|号)?(?![A-Za-z0-9型形字])|(?<!\d)[2-4]\d(?:\.5)?码|均码|"
     # a size relative to the one received: "想换大一码的", "小一号"
-    r"[大小](?:一|两|半)(?:码|号)"
+    r"[大小](?:一|两|半)(?:码|号)|"
+    # a shoe size worn: "平时穿43"
+    r"(?<=穿)[34]\d(?:\.5)?(?![\d码号])"
 )
 _COLOUR_RE = re.compile(
     r"(?:浅|深|亮|暗|米|藏|墨|奶|雾霾|荧光|酒|宝|天|湖|军|卡其|咖啡|香槟|玫瑰|樱花|薄荷|牛油果)?"
@@ -71,6 +73,8 @@ _VERB_READINGS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^(?P<v>退)款$"), r"(?P<verb>{v}钱)"),
     (re.compile(r"^维(?P<v>修)$"), rf"(?<![维装返检])(?P<verb>{{v}})(?:一下|好)?{_COMPLETION}"),
     (re.compile(r"^补(?P<v>[发寄])$"), rf"(?P<verb>补[发寄]){_COMPLETION}"),
+    # "要原路退", "退回支付宝": an account's …退回 said without its 回
+    (re.compile(r"^(?P<v>[\u4e00-\u9fff]{1,3})退回$"), rf"(?P<verb>{{v}}退){_COMPLETION}"),
     # "我自己寄回去", "自己拿去驿站寄": the account's 自行寄回 said as what the customer will do
     (re.compile(r"^自行(?P<v>[寄送拿取])"), r"(?P<verb>自己[^，,。！？]{0,6}?{v}(?:回去|回来|过去|回|走)?)"),
 )
@@ -78,7 +82,7 @@ _VERB_READINGS: tuple[tuple[re.Pattern[str], str], ...] = (
 
 # After a term, a CJK character that is no particle, verb or measure word continues a name.
 _NAME_GOES_ON_RE = re.compile(
-    r"(?![的吧了啊呀呢哦嘛就也都还再直先好行可能要是在给发寄送退换和或与跟、色码号款快物速])[\u4e00-\u9fff]"
+    r"(?![的吧了啊呀呢哦嘛就也都还再直先好行可能要是在给发寄送退换和或与跟、色码号款快物速请我你您吗])[\u4e00-\u9fff]"
 )
 
 
