@@ -102,7 +102,9 @@ _REASON_RE = re.compile(
     r"太[\u4e00-\u9fff]{1,4}了|有点[\u4e00-\u9fff]{1,4}|不怎么样|不太行|一般般|还行吧|挺好的|不错的?$|没怎么"
 )
 # A trip, a meeting or a stay that is over: a place in it is not where the customer wants to live.
-_TRIP_RE = re.compile(r"开会|出差|旅游|旅行|度假|玩|参加|办事|探亲|路过|看展|培训|考试|出游|自驾")
+_TRIP_RE = re.compile(
+    r"开会|出差|旅游|旅行|度假|玩|参加|办事|探亲|路过|看展|培训|考试|出游|自驾|看朋友|看望|探望|见朋友|见客户"
+)
 _PAST_EVENT_RE = re.compile(
     r"住过|待过|呆过|去过|来过|去年|前年|上次|上回|那时|当时|以前|之前|曾经|小时候|读书时|上学时"
 )
@@ -185,7 +187,9 @@ def junk(candidate: Candidate) -> bool:
     if not core:
         return True
     if candidate.field == "preferred_name":
-        return False  # a name is judged by `_name_form`
+        # "叫我下午再打过来": an errand after the naming cue is no name at all (a nickname is judged
+        # by `_name_form`)
+        return bool(_VERB_IN_NAME_RE.search(core[1:])) and len(core) > 3
     return bool(_JUNK_VALUE_RE.search(core) or _ABSTRACT_RE.match(core) or _OBLIGATION_RE.match(core))
 
 
@@ -290,10 +294,23 @@ def _past(candidate: Candidate, reading: ClauseReading) -> bool:
     return candidate.field in {"city", "district"} and _PAST_EVENT_RE.search(reading.text) is not None
 
 
+# Going to a place is a trip unless the customer goes there to live or work ("去杭州工作", "到上海找房").
+_GOING_TO_RE = re.compile(r"(?:去|到)[\u4e00-\u9fff]{1,6}?(?:市)?(?P<after>[^，,。]{0,6})")
+_SETTLING_RE = re.compile(
+    r"^(?:工作|上班|定居|生活|发展|读书|上学|上课|找房|租房|买房|看房|找|租|买|住|安家|落户|长住|[\u4e00-\u9fff]{0,2}(?:校区|门店|网点))"
+)
+
+
 def _trip(candidate: Candidate, reading: ClauseReading) -> bool:
     if candidate.key == DESTINATION_KEY:
         return True
-    return candidate.field in {"city", "district"} and _TRIP_RE.search(reading.text) is not None
+    if candidate.field not in {"city", "district"}:
+        return False
+    if _TRIP_RE.search(reading.text):
+        return True
+    value = candidate.value.split("（")[0]
+    going = re.search(rf"(?:去|到){re.escape(value)}(?:市)?(?P<after>[^，,。]{{0,6}})", reading.text) if value else None
+    return going is not None and not _SETTLING_RE.match(going.group("after"))
 
 
 def _hedged(candidate: Candidate, reading: ClauseReading) -> bool:

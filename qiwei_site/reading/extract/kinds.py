@@ -65,6 +65,9 @@ _PASTED_LINE_RE = re.compile(
     # "我想咨询#小区名#小区" (a listing card's or a button's words, not the customer's).
     r"^(?:hi|hello|您好|你好)?[\s，,。!！]*(?:您好|你好)?[\s，,]*我正在看[^，,。？?！!]{1,40}?(?:的房子|的房源|小区|楼盘)[。！!]?$|"
     r"即将上架的[^，,。]{0,12}房源|我想咨询\s*#[^#]{1,20}#|"
+    # a listing card: an app's tag opening it, "房源分享", a price per month or per square metre
+    r"(?:房源|宝贝|商品|链接|笔记|视频)分享|"
+    r"^(?=[^\n]*(?:[一二两三四五六1-6]室|[一二两1-3]厅|㎡|平米))[^\n]*(?:^【[^】]{1,12}】|\d+(?:\.\d+)?\s*(?:元|万)\s*/\s*(?:月|平|㎡))|"
     r"\b(?:i\s*(?:'m|\s+am)\s+(?:looking\s+at|viewing)\s+[^.,]{1,40}'s\s+(?:flat|listing|apartment|house|home|post)|"
     r"shared\s+(?:a\s+)?(?:listing|link|post)|check\s+out\s+this\s+(?:listing|link|flat))\b",
     re.IGNORECASE,
@@ -83,7 +86,9 @@ _PASTED_SPAN_RE = re.compile(
 # message somebody else's words; a line opening with a speaker's label ("张先生：", "客户: ") is one
 # line of such a record. The header and the label are cut before the line is read.
 _FORWARD_HEADER_RE = re.compile(
-    r"^\s*(?:[\[【(（]\s*(?:聊天记录|转发|转发消息|引用|合并转发)\s*[\]】)）]|(?:聊天记录|转发(?:消息)?|以下是[^：:]{0,12}(?:聊天记录|对话))\s*[:：])\s*"
+    r"^\s*(?:[\[【(（]\s*(?:聊天记录|转发|转发消息|引用|合并转发)\s*[\]】)）]|(?:聊天记录|转发(?:消息)?|以下是[^：:]{0,12}(?:聊天记录|对话))\s*[:：]|"
+    # "转发一下我老公发的：…", "我同事写的：…": somebody's words, introduced
+    r"(?:转发|转给你|转你|发你看|你看看)[^：:]{0,12}[:：]|[^：:，,。]{1,12}(?:发的|说的|写的|的原话|发来的)[:：])\s*"
 )
 _SPEAKER_LABEL_RE = re.compile(
     r"^\s*(?:\d{1,2}[:：]\d{2}\s*)?(?:[\u4e00-\u9fff]{1,3}(?:先生|女士|小姐|太太|老师|经理|总|姐|哥|阿姨|叔叔|师傅)|"
