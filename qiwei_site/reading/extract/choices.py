@@ -73,7 +73,7 @@ def _stance(text: str, term: Term, *, answering: bool, chosen: bool = False) -> 
     if _NON_NEED_BEFORE_RE.search(before) or re.match(r"^[的\s]*(?:也|都|就)?(?:不需要|不用|用不着)", after):
         return None  # "赠品不需要补发": a non-need rules nothing out and wants nothing
     if _MUST_BEFORE_RE.search(before):
-        if re.search(r"(?:不一定|不必|未必|没必要|不是)(?:非要|非得|必须|一定要)?[^，,]{0,2}$", before):
+        if re.search(r"(?:不一定|不必|未必|没必要|不是)(?:非要|非得|必须|一定要|要)?[^，,]{0,4}$", before):
             return None  # "不一定非要退": a must-have let go of, no wish
         return MUST_LABEL
     if _NOT_A_WISH_RE.search(before) or _NOT_A_WISH_RE.search(after):
