@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -194,20 +194,29 @@ def _run_payload(job: CaptureJob, attempt: int) -> None:
             raise _ClaimLost()
 
 
+def _inbound_evidence(job: CaptureJob, writes: MemoryWrites, ids: Iterable[Any]) -> set[int]:
+    """Which of these cited ids are still the job customer's inbound messages (one query; their times
+    go to the batch, which the decision rules read)."""
+    inbound = list(
+        Message.objects.filter(
+            pk__in={int(i) for i in ids}, customer=job.customer, direction=MessageDirection.INBOUND
+        ).values_list("pk", "sent_at", "created_at")
+    )
+    writes.messages_seed(inbound)
+    return {pk for pk, _sent, _created in inbound}
+
+
 def _profile_proposals_put(job: CaptureJob, writes: MemoryWrites) -> None:
     """Stage a draft's profile values that the reader read only as proposals (issue 35): each a
     proposal under its `profile:<field>` key with the customer's message as evidence, never the profile."""
     proposals = job.payload.get("profile_proposals") or {}
     if not isinstance(proposals, dict) or not proposals:
         return
-    wanted = {int(i) for entry in proposals.values() if isinstance(entry, dict) for i in entry.get("message_ids") or []}
-    inbound = list(
-        Message.objects.filter(pk__in=wanted, customer=job.customer, direction=MessageDirection.INBOUND).values_list(
-            "pk", "sent_at", "created_at"
-        )
+    inbound_ids = _inbound_evidence(
+        job,
+        writes,
+        (i for entry in proposals.values() if isinstance(entry, dict) for i in entry.get("message_ids") or []),
     )
-    writes.messages_seed(inbound)
-    inbound_ids = {pk for pk, _sent, _created in inbound}
     expires_at = timezone.now() + timedelta(days=settings.QIWEI_MEMORY_PROPOSAL_TTL_DAYS)
     for field_name, entry in proposals.items():
         if field_name not in PROFILE_FIELD_NAMES or not isinstance(entry, dict):
@@ -244,14 +253,7 @@ def _hypotheses_put(job: CaptureJob, writes: MemoryWrites) -> dict[str, Any]:
         return {}
     now = timezone.now()
     expires_at = now + timedelta(hours=settings.QIWEI_HYPOTHESIS_TTL_HOURS)
-    wanted = {int(i) for entry in entries for i in entry.get("message_ids") or []}
-    inbound = list(
-        Message.objects.filter(pk__in=wanted, customer=job.customer, direction=MessageDirection.INBOUND).values_list(
-            "pk", "sent_at", "created_at"
-        )
-    )
-    writes.messages_seed(inbound)
-    inbound_ids = {pk for pk, _sent, _created in inbound}
+    inbound_ids = _inbound_evidence(job, writes, (i for entry in entries for i in entry.get("message_ids") or []))
     for entry in entries:
         ids = sorted({int(i) for i in entry.get("message_ids") or []})
         if not ids or any(i not in inbound_ids for i in ids):

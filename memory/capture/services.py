@@ -179,42 +179,35 @@ def _evidence_to_read(candidates: list[Candidate], writes: MemoryWrites) -> set[
     return ids
 
 
+def _item_put(candidate: Candidate, message: Message) -> ItemPut:
+    """What capture puts for one candidate read from one inbound message (automatic or proposed)."""
+    return ItemPut(
+        type=candidate.type,
+        key=candidate.key,
+        content=candidate.content,
+        source_message_ids=[message.pk],
+        confidence=candidate.confidence,
+        importance=candidate.importance,
+        direction=MemoryDirection.INBOUND,
+        created_by=MemoryCreatedBy.AUTO,
+        expires_at=candidate.expires_at,
+        supersedes_keys=candidate.supersedes_keys,
+        held_back=candidate.held_back,
+        clause=candidate.clause if candidate.held_back else "",
+    )
+
+
 def _put(
     candidate: Candidate, *, message: Message, actor: Actor, writes: MemoryWrites
 ) -> tuple[str, MemoryItem | None]:
-    result = writes.put(
-        ItemPut(
-            type=candidate.type,
-            key=candidate.key,
-            content=candidate.content,
-            source_message_ids=[message.pk],
-            confidence=candidate.confidence,
-            importance=candidate.importance,
-            direction=MemoryDirection.INBOUND,
-            created_by=MemoryCreatedBy.AUTO,
-            expires_at=candidate.expires_at,
-            supersedes_keys=candidate.supersedes_keys,
-        ),
-        actor=actor,
-        reason=CAPTURE_REASON,
-    )
+    result = writes.put(_item_put(candidate, message), actor=actor, reason=CAPTURE_REASON)
     return result.outcome, result.item
 
 
 def _propose(candidate: Candidate, *, message: Message, actor: Actor, writes: MemoryWrites) -> str:
     """Hold a reading back for a supervisor: a proposal with the clause and the rule (issue 35)."""
     result = writes.propose(
-        ItemPut(
-            type=candidate.type,
-            key=candidate.key,
-            content=candidate.content,
-            source_message_ids=[message.pk],
-            confidence=candidate.confidence,
-            importance=candidate.importance,
-            direction=MemoryDirection.INBOUND,
-            held_back=candidate.held_back,
-            clause=candidate.clause,
-        ),
+        _item_put(candidate, message),
         actor=actor,
         reason=PROPOSAL_REASON,
         expires_at=timezone.now() + timedelta(days=settings.QIWEI_MEMORY_PROPOSAL_TTL_DAYS),
