@@ -70,7 +70,7 @@ class ApiJsonNotFoundMiddleware:
 
 
 REQUEST_ID_HEADER = "X-Request-ID"
-_REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+_REQUEST_ID_RE = re.compile(r"\A[A-Za-z0-9._-]{1,64}\Z")
 # Paths take no control character at all; query values may carry tab and line breaks (search text).
 _PATH_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _QUERY_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")

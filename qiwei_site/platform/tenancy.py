@@ -37,7 +37,7 @@ logger = logging.getLogger(__name__)
 
 # No hyphen: the id names a PostgreSQL database and a file as it is, so two ids can never map to
 # one database (a `shop-1` turned into `shop_1` would have shared `shop_1`'s data).
-ACCOUNT_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_]{0,39}$")
+ACCOUNT_ID_RE = re.compile(r"\A[a-z0-9][a-z0-9_]{0,39}\Z")  # \Z: "$" would let a trailing newline through
 ACCOUNT_APPS = frozenset({"conversations", "memory", "sessions_epoch"})
 # Models of ACCOUNT_APPS that live in `default`: the registry as `conversations`' historical
 # migrations still name it (it now belongs to qiwei_site.platform, which lives in `default`), and
@@ -67,7 +67,7 @@ class InvalidAccountId(ValueError):
 
 
 def validate_account_id(account_id: str) -> str:
-    if not isinstance(account_id, str) or not ACCOUNT_ID_RE.match(account_id):
+    if not isinstance(account_id, str) or not ACCOUNT_ID_RE.fullmatch(account_id):
         raise InvalidAccountId(
             f"账号 ID {account_id!r} 不合法：只能使用小写字母、数字和下划线，"
             "以字母或数字开头，最长 40 个字符 "

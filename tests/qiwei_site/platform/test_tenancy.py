@@ -59,7 +59,10 @@ def test_account_databases_are_separate_files(account, other_account, settings):
     assert sorted(p.name for p in accounts_dir.glob("*.sqlite3")) == ["acme.sqlite3", "globex.sqlite3"]
 
 
-@pytest.mark.parametrize("bad_id", ["", "Acme", "../etc", "a b", "x" * 41, "-lead", "acme;drop", "shop-1"])
+# "acme\n": a regex's "$" matches before a trailing newline; the id is matched whole (issue 36)
+@pytest.mark.parametrize(
+    "bad_id", ["", "Acme", "../etc", "a b", "x" * 41, "-lead", "acme;drop", "shop-1", "acme\n", "\nacme", "acme\r\n"]
+)
 def test_account_create_refuses_unsafe_ids(db, bad_id):
     with pytest.raises(ValidationFailed) as exc:
         account_create(account_id=bad_id, name="坏账号")
