@@ -1,23 +1,26 @@
 """Token authentication that slows down guessing: after QIWEI_TOKEN_FAILURES_PER_MINUTE wrong tokens
 from one address within a minute, further unknown tokens from it get 429 with Retry-After until the
 minute is over, while a token known to be valid is still evaluated (sign-in pages are throttled by
-django-axes)."""
+django-axes). The count lives in `default` and the known tokens in the shared cache, so every worker
+process enforces one limit (issue 36)."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import time
 from typing import Any
 
 from django.conf import settings
-from django.core.cache import cache
+from django.core.cache import caches
 from django.utils.translation import gettext_lazy as _
 from rest_framework import exceptions
 from rest_framework.authentication import TokenAuthentication, get_authorization_header
 from rest_framework.request import Request
 
-from qiwei_site.platform.sql import token_with_user
+from qiwei_site.platform.sql import token_failure_give_back, token_failure_take, token_with_user
+
+# Known-valid tokens are remembered where every process sees them.
+KNOWN_TOKENS_CACHE = "shared"
 
 WINDOW_SECONDS = 60
 # A valid token is remembered this long (by its hash) as one the limit must never refuse.
@@ -46,23 +49,17 @@ class ThrottledTokenAuthentication(TokenAuthentication):
         offered = get_authorization_header(request).split()
         if not offered or offered[0].lower() != self.keyword.lower().encode():
             return None  # no token offered: nothing to count
-        window = int(time.time() // WINDOW_SECONDS)
-        key = f"qiwei:token-failures:{_client_address(request)}:{window}"
+        minute = int(time.time() // WINDOW_SECONDS)
+        address = _client_address(request)
         limit = settings.QIWEI_TOKEN_FAILURES_PER_MINUTE
         known = len(offered) == 2 and token_known_valid(offered[1])
         if not known:
-            cache.add(key, 0, WINDOW_SECONDS * 2)
-            try:
-                taken = int(cache.incr(key))
-            except ValueError:  # expired between add and incr
-                cache.set(key, 1, WINDOW_SECONDS * 2)
-                taken = 1
+            taken = token_failure_take(address=address, minute=minute)
             if taken > limit:
                 raise exceptions.Throttled(wait=WINDOW_SECONDS - time.time() % WINDOW_SECONDS)
         result = super().authenticate(request)  # a wrong token keeps its slot: it is a failure
         if not known:
-            with contextlib.suppress(ValueError):
-                cache.decr(key)
+            token_failure_give_back(address=address, minute=minute)
             token_remember_valid(offered[1])
         return result
 
@@ -75,9 +72,9 @@ def token_known_valid(token: bytes | str) -> bool:
     """Whether this token authenticated before (or was just made): it is always evaluated, never
     throttled. Being known lets it be checked, not accepted: a revoked token still fails."""
     text = token.decode("utf-8", "replace") if isinstance(token, bytes) else token
-    return bool(cache.get(_known_key(text)))
+    return bool(caches[KNOWN_TOKENS_CACHE].get(_known_key(text)))
 
 
 def token_remember_valid(token: bytes | str) -> None:
     text = token.decode("utf-8", "replace") if isinstance(token, bytes) else token
-    cache.set(_known_key(text), True, KNOWN_TOKEN_SECONDS)
+    caches[KNOWN_TOKENS_CACHE].set(_known_key(text), True, KNOWN_TOKEN_SECONDS)

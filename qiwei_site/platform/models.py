@@ -40,6 +40,23 @@ class WeComAccount(TimeStampedModel):
         return f"{self.name} ({self.id})"
 
 
+class TokenFailureWindow(models.Model):
+    """Wrong API tokens from one client address in one minute, counted in `default` so every worker
+    process shares one limit (issue 36: a per-process count let two workers take twice as many)."""
+
+    address = models.CharField(_("客户端地址"), max_length=64)
+    minute = models.BigIntegerField(_("分钟"))
+    failures = models.PositiveIntegerField(_("错误次数"), default=0)
+
+    class Meta:
+        verbose_name = _("错误令牌计数")
+        verbose_name_plural = _("错误令牌计数")
+        constraints = [models.UniqueConstraint(fields=["address", "minute"], name="uniq_token_failure_minute")]
+
+    def __str__(self) -> str:
+        return f"{self.address} @ {self.minute}: {self.failures}"
+
+
 class AccountMembership(TimeStampedModel):
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="account_memberships", verbose_name=_("用户")

@@ -217,3 +217,38 @@ def account_access(user_id: int, account_id: str, *, superuser: bool) -> bool:
     if superuser:
         return bool(any_active.rows(account_id, using=using))
     return bool(member.rows(user_id, account_id, using=using))
+
+
+@functools.cache
+def _token_failure_statements() -> tuple[str, str, str]:
+    from qiwei_site.platform.models import TokenFailureWindow
+
+    t = table(TokenFailureWindow)
+    address, minute, failures = (name(TokenFailureWindow, f) for f in ("address", "minute", "failures"))
+    take = (
+        f"INSERT INTO {t} ({address}, {minute}, {failures}) VALUES (%s, %s, 1) "
+        f"ON CONFLICT ({address}, {minute}) DO UPDATE SET {failures} = {t}.{failures} + 1 RETURNING {failures}"
+    )
+    give_back = f"UPDATE {t} SET {failures} = {failures} - 1 WHERE {address} = %s AND {minute} = %s AND {failures} > 0"
+    purge = f"DELETE FROM {t} WHERE {minute} < %s"
+    return take, give_back, purge
+
+
+def token_failure_take(*, address: str, minute: int) -> int:
+    """One slot of this address's wrong-token limit for this minute, taken atomically in `default`
+    (shared by every process); returns how many are taken now. A new minute's first slot also
+    removes the rows of minutes past."""
+    take, _give_back, purge = _token_failure_statements()
+    with connections["default"].cursor() as cursor:
+        cursor.execute(take, [address[:64], minute])
+        taken = int(cursor.fetchone()[0])
+        if taken == 1:
+            cursor.execute(purge, [minute - 2])
+    return taken
+
+
+def token_failure_give_back(*, address: str, minute: int) -> None:
+    """A valid token gives its slot back."""
+    _take, give_back, _purge = _token_failure_statements()
+    with connections["default"].cursor() as cursor:
+        cursor.execute(give_back, [address[:64], minute])

@@ -122,3 +122,25 @@ def test_parallel_wrong_tokens_do_not_overshoot_the_limit(settings):
         thread.join()
     # Then at most 5 were evaluated (401); the rest were refused before any lookup (429)
     assert sorted(set(codes)) == [401, 429] and codes.count(401) <= 5
+
+
+def test_wrong_token_limit_is_shared_by_every_worker_process(db, settings, agent_user):
+    # Given a limit of 3, and an address that spends it in one worker process
+    from django.core.cache import caches
+    from rest_framework.authtoken.models import Token
+
+    settings.QIWEI_TOKEN_FAILURES_PER_MINUTE = 3
+    valid = Token.objects.create(user=agent_user).key
+    client = Client(REMOTE_ADDR="192.0.2.80")
+    codes = [
+        client.get("/api/accounts/acme/conversations/", HTTP_AUTHORIZATION="Token wrong-a").status_code
+        for _ in range(3)
+    ]
+    assert codes == [401, 401, 401]
+    # When the next wrong token reaches another worker: a process of its own, with nothing of this
+    # one's memory (its in-process cache is empty)
+    caches["default"].clear()
+    # Then the limit is the same one (issue 36: each worker used to count alone, twice the guesses)
+    assert client.get("/api/accounts/acme/conversations/", HTTP_AUTHORIZATION="Token wrong-b").status_code == 429
+    # And the token the first process knew valid is known there too: never refused
+    assert client.get("/api/accounts/acme/conversations/", HTTP_AUTHORIZATION=f"Token {valid}").status_code != 429
