@@ -28,7 +28,7 @@ from conversations.business import (
     task_resolve,
     task_update,
 )
-from conversations.drafts import draft_approve, draft_reject, draft_send
+from conversations.drafts import draft_approve, draft_context_read, draft_reject, draft_send
 from conversations.models import (
     AlertKind,
     AlertLevel,
@@ -60,6 +60,7 @@ from conversations.serializers import (
 )
 from conversations.services import alert_resolve
 from qiwei_site.platform.api import AccountAPIView, ErrorOutputSerializer
+from qiwei_site.platform.models import ContextReadPurpose
 from qiwei_site.platform.pagination import LimitOffsetPagination, paginated_response
 
 
@@ -487,4 +488,6 @@ class DraftPromptApi(AccountAPIView):
 
     @extend_schema(responses=DraftPromptOutputSerializer, summary="草稿的提示词")
     def get(self, request: Request, account_id: str, draft_id: int) -> Response:
-        return Response(DraftPromptOutputSerializer(draft_prompt_view(draft_get(draft_id))).data)
+        draft = draft_get(draft_id)
+        draft_context_read(draft=draft, actor=request.user, purpose=ContextReadPurpose.DRAFT_PROMPT)
+        return Response(DraftPromptOutputSerializer(draft_prompt_view(draft)).data)

@@ -31,10 +31,11 @@ from conversations.models import (
     SessionMode,
 )
 from conversations.received import stored_form
-from qiwei_site.platform.audit import audit_record
+from qiwei_site.platform.audit import audit_record, context_read_record
 from qiwei_site.platform.errors import Conflict, ValidationFailed
 from qiwei_site.platform.errors import UpstreamUnavailable as UpstreamUnavailableError
 from qiwei_site.platform.history import Actor, actor_identity, stamp_history
+from qiwei_site.platform.models import ContextReadPurpose
 from qiwei_site.platform.tenancy import account_atomic
 
 logger = logging.getLogger(__name__)
@@ -103,6 +104,22 @@ def draft_create(
             },
         )
     return draft
+
+
+def draft_context_read(*, draft: Draft, actor: Actor, purpose: ContextReadPurpose) -> None:
+    """Record that someone read what a draft's context showed — its prompt (API, Workbench, admin)
+    or its trace (admin) — by ids, as the turn itself recorded it (issue 36: every read of a context
+    is on record). Written in its own transaction: a read that cannot be recorded is not shown."""
+    with account_atomic():
+        context_read_record(
+            conversation_id=draft.customer.conversation_id,
+            purpose=purpose,
+            trace=draft.context_trace if isinstance(draft.context_trace, dict) else {},
+            actor=actor,
+            reply_to_id=draft.reply_to_id,
+            session_id=draft.session_id,
+            draft_id=draft.pk,
+        )
 
 
 def idempotency_key_for(draft: Draft) -> str:

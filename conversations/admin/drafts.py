@@ -17,11 +17,12 @@ from simple_history.admin import SimpleHistoryAdmin
 
 from conversations.admin.audit import _admin_change_url, _pretty
 from conversations.admin.trace import draft_trace_table
-from conversations.drafts import draft_approve, draft_reject
+from conversations.drafts import draft_approve, draft_context_read, draft_reject
 from conversations.models import Delivery, Draft, DraftStatus, MessageDirection
 from conversations.selectors import DraftPromptView, draft_prompt_view
 from qiwei_site.platform.admin_site import AccountHistoryAdminMixin, AccountScopedAdminMixin, ReadOnlyAdminMixin
 from qiwei_site.platform.errors import ApplicationError
+from qiwei_site.platform.models import ContextReadPurpose
 from qiwei_site.reading.fields import PROFILE_FIELD_LABELS
 from qiwei_site.reading.masking import mask_sensitive
 
@@ -116,6 +117,16 @@ class DraftAdmin(AccountScopedAdminMixin, ReadOnlyAdminMixin, AccountHistoryAdmi
         url = reverse("admin:conversations_draft_prompt", args=[obj.pk])
         return format_html('<a class="button" href="{}">{}</a>（{} 字）', url, "查看模型收到的提示词", len(obj.prompt))
 
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> Any:
+        # The page shows the draft's context trace (which memory items and messages it showed): a read.
+        if request.method == "GET":
+            draft = self.get_object(request, object_id)
+            if draft is not None and self.has_view_permission(request, draft):
+                draft_context_read(draft=draft, actor=request.user, purpose=ContextReadPurpose.DRAFT_TRACE)
+        return super().change_view(request, object_id, form_url, extra_context)
+
     def get_urls(self) -> list[Any]:
         return [
             path(
@@ -134,6 +145,7 @@ class DraftAdmin(AccountScopedAdminMixin, ReadOnlyAdminMixin, AccountHistoryAdmi
             raise Http404
         if not self.has_view_permission(request, draft):
             raise PermissionDenied
+        draft_context_read(draft=draft, actor=request.user, purpose=ContextReadPurpose.DRAFT_PROMPT)
         view = draft_prompt_view(draft)
         context = {
             **self.admin_site.each_context(request),

@@ -201,6 +201,9 @@ class RegistryAuditEvent(AuditRecord):
 class ContextReadPurpose(models.TextChoices):
     DRAFT = "draft", _("生成草稿（交给模型）")
     API = "api", _("通过接口读取上下文")
+    # issue 36: every other read of what a context showed is recorded too
+    DRAFT_PROMPT = "draft_prompt", _("查看草稿的提示词")
+    DRAFT_TRACE = "draft_trace", _("在后台查看草稿的上下文追踪")
 
 
 class ContextRead(models.Model):

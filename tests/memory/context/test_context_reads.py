@@ -102,3 +102,26 @@ def test_context_reads_past_their_retention_are_purged_by_the_beat_task(account,
     # Then only the recent read stays
     assert list(ContextRead.objects.values_list("pk", flat=True)) == [recent.pk]
     assert "context-read-purge" in settings.CELERY_BEAT_SCHEDULE
+
+
+def test_every_read_of_a_drafts_context_is_recorded(agent_client, agent_user, admin_client, customer, chat):
+    # Given a draft the model was given a context for
+    chat(customer, [(IN, "想找地铁附近的两居室，预算六千")])
+    draft = draft_generate(customer=customer, actor="pipeline", client=OfflineClient())
+    turn = ContextRead.objects.get(purpose=ContextReadPurpose.DRAFT)
+    # When an agent opens its prompt through the API (the Workbench's 查看提示词 reads the same), and a
+    # supervisor opens the draft's page (its trace) and its prompt page in admin
+    assert agent_client.get(f"/api/accounts/acme/drafts/{draft.pk}/prompt/").status_code == 200
+    assert admin_client.get(f"/admin/conversations/draft/{draft.pk}/change/").status_code == 200
+    assert admin_client.get(f"/admin/conversations/draft/{draft.pk}/prompt/").status_code == 200
+    # Then each read is on record, by ids, naming the draft and who read it (issue 36: these three
+    # showed the whole prompt or what it quoted and wrote nothing)
+    reads = list(ContextRead.objects.exclude(purpose=ContextReadPurpose.DRAFT).order_by("pk"))
+    assert [read.purpose for read in reads] == [
+        ContextReadPurpose.DRAFT_PROMPT,
+        ContextReadPurpose.DRAFT_TRACE,
+        ContextReadPurpose.DRAFT_PROMPT,
+    ]
+    assert {read.draft_id for read in reads} == {draft.pk}
+    assert reads[0].actor_id == agent_user.pk and reads[1].actor_id == reads[2].actor_id != agent_user.pk
+    assert all(read.recent_message_ids == turn.recent_message_ids for read in reads)
