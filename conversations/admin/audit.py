@@ -106,6 +106,8 @@ _AUDIT_KEY_LABELS = {
     "sealed_original_deleted": "已删除密封原文",
     "items_forgotten": "随之遗忘的记忆",
     "items_evidence_removed": "移除证据的记忆",
+    "drafts_scrubbed": "已清除其内容的草稿",
+    "capture_jobs_cancelled": "已取消的待写入",
     "draft_ids": "草稿",
     "grounded_fields": "已核验的画像字段",
     "dropped_fields": "未核验的画像字段",

@@ -401,6 +401,7 @@ class MessageForgetApi(AccountAPIView):
                 "message_id": serializers.IntegerField(),
                 "items_forgotten": serializers.ListField(child=serializers.IntegerField()),
                 "items_evidence_removed": serializers.ListField(child=serializers.IntegerField()),
+                "drafts_scrubbed": serializers.ListField(child=serializers.IntegerField()),
             },
         ),
     )

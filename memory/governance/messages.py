@@ -17,10 +17,14 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from conversations.models import AuditAction, Message, MessageDirection, MessageSecret
+from conversations.models import AuditAction, Delivery, Draft, Message, MessageDirection, MessageSecret
 from conversations.received import received_text
 from memory.governance.scrub import (
+    FORGOTTEN_MARK,
+    WHOLE_MIN_CHARS,
     Quotes,
+    column_rewrite,
+    prompt_redact,
     reasons_scrub,
     search_index_purge,
     secure_delete_on,
@@ -52,6 +56,76 @@ def _draft_jobs_cancel(customer: Any, message_id: int) -> list[int]:
     ]
     CaptureJob.objects.filter(pk__in=cancelled).delete()
     return cancelled
+
+
+def _trace_cites(trace: Any, message_id: int) -> tuple[bool, set[str]]:
+    """(whether a draft's context showed the message, the profile fields whose evidence it was)."""
+    if not isinstance(trace, dict):
+        return False, set()
+    shown = trace.get("latest_message_id") == message_id or any(
+        _cites(trace.get(key), message_id) for key in ("recent_message_ids", "recalled_message_ids")
+    )
+    grounding = trace.get("grounding")
+    fields: set[str] = set()
+    for part in ("evidence", "proposed"):
+        cited = grounding.get(part) if isinstance(grounding, dict) else None
+        if isinstance(cited, dict):
+            fields |= {str(field) for field, ids in cited.items() if _cites(ids, message_id)}
+    return shown, fields
+
+
+def drafts_scrub_for_message(*, customer: Any, message_id: int, words: set[str]) -> list[int]:
+    """Scrub what the customer's drafts made from one forgotten message keep of it, as
+    `messages_seal` masks them: a draft answering it loses its reply and final text (and their
+    history rows and the delivery's text: made to answer those words, they may say them back) and
+    its profile updates; a draft whose context showed it has its words removed from the prompt (its
+    customer sections, offsets kept true), from its reply and final text; a profile update resting on
+    it as evidence goes. Returns the ids of the drafts changed."""
+    shown_words = Quotes(words)
+    exact = [word for word in sorted(words, key=len, reverse=True) if len(word.strip()) >= WHOLE_MIN_CHARS]
+
+    def scrub_prompt(text: str) -> str:
+        # The prompt quoted this message: its words go whatever their length, then the long quotes.
+        for word in exact:
+            text = text.replace(word, FORGOTTEN_MARK)
+        return shown_words.scrub(text)
+
+    changed: list[int] = []
+    rows = Draft.objects.filter(customer=customer).values_list(
+        "pk", "reply_to_id", "context_trace", "prompt", "profile_updates", "dropped_updates"
+    )
+    for pk, reply_to_id, trace, prompt, updates, dropped in rows:
+        answering = reply_to_id == message_id
+        shown, evidence_fields = _trace_cites(trace, message_id)
+        if not (answering or shown or evidence_fields):
+            continue
+        changes: dict[str, Any] = {}
+        if prompt:
+            scrubbed, new_trace = prompt_redact(prompt, trace if isinstance(trace, dict) else {}, scrub_prompt)
+            if scrubbed != prompt:
+                changes.update(prompt=scrubbed, context_trace=new_trace)
+        fields = set(updates) if answering and isinstance(updates, dict) else evidence_fields
+        if isinstance(updates, dict) and fields & set(updates):
+            changes["profile_updates"] = {k: v for k, v in updates.items() if k not in fields}
+        if answering and dropped:
+            changes["dropped_updates"] = []
+        history = Draft.history.filter(id=pk)
+        if answering:
+            for name in ("reply", "final_text"):
+                column_rewrite(Draft.objects.filter(pk=pk), name, lambda value: FORGOTTEN_MARK)
+                column_rewrite(history, name, lambda value: FORGOTTEN_MARK)
+            column_rewrite(history, "profile_updates", lambda value: {})
+            column_rewrite(history, "dropped_updates", lambda value: [])
+            column_rewrite(Delivery.objects.filter(draft_id=pk), "text", lambda value: FORGOTTEN_MARK)
+        else:
+            for name in ("reply", "final_text"):
+                column_rewrite(Draft.objects.filter(pk=pk), name, shown_words.scrub)
+                column_rewrite(history, name, shown_words.scrub)
+            column_rewrite(Delivery.objects.filter(draft_id=pk), "text", shown_words.scrub)
+        if changes:
+            Draft.objects.filter(pk=pk).update(**changes)
+        changed.append(pk)
+    return changed
 
 
 def message_forget(*, message: Message, actor: Actor, reason: str) -> dict[str, Any]:
@@ -100,6 +174,8 @@ def message_forget(*, message: Message, actor: Actor, reason: str) -> dict[str, 
             trimmed.append(item.pk)
         # A model turn's pending write that cites the message would write its value back: cancelled.
         jobs_cancelled = _draft_jobs_cancel(customer, message_id)
+        # What drafts made from it keep of it (issue 36): their prompts, replies, profile updates.
+        drafts_scrubbed = drafts_scrub_for_message(customer=customer, message_id=message_id, words=words)
         sealed = MessageSecret.objects.filter(message_id=message_id).exists()
         Message.objects.filter(pk=message_id).delete()
         search_index_purge()
@@ -115,10 +191,16 @@ def message_forget(*, message: Message, actor: Actor, reason: str) -> dict[str, 
                 "items_evidence_removed": trimmed,
                 "sealed_original_deleted": sealed,
                 "capture_jobs_cancelled": jobs_cancelled,
+                "drafts_scrubbed": drafts_scrubbed,
             },
         )
         storage_purge_on_commit(conversation_id=customer.conversation_id, redact=quotes.scrub)
-    return {"message_id": message_id, "items_forgotten": forgotten, "items_evidence_removed": trimmed}
+    return {
+        "message_id": message_id,
+        "items_forgotten": forgotten,
+        "items_evidence_removed": trimmed,
+        "drafts_scrubbed": drafts_scrubbed,
+    }
 
 
 __all__ = ["CASCADE_REASON", "message_forget"]

@@ -66,7 +66,12 @@ def test_message_forget_keeps_an_item_with_other_evidence(said, staff_user):
     # Then the item stays, citing only the other
     item.refresh_from_db()
     assert item.status == MemoryStatus.ACTIVE and item.source_message_ids == [again.pk]
-    assert result == {"message_id": layout.pk, "items_forgotten": [], "items_evidence_removed": [item.pk]}
+    assert result == {
+        "message_id": layout.pk,
+        "items_forgotten": [],
+        "items_evidence_removed": [item.pk],
+        "drafts_scrubbed": [],
+    }
 
 
 def test_message_forget_keeps_a_supervisors_item(account, staff_user):
