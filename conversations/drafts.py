@@ -362,7 +362,8 @@ def _reply_into_thread(*, draft: Draft, delivery_id: int, text: str, sent_at: dt
     Workbench show what we already told the customer."""
     _identity, sender = actor_identity(actor)
     # Stored as ingest stores a message: masked, the words as sent sealed (a door code an agent typed).
-    stored, sealed, categories = stored_form(text)
+    # Already delivered: an unusable sealing key costs the sealed copy, never the thread's record.
+    stored, sealed, categories = stored_form(text, original_required=False)
     message, created = Message.objects.get_or_create(
         customer=draft.customer,
         external_id=reply_external_id(delivery_id),

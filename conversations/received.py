@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from conversations.models import MessageSecret
+from qiwei_site.platform.keyfiles import KeyUnavailable
 from qiwei_site.platform.sealing import SealBroken, seal, unseal
 from qiwei_site.reading.masking import HIDDEN, masked_after
 
@@ -24,13 +25,26 @@ logger = logging.getLogger(__name__)
 _UNREAD = object()
 
 
-def stored_form(text: str, previous: str | None = None) -> tuple[str, str | None, tuple[str, ...]]:
+def stored_form(
+    text: str, previous: str | None = None, *, original_required: bool = True
+) -> tuple[str, str | None, tuple[str, ...]]:
     """(the text to store, the original sealed or None when nothing needed masking, the categories
-    masked). `previous`: the customer's message before, which may announce a secret this one is."""
+    masked). `previous`: the customer's message before, which may announce a secret this one is.
+
+    When the sealing key cannot be used (issue 36), a customer's message is refused with
+    `KeyUnavailable`, a retriable 503, before anything is stored: its sender keeps it and sends it
+    again, and no original is lost. `original_required=False` (our own reply, already delivered)
+    stores it masked without the original instead, and logs so."""
     masked, categories = masked_after(text, previous)
     if not categories or masked == text:
         return text, None, ()
-    return masked, seal(text), categories
+    try:
+        return masked, seal(text), categories
+    except KeyUnavailable:
+        if original_required:
+            raise
+        logger.error("sealing: key unavailable; an outbound message is stored masked without its original")
+        return masked, None, categories
 
 
 def wholly_masked(stored_text: str) -> bool:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,7 @@ from conversations.models import (
     DraftStatus,
     Message,
     MessageDirection,
+    MessageSecret,
     Recommendation,
     RecommendationFeedback,
     RecommendationStatus,
@@ -26,6 +27,7 @@ from conversations.models import (
     TaskStatus,
 )
 from qiwei_site.platform.errors import NotFound, ValidationFailed
+from qiwei_site.platform.selectors import account_samples
 
 
 def message_get(*, customer: Customer, message_id: int | str) -> Message:
@@ -338,3 +340,9 @@ def draft_prompt_view(draft: Draft) -> DraftPromptView:
         messages=messages,
         business=business,
     )
+
+
+def sealed_samples() -> Iterator[str]:
+    """One sealed original from each account that has any: the sealing key's probe
+    (`qiwei_site.platform.keyfiles`: whether data the key guards exists, and whether the key opens it)."""
+    return account_samples(lambda: MessageSecret.objects.values_list("sealed", flat=True).first())

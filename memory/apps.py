@@ -26,4 +26,10 @@ class MemoryConfig(AppConfig):
 
         # The admin index (platform, which imports no app) shows what memory counts as needing attention.
         start_page_counter_register(memory_start_page_counts)
+        from memory.decisions import MEMORY_FINGERPRINT
+        from memory.selectors import decision_samples
+        from qiwei_site.platform.keyfiles import in_use_probe_register
+
+        # Whether decisions exist: their fingerprint key is never made again while they do (issue 36).
+        in_use_probe_register(MEMORY_FINGERPRINT.purpose, decision_samples)
         connection_created.connect(_account_sqlite_secure_delete, dispatch_uid="memory.sqlite_secure_delete")

@@ -28,12 +28,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 import secrets
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 
 from django.conf import settings
 from django.db.models import Max
@@ -42,6 +40,8 @@ from django.utils import timezone
 
 from conversations.models import Customer, Message
 from memory.models import DecisionKind, MemoryCreatedBy, MemoryDecision, MemoryItem, MemoryStatus
+from qiwei_site.platform import keyfiles
+from qiwei_site.platform.keyfiles import KeySpec
 from qiwei_site.reading.meaning import meaning
 from qiwei_site.reading.normalise import normalize_content
 
@@ -51,25 +51,36 @@ DATED_KINDS = (DecisionKind.EXPIRED, DecisionKind.CLEARED)
 _key_cache: dict[str, bytes] = {}
 
 
+MEMORY_FINGERPRINT = KeySpec(
+    purpose="memory_fingerprint",
+    label="记忆指纹密钥",
+    file_name="memory-fingerprint.key",
+    setting="QIWEI_MEMORY_FINGERPRINT_KEY",
+    cost="已驳回或遗忘的内容将无法识别，可能被再次写入",
+    cost_en="every rejected or forgotten value unrecognisable, free to be written again",
+    generate=lambda: secrets.token_hex(32),
+    valid=lambda key: bool(key.strip()),
+)
+
+
 def fingerprint_key() -> bytes:
     """The server-side key of the fingerprints: QIWEI_MEMORY_FINGERPRINT_KEY, or else a random key
-    made once and kept in the data dir (never the public development SECRET_KEY)."""
+    made once and kept in the data dir (never the public development SECRET_KEY), read once per
+    process. Never made again once one was on record (`qiwei_site.platform.keyfiles`): a lost file
+    is refused, not silently replaced by a key that recognises no decision."""
     configured = settings.QIWEI_MEMORY_FINGERPRINT_KEY
     if configured:
         return configured.encode("utf-8")
-    path = Path(settings.QIWEI_DATA_DIR) / "memory-fingerprint.key"
-    cached = _key_cache.get(str(path))
+    path = str(keyfiles.key_path(MEMORY_FINGERPRINT))
+    cached = _key_cache.get(path)
     if cached is not None:
         return cached
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as handle:
-            handle.write(secrets.token_hex(32))
-    except FileExistsError:
-        pass  # made by another process (or an earlier run): use it
-    key = path.read_text().strip().encode("utf-8")
-    _key_cache[str(path)] = key
+    key = keyfiles.read_keys(MEMORY_FINGERPRINT)[0].encode("utf-8")
+    _key_cache[path] = key
     return key
+
+
+keyfiles.verifier_register(MEMORY_FINGERPRINT.purpose, lambda: keyfiles.keys_verify(MEMORY_FINGERPRINT))
 
 
 def _fingerprint(customer: Customer, *parts: str) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from django.db.models import Exists, FilteredRelation, OuterRef, Q, QuerySet
@@ -12,6 +12,7 @@ from conversations.selectors import filter_errors_text
 from memory.models import MemoryDecision, MemoryItem, MemorySnapshot, MemoryStatus
 from memory.snapshots import snapshot_head_annotations
 from qiwei_site.platform.errors import NotFound, ValidationFailed
+from qiwei_site.platform.selectors import account_samples
 
 
 def memory_item_list(*, customer: Customer, filters: Mapping[str, Any] | None = None) -> QuerySet[MemoryItem]:
@@ -128,3 +129,9 @@ def snapshot_head_read(*, customer_id: int) -> tuple[int, str] | None:
 def customer_profile_locked(*, customer_id: int) -> CustomerProfile | None:
     """The customer's profile, locked on PostgreSQL; None when it has none."""
     return CustomerProfile.objects.select_for_update().filter(customer_id=customer_id).first()
+
+
+def decision_samples() -> Iterator[str]:
+    """A decision's fingerprint from each account that has any: the memory fingerprint key's probe
+    (`qiwei_site.platform.keyfiles`): while decisions exist, a lost key is refused, not remade."""
+    return account_samples(lambda: MemoryDecision.objects.values_list("key_fingerprint", flat=True).first())

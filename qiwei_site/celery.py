@@ -4,7 +4,7 @@ import os
 from typing import Any
 
 from celery import Celery
-from celery.signals import task_postrun
+from celery.signals import task_postrun, worker_init
 from kombu.transport import TRANSPORT_ALIASES
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "qiwei_site.settings.local")
@@ -38,3 +38,22 @@ def _release_account_connections(**kwargs: Any) -> None:
     from qiwei_site.platform.tenancy import account_connections_release_idle
 
     account_connections_release_idle()
+
+
+@worker_init.connect(dispatch_uid="qiwei_keys_check")
+def _refuse_without_keys(**kwargs: Any) -> None:
+    """A worker does not start while a key fails closed (issue 36): SystemExit, which Celery's signal
+    dispatch does not swallow."""
+    from django.db import connections
+
+    from qiwei_site.platform.keyfiles import KeysRefused, startup_keys_check
+
+    try:
+        startup_keys_check()
+    except KeysRefused as exc:
+        import logging
+
+        logging.getLogger(__name__).critical("拒绝启动 (refusing to start): %s", exc)
+        raise SystemExit(1) from None
+    finally:
+        connections.close_all()

@@ -19,3 +19,24 @@ accesslog = os.environ.get("GUNICORN_ACCESS_LOG", "-")
 access_log_format = '%(h)s %(l)s %(u)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(M)sms "%(a)s"'
 errorlog = "-"
 loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")
+
+
+def on_starting(server):
+    """Refuse to start while a key fails closed (issue 36: a missing, unreadable, wrong or
+    world-readable key; never a new sealing key over sealed originals). Connections the check opened
+    are closed before the workers fork."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "qiwei_site.settings.local")
+    import django
+
+    django.setup()
+    from django.db import connections
+
+    from qiwei_site.platform.keyfiles import KeysRefused, startup_keys_check
+
+    try:
+        startup_keys_check()
+    except KeysRefused as exc:
+        server.log.error("拒绝启动 (refusing to start): %s", exc)
+        raise SystemExit(1) from None
+    finally:
+        connections.close_all()

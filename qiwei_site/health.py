@@ -11,6 +11,7 @@ answers 503 with the failing checks named.
 from __future__ import annotations
 
 import itertools
+import logging
 import shutil
 import threading
 import time
@@ -25,6 +26,7 @@ from django.http import HttpRequest, JsonResponse
 from kombu import Exchange, Producer, Queue
 
 from qiwei_site.celery import app
+from qiwei_site.platform.keyfiles import all_keys_verify
 from qiwei_site.platform.models import WeComAccount
 from qiwei_site.platform.tenancy import register_account_database
 from sessions_epoch.health import model_health
@@ -36,6 +38,7 @@ ACCOUNT_SAMPLE_SIZE = 3
 HEALTH_QUEUE = "qiwei.readyz"
 
 _rotation = itertools.count()
+logger = logging.getLogger(__name__)
 
 
 class _RolledBack(Exception):
@@ -54,6 +57,8 @@ def readyz(request: HttpRequest) -> JsonResponse:
     checks["database"] = _run_inline(_check_default_database)
     # The account registry is in the default database: without it there is nothing to sample.
     checks["account_databases"] = _check_account_databases(deadline) if checks["database"] == "ok" else "skipped"
+    # Keys fail closed (issue 36): missing, unreadable, not a key, the wrong one, readable by others.
+    checks["keys"] = _run_inline(_check_keys) if checks["database"] == "ok" else "skipped"
     checks["broker"] = _result(broker, deadline=deadline)
     # Whether a model is connected: a note, never a failure (memory and drafts still work offline);
     # probed beside the others under the same deadline, and naming only the client and its state.
@@ -107,6 +112,16 @@ def _check_default_database() -> str:
     with connections["default"].cursor() as cursor:
         cursor.execute("SELECT 1")
     return "ok"
+
+
+def _check_keys() -> str:
+    """Every key outside the database, by purpose and problem (no path: the detail is in the log)."""
+    problems = []
+    for purpose, problem in all_keys_verify().items():
+        if problem is not None:
+            logger.error("readyz: %s", problem.detail)
+            problems.append(f"{purpose}: {problem.problem}")
+    return "error: " + "; ".join(problems) if problems else "ok"
 
 
 def _check_model() -> str:

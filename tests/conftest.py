@@ -165,6 +165,7 @@ def _isolated_account_databases(tmp_path, settings) -> Iterator[None]:
     # the next test's database guard would fence that alias off and the test could not create it.
     _unregister_account_databases()
     settings.QIWEI_DATA_DIR = tmp_path / "data"
+    settings.QIWEI_KEY_DIR = settings.QIWEI_DATA_DIR  # the embedded default: keys beside the data
     # The in-process cache outlives a test's rolled-back database: a knowledge-index version token
     # left there would make the next test read the previous one's vocabulary.
     caches["default"].clear()

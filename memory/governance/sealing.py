@@ -35,12 +35,35 @@ from memory.context.recall import recall_features_store
 from memory.governance.scrub import column_rewrite, prompt_redact, search_index_purge, secure_delete_on, wal_truncate
 from qiwei_site.platform.audit import audit_record
 from qiwei_site.platform.history import Actor
-from qiwei_site.platform.sealing import reseal, seal
+from qiwei_site.platform.sealing import SealBroken, reseal, seal, unseal
 from qiwei_site.platform.tenancy import account_atomic, current_alias
 from qiwei_site.reading.masking import mask_sensitive, masked_after, masked_with_categories
 from qiwei_site.reading.safety import CREDENTIAL, VERIFICATION_CODE, bare_secret
 
 SEAL_REASON = "按当前读取规则遮蔽存量消息中的凭证与个人号码，原文密封保存"
+
+
+@dataclass(frozen=True)
+class SealCheck:
+    """`messages_seal --check` in one account: how many originals are sealed, and whether the
+    newest of them opens with the configured keys (None: there is none to open)."""
+
+    sealed: int
+    opens: bool | None
+
+
+def sealed_original_check() -> SealCheck:
+    """Open the newest sealed original of the selected account (issue 36: a key that opens nothing
+    shows here, before anyone needs an original)."""
+    sealed = MessageSecret.objects.count()
+    token = MessageSecret.objects.order_by("-message_id").values_list("sealed", flat=True).first()
+    if token is None:
+        return SealCheck(sealed=sealed, opens=None)
+    try:
+        unseal(token)
+    except SealBroken:
+        return SealCheck(sealed=sealed, opens=False)
+    return SealCheck(sealed=sealed, opens=True)
 
 
 @dataclass

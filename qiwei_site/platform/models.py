@@ -235,3 +235,21 @@ class ContextRead(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_purpose_display()} {self.conversation_id}"
+
+
+class KeyFingerprint(models.Model):
+    """A key this system has used, by fingerprint (an HMAC of a constant under the key: which key,
+    never the key): a key is made only while none is on record, and a key none of whose fingerprints
+    is on record is the wrong one (issue 36, `qiwei_site.platform.keyfiles`). In `default`."""
+
+    purpose = models.CharField(_("用途"), max_length=32)
+    fingerprint = models.CharField(_("指纹"), max_length=64)
+    first_seen = models.DateTimeField(_("首次记录"), default=timezone.now)
+
+    class Meta:
+        verbose_name = _("密钥指纹")
+        verbose_name_plural = _("密钥指纹")
+        constraints = [models.UniqueConstraint(fields=["purpose", "fingerprint"], name="uniq_key_fingerprint")]
+
+    def __str__(self) -> str:
+        return f"{self.purpose}: {self.fingerprint[:12]}"

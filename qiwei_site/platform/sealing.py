@@ -8,19 +8,20 @@ any of them unseals, and `reseal` re-seals an old token with the first (`manage.
 --rotate`). With no key configured (the embedded default), a key is made once in
 `QIWEI_DATA_DIR/sealing.key`, readable by its owner only, and a warning says where: that file is
 then as precious as the database (without it nothing sealed can be read) and must be backed up
-apart from it."""
+apart from it.
+
+Keys fail closed (issue 36, `qiwei_site.platform.keyfiles`): a key is never made once one was on
+record, so a lost file is refused (start-up, /readyz, and a seal answer `KeyUnavailable`, a
+retriable 503) instead of silently replaced by a key that opens nothing sealed before."""
 
 from __future__ import annotations
 
-import logging
-import os
 import threading
-from pathlib import Path
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
-from django.conf import settings
 
-logger = logging.getLogger(__name__)
+from qiwei_site.platform import keyfiles
+from qiwei_site.platform.keyfiles import KeySpec, KeyUnavailable
 
 KEY_FILE_NAME = "sealing.key"
 
@@ -28,38 +29,38 @@ _lock = threading.Lock()
 _cached: tuple[tuple[str, ...], MultiFernet] | None = None
 
 
+def _is_fernet_key(key: str) -> bool:
+    try:
+        Fernet(key.encode("ascii"))
+    except (ValueError, UnicodeEncodeError):
+        return False
+    return True
+
+
+SEALING = KeySpec(
+    purpose="sealing",
+    label="密封密钥",
+    file_name=KEY_FILE_NAME,
+    setting="QIWEI_SEALING_KEYS",
+    cost="已密封的消息原文将全部无法读取",
+    cost_en="every sealed message original unreadable",
+    generate=lambda: Fernet.generate_key().decode("ascii"),
+    valid=_is_fernet_key,
+)
+
+
 class SealBroken(Exception):
     """A sealed value could not be opened: no configured key made it, or it was altered."""
 
 
-def _key_file(data_dir: Path) -> str:
-    """The embedded default's key: made once (atomically, owner-only), then read."""
-    path = data_dir / KEY_FILE_NAME
-    if not path.exists():
-        data_dir.mkdir(parents=True, exist_ok=True)
-        partial = data_dir / f".{KEY_FILE_NAME}.{os.getpid()}.{threading.get_ident()}"
-        with os.fdopen(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as handle:
-            handle.write(Fernet.generate_key().decode("ascii"))
-            handle.flush()
-            os.fsync(handle.fileno())  # on disk before it takes the final name: never an empty key
-        try:
-            os.link(partial, path)  # atomic: another process's key, if it won the race, stays
-            logger.warning(
-                "sealing: no QIWEI_SEALING_KEYS configured; made a key in %s (owner-only). Back it up "
-                "apart from the database: without it sealed message originals cannot be read.",
-                path,
-            )
-        except FileExistsError:
-            pass
-        finally:
-            partial.unlink(missing_ok=True)
-    return path.read_text().strip()
-
-
 def sealing_keys() -> tuple[str, ...]:
-    """The configured keys, newest first, or the embedded default's one key."""
-    configured = tuple(key.strip() for key in getattr(settings, "QIWEI_SEALING_KEYS", ()) if key.strip())
-    return configured or (_key_file(Path(settings.QIWEI_DATA_DIR)),)
+    """The configured keys, newest first, or the embedded default's one key (`KeyUnavailable` when
+    it is missing with sealed data on record, unreadable or not a key)."""
+    return keyfiles.read_keys(SEALING)
+
+
+def _fernet_for(keys: tuple[str, ...]) -> MultiFernet:
+    return MultiFernet([Fernet(key.encode("ascii")) for key in keys])
 
 
 def _fernet() -> MultiFernet:
@@ -69,16 +70,31 @@ def _fernet() -> MultiFernet:
     if cached is not None and cached[0] == keys:
         return cached[1]
     with _lock:
-        try:
-            fernet = MultiFernet([Fernet(key.encode("ascii")) for key in keys])
-        except (ValueError, UnicodeEncodeError) as exc:
-            raise SealBroken("QIWEI_SEALING_KEYS holds a value that is not a Fernet key") from exc
+        fernet = _fernet_for(keys)
         _cached = (keys, fernet)
     return fernet
 
 
+def _opens(keys: tuple[str, ...], token: str) -> bool:
+    try:
+        _fernet_for(keys).decrypt(token.encode("ascii"))
+    except (InvalidToken, UnicodeError):
+        return False
+    return True
+
+
+def sealing_keys_verify() -> tuple[str, ...]:
+    """The sealing keys checked for a start or /readyz (`keyfiles.keys_verify`): with no key on
+    record yet, a sealed original must open with them."""
+    return keyfiles.keys_verify(SEALING, opens=_opens)
+
+
+keyfiles.verifier_register(SEALING.purpose, sealing_keys_verify)
+
+
 def seal(text: str) -> str:
-    """`text` encrypted with the newest key, as ASCII."""
+    """`text` encrypted with the newest key, as ASCII (`KeyUnavailable`, a retriable 503, when the
+    key cannot be used: nothing is stored half-sealed)."""
     return _fernet().encrypt(text.encode("utf-8")).decode("ascii")
 
 
@@ -86,7 +102,7 @@ def unseal(token: str) -> str:
     """The text a `seal` made, with whichever configured key made it."""
     try:
         return _fernet().decrypt(token.encode("ascii")).decode("utf-8")
-    except (InvalidToken, UnicodeError) as exc:
+    except (InvalidToken, UnicodeError, KeyUnavailable) as exc:
         raise SealBroken("a sealed value could not be opened with the configured keys") from exc
 
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
+from django.db import DatabaseError
 from django.db.models import QuerySet
 
 from qiwei_site.platform.errors import NotFound
 from qiwei_site.platform.models import AccountMembership, WeComAccount
 from qiwei_site.platform.sql import account_access
+from qiwei_site.platform.tenancy import account_database_config, is_sqlite_config, use_account
 
 
 def accounts_for_user(user: Any) -> QuerySet[WeComAccount]:
@@ -50,3 +54,20 @@ def account_ids_for_command(account_id: str | None) -> list[str]:
 def account_ids_every() -> list[str]:
     """Every registered account, active or not (a move or a migration must miss none)."""
     return list(WeComAccount.objects.order_by("pk").values_list("pk", flat=True))
+
+
+def account_samples(query: Callable[[], str | None]) -> Iterator[str]:
+    """`query()` run in each registered account whose store exists and is migrated (inactive ones
+    too: their data is kept), yielding what it finds: how a key's probe asks whether data it guards
+    exists (`qiwei_site.platform.keyfiles`). A missing SQLite file is skipped, never made."""
+    for account_id in WeComAccount.objects.using("default").order_by("pk").values_list("pk", flat=True):
+        config = account_database_config(account_id)
+        if is_sqlite_config(config) and not Path(config["NAME"]).exists():
+            continue
+        try:
+            with use_account(account_id):
+                found = query()
+        except DatabaseError:
+            continue
+        if found:
+            yield found

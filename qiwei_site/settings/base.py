@@ -60,6 +60,9 @@ QIWEI_MEMORY_FINGERPRINT_KEY = env_str("QIWEI_MEMORY_FINGERPRINT_KEY", "")
 # (`qiwei_site.platform.sealing`), comma-separated, newest first: the first seals, any unseals.
 # Empty = a key made once in QIWEI_DATA_DIR/sealing.key (one host; back it up apart from the data).
 QIWEI_SEALING_KEYS = env_list("QIWEI_SEALING_KEYS", "")
+# Where the embedded default keeps the key files it makes (sealing.key, memory-fingerprint.key,
+# audit-anchor.key): the data dir unless set. A separate volume is backed up apart from the data.
+QIWEI_KEY_DIR = Path(env_str("QIWEI_KEY_DIR", str(QIWEI_DATA_DIR))).resolve()
 
 # /readyz fails an account whose SQLite file sits on a filesystem with less free space than this
 # (MB): SQLite keeps a transaction's pages in memory, so a rolled-back probe cannot see a full disk.

@@ -358,15 +358,15 @@ def test_meaning_fingerprint_without_a_day_leaves_relative_dates_unread(customer
     )
 
 
-def test_fingerprint_key_is_made_once_private_and_kept_in_the_data_dir(settings, tmp_path, monkeypatch):
+def test_fingerprint_key_is_made_once_private_and_kept_in_the_data_dir(db, settings, tmp_path, monkeypatch):
     # given a new server process with no configured key and a data dir not made yet
     monkeypatch.setattr(decisions, "_key_cache", {})
     settings.QIWEI_MEMORY_FINGERPRINT_KEY = ""
-    settings.QIWEI_DATA_DIR = tmp_path / "新部署" / "data"
+    settings.QIWEI_KEY_DIR = tmp_path / "新部署" / "data"
     # when the key is first needed
     key = fingerprint_key()
     # then it is a random 256-bit key in a file only the server's user reads
-    path = settings.QIWEI_DATA_DIR / "memory-fingerprint.key"
+    path = settings.QIWEI_KEY_DIR / "memory-fingerprint.key"
     assert path.read_text() == key.decode() and len(key) == 64 and int(key, 16) >= 0
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     # and it is the same key afterwards, even once the file is gone (it is read once per process)

@@ -123,6 +123,7 @@ def test_readyz_all_good_is_200_and_leaves_no_probe_behind(db, client, account, 
         "checks": {
             "database": "ok",
             "account_databases": "ok",
+            "keys": "ok",
             "broker": "ok",
             # the offline default: a note that no model is connected, never a failure
             "model": "warning: offline: offline",

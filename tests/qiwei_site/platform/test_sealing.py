@@ -11,15 +11,16 @@ import pytest
 from cryptography.fernet import Fernet
 
 from qiwei_site.platform import sealing
+from qiwei_site.platform.keyfiles import KeyUnavailable
 from qiwei_site.platform.sealing import SealBroken, reseal, seal, unseal
 
 ORIGINAL = "门锁密码是 Lx9#qa2041，看房时直接进"
 
 
-def test_sealing_key_file_is_made_once_owner_only(settings, tmp_path, caplog):
+def test_sealing_key_file_is_made_once_owner_only(db, settings, tmp_path, caplog):
     # Given no configured key (the embedded default)
     settings.QIWEI_SEALING_KEYS = []
-    settings.QIWEI_DATA_DIR = tmp_path
+    settings.QIWEI_KEY_DIR = tmp_path
     # When something is sealed
     with caplog.at_level(logging.WARNING, logger="qiwei_site.platform.sealing"):
         token = seal(ORIGINAL)
@@ -58,6 +59,10 @@ def test_sealing_refuses_an_altered_token_and_a_bad_key(settings):
     altered = token[:-6] + ("A" if token[-6] != "A" else "B") + token[-5:]
     with pytest.raises(SealBroken):
         unseal(altered)
+    # And a configured value that is not a key refuses to seal with a retriable 503 naming the setting
     settings.QIWEI_SEALING_KEYS = ["not-a-fernet-key"]
-    with pytest.raises(SealBroken):
+    with pytest.raises(KeyUnavailable) as refused:
         seal(ORIGINAL)
+    assert refused.value.status_code == 503 and "QIWEI_SEALING_KEYS" in refused.value.detail
+    with pytest.raises(SealBroken):
+        unseal(token)

@@ -14,8 +14,9 @@ from django.apps import apps
 from django.conf import settings
 from django.contrib.staticfiles.finders import get_finders
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
+from qiwei_site.platform.keyfiles import KeysRefused, startup_keys_check
 from sessions_epoch.health import model_health
 
 # Beside the collected files, so wiping STATIC_ROOT drops it too; a dot-file, which collectstatic's
@@ -31,6 +32,7 @@ class Command(BaseCommand):
         steps = (
             ("迁移主库", lambda: call_command("migrate", interactive=False, verbosity=0)),
             ("迁移账号库", lambda: call_command("migrate_accounts", stdout=self.stdout)),
+            ("密钥检查", self.keys_check),
             ("静态文件", self.collect_static),
             ("知识库索引", lambda: call_command("index_knowledge", stdout=_Quiet())),
             ("演示数据", lambda: call_command("seed_demo", stdout=self.stdout)),
@@ -42,6 +44,14 @@ class Command(BaseCommand):
         health = model_health(fresh=True)
         self.stdout.write(("✓ " if health.ok else "! ") + health.line())
         self.stdout.write(f"准备完成，用时 {time.monotonic() - started:.1f} 秒 (setup done).")
+
+    def keys_check(self) -> None:
+        """Refuse to go on while a key fails closed (issue 36): missing with data it guarded,
+        unreadable, not a key, the wrong key, or readable by others."""
+        try:
+            startup_keys_check()
+        except KeysRefused as exc:
+            raise CommandError(f"拒绝启动 (refusing to start)：{exc}") from None
 
     def collect_static(self) -> None:
         """collectstatic unless every source file is as it was at the last collection and every
