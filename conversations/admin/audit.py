@@ -109,6 +109,7 @@ _AUDIT_KEY_LABELS = {
     "drafts_scrubbed": "已清除其内容的草稿",
     "capture_jobs_cancelled": "已取消的待写入",
     "draft_ids": "草稿",
+    "row_ids": "清理的审计记录",
     "grounded_fields": "已核验的画像字段",
     "dropped_fields": "未核验的画像字段",
     "error": "错误",

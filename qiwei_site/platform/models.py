@@ -98,6 +98,7 @@ class AuditAction(models.TextChoices):
     MESSAGE_FORGOTTEN = "message_forgotten", _("遗忘消息")
     MESSAGES_SEALED = "messages_sealed", _("遮蔽并密封存量消息中的敏感信息")
     STORAGE_SCRUB_PENDING = "storage_scrub_pending", _("存储清理被读取占用，稍后重试")
+    AUDIT_WORDS_SCRUBBED = "audit_words_scrubbed", _("清理审计记录中的原话")
     STORAGE_SCRUBBED = "storage_scrubbed", _("完成存储清理")
     MEMORY_ITEM_CAPTURED = "memory_item_captured", _("自动写入记忆")
     MEMORY_ITEM_PROPOSED = "memory_item_proposed", _("提议记忆，待审核")
@@ -155,7 +156,8 @@ class AuditRecord(models.Model):
     prev_hash = models.CharField(_("前一行的链哈希"), max_length=64, blank=True, default="", editable=False)
     chain_hash = models.CharField(_("链哈希"), max_length=64, blank=True, default="", editable=False)
     chain_seq = models.PositiveBigIntegerField(_("链序号"), null=True, blank=True, unique=True, editable=False)
-    # The hash of the words a scrub left (forget, erasure); blank while the row is as written.
+    # A scrub's signature over the words it left (forget, erasure; `audit_anchor.scrub_seal`, an HMAC
+    # under a key the database does not hold); blank while the row is as written.
     scrubbed_hash = models.CharField(_("清理后的哈希"), max_length=64, blank=True, default="", editable=False)
 
     class Meta:

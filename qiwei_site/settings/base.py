@@ -60,6 +60,12 @@ QIWEI_MEMORY_FINGERPRINT_KEY = env_str("QIWEI_MEMORY_FINGERPRINT_KEY", "")
 # (`qiwei_site.platform.sealing`), comma-separated, newest first: the first seals, any unseals.
 # Empty = a key made once in QIWEI_DATA_DIR/sealing.key (one host; back it up apart from the data).
 QIWEI_SEALING_KEYS = env_list("QIWEI_SEALING_KEYS", "")
+# The audit chains' anchors (issue 36): each chain's head, signed with this key (empty = a key file
+# made once in QIWEI_KEY_DIR), appended to this log (empty = QIWEI_KEY_DIR/audit-anchors.jsonl)
+# every QIWEI_AUDIT_ANCHOR_MINUTES. Keep both off the database's host or volume.
+QIWEI_AUDIT_ANCHOR_KEY = env_str("QIWEI_AUDIT_ANCHOR_KEY", "")
+QIWEI_AUDIT_ANCHOR_LOG = env_str("QIWEI_AUDIT_ANCHOR_LOG", "")
+QIWEI_AUDIT_ANCHOR_MINUTES = env_int("QIWEI_AUDIT_ANCHOR_MINUTES", 10, 1, 1440)
 # Where the embedded default keeps the key files it makes (sealing.key, memory-fingerprint.key,
 # audit-anchor.key): the data dir unless set. A separate volume is backed up apart from the data.
 QIWEI_KEY_DIR = Path(env_str("QIWEI_KEY_DIR", str(QIWEI_DATA_DIR))).resolve()
@@ -289,6 +295,10 @@ CELERY_BEAT_SCHEDULE: dict = {
     "context-read-purge": {"task": "memory.tasks.context_reads_purge_all", "schedule": 3600.0},
     "upstream-status": {"task": "conversations.tasks.upstream_status_refresh", "schedule": 30.0},
     "knowledge-reindex": {"task": "knowledge.tasks.knowledge_reindex", "schedule": 60.0},
+    "audit-anchor": {
+        "task": "qiwei_site.operations.tasks.audit_anchor_all",
+        "schedule": 60.0 * QIWEI_AUDIT_ANCHOR_MINUTES,
+    },
 }
 
 LOGGING = {
