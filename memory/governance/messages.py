@@ -46,16 +46,39 @@ def _cites(item_sources: Any, message_id: int) -> bool:
     return any(str(source) == str(message_id) for source in item_sources or [])
 
 
+def _payload_cites(payload: Any, message_id: int) -> bool:
+    """Whether a capture job's payload rests on the message anywhere: the turn's evidence, a
+    profile proposal's or a hypothesis's message ids."""
+    if not isinstance(payload, dict):
+        return False
+    if _cites(payload.get("source_message_ids"), message_id):
+        return True
+    proposals = payload.get("profile_proposals")
+    entries = list(proposals.values()) if isinstance(proposals, dict) else []
+    hypotheses = payload.get("hypotheses")
+    entries += hypotheses if isinstance(hypotheses, list) else []
+    return any(isinstance(entry, dict) and _cites(entry.get("message_ids"), message_id) for entry in entries)
+
+
 def _draft_jobs_cancel(customer: Any, message_id: int) -> list[int]:
     """Delete the customer's unfinished capture jobs whose payload cites the message (a model turn's
-    profile updates or hypotheses resting on it); returns their ids."""
-    cancelled = [
-        job.pk
-        for job in CaptureJob.objects.filter(customer=customer).exclude(status=CaptureJobStatus.DONE)
-        if _cites((job.payload or {}).get("source_message_ids"), message_id)
-    ]
+    profile updates, proposals or hypotheses resting on it), and strip the values and the customer's
+    words from the payload of the finished ones (kept as a record, by ids); returns the ids deleted."""
+    cancelled: list[int] = []
+    for job in CaptureJob.objects.filter(customer=customer):
+        if not _payload_cites(job.payload, message_id):
+            continue
+        if job.status != CaptureJobStatus.DONE:
+            cancelled.append(job.pk)
+            continue
+        kept = {key: value for key, value in job.payload.items() if key not in _WORDS_KEYS}
+        CaptureJob.objects.filter(pk=job.pk).update(payload=kept)
     CaptureJob.objects.filter(pk__in=cancelled).delete()
     return cancelled
+
+
+# What a capture job's payload may say in the customer's words (values, clauses, hypothesis texts).
+_WORDS_KEYS = ("profile_updates", "profile_proposals", "hypotheses")
 
 
 def _trace_cites(trace: Any, message_id: int) -> tuple[bool, set[str]]:

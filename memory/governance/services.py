@@ -546,9 +546,19 @@ def _scrub_structured_updates(customer: Customer, field: str, values: set[str]) 
                 changed = True
         return changed
 
+    def scrub_proposals(proposals: Any) -> bool:
+        # A turn's values read only as proposals (issue 35): {field: {"value", "clause", ...}}.
+        entry = proposals.get(field) if isinstance(proposals, dict) else None
+        value = str(entry.get("value") or "") if isinstance(entry, dict) else ""
+        if value and (value in values or any(same_meaning(value, forgotten) for forgotten in values)):
+            proposals.pop(field)
+            return True
+        return False
+
     for job in CaptureJob.objects.filter(customer=customer):
-        if scrub((job.payload or {}).get("profile_updates")):
-            CaptureJob.objects.filter(pk=job.pk).update(payload=job.payload)
+        payload = job.payload or {}
+        if scrub(payload.get("profile_updates")) | scrub_proposals(payload.get("profile_proposals")):
+            CaptureJob.objects.filter(pk=job.pk).update(payload=payload)
     # Queryset updates: a scrub must not add history rows that would carry the old value's context.
     for draft in Draft.objects.filter(customer=customer):
         if scrub(draft.profile_updates) | scrub_dropped(draft.dropped_updates):

@@ -130,3 +130,39 @@ def test_message_forget_api_shows_the_scrubbed_draft(customer, staff_client):
     assert detail.status_code == 200 and "望京花园东区有两套" not in detail.content.decode()
     drafts = staff_client.get(f"{base}/drafts/")
     assert drafts.status_code == 200 and "望京花园东区有两套" not in drafts.content.decode()
+
+
+def _jobs_saying(customer, words: str) -> list:
+    from memory.models import CaptureJob
+
+    return [job.pk for job in CaptureJob.objects.filter(customer=customer) if words in str(job.payload)]
+
+
+def test_message_forget_strips_a_turns_proposed_values_from_its_capture_jobs(customer, staff_user):
+    # Given a bargaining message (read only as a proposal) and a draft that proposes its value
+    # (found in review: the job's payload kept the value and the customer's clause after a forget)
+    from memory.capture.services import capture_message
+
+    said = MessageFactory(customer=customer, text="我预算九千五，能便宜点吗")
+    capture_message(message=said)
+    draft_generate(customer=customer, actor="pipeline", client=ScriptedClient(_answer("好的", budget="九千五")))
+    # When the message is forgotten
+    message_forget(message=said, actor=staff_user, reason=REASON)
+    # Then no capture job, done or not, keeps the value or the clause
+    assert _jobs_saying(customer, "九千五") == []
+
+
+def test_item_forget_strips_a_turns_proposed_value_from_its_capture_jobs(customer, staff_user):
+    # Given the same proposal, written from the draft's job
+    from memory.capture.services import capture_message
+    from memory.governance.services import memory_item_forget
+    from memory.models import MemoryItem
+
+    said = MessageFactory(customer=customer, text="我预算九千五，能便宜点吗")
+    capture_message(message=said)
+    draft_generate(customer=customer, actor="pipeline", client=ScriptedClient(_answer("好的", budget="九千五")))
+    # When every item about it is forgotten
+    for item in MemoryItem.objects.filter(customer=customer, key="profile:budget"):
+        memory_item_forget(item=item, actor=staff_user, reason=REASON)
+    # Then no capture job keeps the value
+    assert _jobs_saying(customer, "九千五") == []
