@@ -4,9 +4,12 @@ writers keep one unbroken chain, and `audit_verify` finds an edit made with the 
 
 from __future__ import annotations
 
+import io
+import json
 import threading
 
 import pytest
+from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connections, transaction
 
 from conversations.models import AuditAction, AuditEvent
@@ -126,5 +129,55 @@ def test_postgres_audit_verify_reports_an_edit_made_with_the_triggers_dropped(pg
                 cursor.execute(f"DROP TRIGGER IF EXISTS {name} ON conversations_auditevent")
         AuditEvent.objects.filter(pk=row.pk).update(reason="客户同意自动回复")
         problems = [str(problem) for problem in account_audit_verify().problems]
-        assert f"#{row.pk}：原因或详情被改动（与写入时或清理后的哈希不符）" in problems
+        assert f"#{row.pk}：原因或详情被改动（与写入时的哈希不符）" in problems
         assert any("触发器 conversations_auditevent_guard 缺失" in problem for problem in problems)
+
+
+def _as_the_database_user(alias: str, *statements: tuple[str, list]) -> None:
+    """What the application's database user can do on its own: one transaction, as the account's role."""
+    with transaction.atomic(using=alias), connections[alias].cursor() as cursor:
+        for statement, params in statements:
+            cursor.execute(statement, params)
+
+
+def test_postgres_tamper_with_an_unlock_row_and_a_recomputed_hash_is_reported(pg_account):
+    with use_account(pg_account) as alias:
+        # Given an anchored row saying the customer asked for a human
+        row = write("客户要求改为人工接待")
+        call_command("audit_anchor", "--account", pg_account, stdout=io.StringIO())
+        # When the database's user inserts a scrub unlock, rewrites the words and sets their hash
+        words = audit_chain.payload_hash("客户同意自动回复", {"fields": ["auto"]})
+        _as_the_database_user(
+            alias,
+            (f"INSERT INTO {audit_chain.UNLOCK_TABLE} (purpose) VALUES ('scrub')", []),
+            (
+                "UPDATE conversations_auditevent SET reason = %s, payload = %s, scrubbed_hash = %s WHERE id = %s",
+                ["客户同意自动回复", json.dumps({"fields": ["auto"]}), words, row.pk],
+            ),
+            (f"DELETE FROM {audit_chain.UNLOCK_TABLE}", []),
+        )
+    # Then audit_verify exits non-zero naming the row
+    with pytest.raises(CommandError) as refused:
+        call_command("audit_verify", "--account", pg_account, stdout=io.StringIO())
+    assert f"#{row.pk}" in str(refused.value)
+
+
+def test_postgres_cut_tail_is_reported_against_the_anchor(pg_account):
+    with use_account(pg_account) as alias:
+        # Given three rows, anchored, and an ordinary scrub that still verifies
+        rows = [write(f"第 {n} 次修改接待方式") for n in range(3)]
+        audit_words_rewrite([(rows[0].pk, "［已遗忘内容已移除］", {"fields": ["mode"]})], using=alias)
+        call_command("audit_anchor", "--account", pg_account, stdout=io.StringIO())
+        assert account_audit_verify().intact
+        # When the database's user deletes the newest rows under the flush unlock
+        newest = list(AuditEvent.objects.order_by("-chain_seq").values_list("pk", flat=True)[:2])
+        _as_the_database_user(
+            alias,
+            (f"INSERT INTO {audit_chain.UNLOCK_TABLE} (purpose) VALUES ('flush')", []),
+            ("DELETE FROM conversations_auditevent WHERE id = ANY(%s)", [newest]),
+            (f"DELETE FROM {audit_chain.UNLOCK_TABLE}", []),
+        )
+    # Then audit_verify reports the cut tail
+    with pytest.raises(CommandError) as refused:
+        call_command("audit_verify", "--account", pg_account, stdout=io.StringIO())
+    assert "链尾被截断" in str(refused.value)
