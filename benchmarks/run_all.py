@@ -98,6 +98,11 @@ LANGUAGE_BENCHMARKS = (
     ("extract_rental", "Extraction on our own rental dev set", ["extract_rental_dev.py"]),
     ("extract_trades", "Extraction on one fresh hand-labelled set per trade (issue 22)", ["extract_trades.py"]),
     ("gate_families", "Gate families and credential shapes of issue 22, with look-alikes", ["gate_families_22.py"]),
+    (
+        "secret_shapes36",
+        "Secret shapes of issue 36 (the issue's 10, 40 fresh, look-alikes, third-party pools) beside 7dedc7b",
+        ["secret_shapes36.py"],
+    ),
     ("recall_families", "Recall: a repeated question, one shared character, dates", ["recall_families_22.py"]),
 )
 # --quick: the same data and verdicts, one timed pass instead of the best of three.
@@ -120,6 +125,11 @@ LANGUAGE_QUICK = (
     ("extract_rental", "Extraction on our own rental dev set", ["extract_rental_dev.py"]),
     ("extract_trades", "Extraction on one fresh hand-labelled set per trade (issue 22)", ["extract_trades.py"]),
     ("gate_families", "Gate families and credential shapes of issue 22, with look-alikes", ["gate_families_22.py"]),
+    (
+        "secret_shapes36",
+        "Secret shapes of issue 36 (the issue's 10, 40 fresh, look-alikes, third-party pools) beside 7dedc7b",
+        ["secret_shapes36.py"],
+    ),
     ("recall_families", "Recall: a repeated question, one shared character, dates", ["recall_families_22.py"]),
 )
 

@@ -4,7 +4,8 @@ Ingest stores the masked text and seals the original (`conversations.received`);
 the original only through the audited reveal. Masking a masked text changes nothing.
 
 密码是abc123 → 密码是••••••  ·  110105194912310021 → 1101**********0021  ·  6222…0123 → ****0123
-13812345678 → 138****5678  ·  验证码482913 → 验证码••••••
+13812345678 → 138****5678  ·  验证码482913 → 验证码••••••  ·  护照号E12345678 → 护照号E******78
+壹叁捌壹贰叁肆伍陆柒捌 and 1️⃣3️⃣8️⃣… → 138****5678
 """
 
 from __future__ import annotations
@@ -21,23 +22,28 @@ from qiwei_site.reading.safety import (
     bare_secret,
     find_sensitive,
 )
+from qiwei_site.reading.safety.personal import PASSPORT_RULE
+from qiwei_site.reading.safety.spans import DIGIT_NUMERALS
 
 # A fixed width, so the mask tells nothing about the secret's length.
 HIDDEN = "••••••"
 _COUNTRY_CODE_RE = re.compile(r"^(?:\+|00)?86")
 
 
-_DIGIT_NUMERALS = str.maketrans("零〇一二三四五六七八九幺", "001234567891")
-
-
 def _number(value: str) -> str:
-    folded = unicodedata.normalize("NFKC", value).translate(_DIGIT_NUMERALS)
+    folded = unicodedata.normalize("NFKC", value).translate(DIGIT_NUMERALS)
     return re.sub(r"[^0-9X]", "", folded.upper())
 
 
 def _mask_id_card(value: str) -> str:
     digits = _number(value)
     return f"{digits[:4]}{'*' * (len(digits) - 8)}{digits[-4:]}"
+
+
+def _mask_document(value: str) -> str:
+    # A passport or permit number keeps its letters: the first character and the last two show.
+    kept = re.sub(r"[^0-9A-Za-z]", "", unicodedata.normalize("NFKC", value)).upper()
+    return f"{kept[:1]}{'*' * max(len(kept) - 3, 1)}{kept[-2:]}"
 
 
 def _mask_bank_card(value: str) -> str:
@@ -56,7 +62,7 @@ def mask_span(text: str, span: Span) -> str:
     """The replacement for one span: partial digits for personal numbers, a fixed mask for secrets."""
     value = text[span.start : span.end]
     if span.category == ID_CARD:
-        return _mask_id_card(value)
+        return _mask_document(value) if span.rule == PASSPORT_RULE else _mask_id_card(value)
     if span.category == BANK_CARD:
         return _mask_bank_card(value)
     if span.category == MOBILE:

@@ -56,10 +56,23 @@ def _pinyin_password_value(value: str) -> bool:
 def _en_password_value(value: str) -> bool:
     if _PLACEHOLDER_RE.search(value.strip("\"'")):
         return False
+    # "password is not 1234": the first word decides whether a value follows at all.
+    first = value.split()[0].lower().rstrip(".!?")
     value = value.lower().rstrip(".!?")
-    if value in _VALUE_STOPWORDS_EN or len(value) < 3:
+    if value in _VALUE_STOPWORDS_EN or first in _VALUE_STOPWORDS_EN or len(value) < 3:
         return False
     return not (value.isalpha() and len(value) < 6)
+
+
+def _en_password_value_with_digit(value: str) -> bool:
+    # Where the cue is short or loose ("pass: …", "pwd Zw@2024abc"), only a value whose first piece
+    # has a digit ("pass: gate 12", "password reset" and "bus pass: monthly" are words).
+    first = value.split()[0]
+    return any(c.isdigit() for c in first) and len(value.replace(" ", "")) >= 4 and _en_password_value(value)
+
+
+def _code_value(value: str) -> bool:
+    return 4 <= sum(c.isdigit() for c in value) <= 8
 
 
 # A value that stands for a secret without being one: "$TOKEN", "${DB_PASSWORD}", "<your-key>",
@@ -120,6 +133,47 @@ def _rule(name: str, category: str, pattern: str, accept: Callable[[str], bool] 
 # Digits stand next to Chinese characters without a word break ("验证码482913请查收"), so number
 # edges are lookarounds on digits, not \b.
 _CODE_WORDS_ZH = r"(?:验证码|校验码|动态码|短信码|安全码|授权码|提取码|激活码|动态密码|确认码|取件码)"
+# A value may be typed with single spaces inside ("密码是 abcd 1234", "开门码 12 34 56"): a later piece
+# has two characters or more; in English it also needs a digit or a symbol ("Sunny 2024!", not
+# "wrong again"). A one-time code may be grouped as it is displayed ("482 913").
+_VALUE_CHAR = r"[A-Za-z0-9!@#$%^&*()_+\-=.~]"
+_ZH_VALUE = rf"(?:{_VALUE_CHAR}{{3,}}|{_VALUE_CHAR}{{2}}(?= {_VALUE_CHAR}{{2}}))(?: {_VALUE_CHAR}{{2,}})*"
+_EN_VALUE_CHAR = r"[^\s\"'”,;]"
+_EN_VALUE = rf"{_EN_VALUE_CHAR}{{3,}}(?: (?={_EN_VALUE_CHAR}*[0-9!@#$%^&*_+=~]){_EN_VALUE_CHAR}{{2,}})*"
+_CODE_VALUE = r"(?<![0-9])(?:\d{2,4}(?: \d{2,4}){1,3}|\d{4,8})(?![0-9])"
+# English cue words are read as words even where Chinese touches them ("我的passwd是…"): \b would
+# not see a boundary between 的 and p. Each opens with its letter and looks behind it afterwards, so
+# the regex engine can skip to the next "p" (a pattern opening with a look-behind is tried everywhere).
+_EN_PASSWORD_CUE = r"p(?<![A-Za-z0-9]p)(?:assword|asswd|wd|asscode|assphrase|in(?:\s+code)?)(?![A-Za-z0-9])"
+_EN_PASSWORD_WORD = r"p(?<![A-Za-z0-9]p)(?:assword|asswd|wd|asscode)(?![A-Za-z0-9])"
+# "pass" and "pw", not a pass one shows ("boarding pass: CA1234").
+_EN_PASS_CUE = "p(?<![A-Za-z0-9-]p)(?:ass{}|w)(?![A-Za-z0-9-])".format(
+    "".join(
+        rf"(?<!{word} pass)(?<!{word}-pass)"
+        for word in (
+            "boarding",
+            "bus",
+            "day",
+            "season",
+            "visitor",
+            "guest",
+            "parking",
+            "press",
+            "ski",
+            "travel",
+            "metro",
+        )
+    )
+)
+_ZH_PASSWORD_CUE = r"(?:密码(?![锁箱柜器本学])|口令|密令|PIN码|pin码|开门码|门锁码|支付码)"
+# What may stand between a cue and its value when the customer points at the secret rather than
+# naming it anew: a reference to an earlier one ("同上", "跟上面那个一样", "还是", "也") or a
+# transformation of it ("倒过来", "反着写").
+_REFERENCE_ZH = (
+    r"(?:倒过来|反过来|倒着|反着|倒序|逆序|颠倒|同上|同前|如上|照旧|老样子|不变|没变|没改|一样|相同|还|仍然|依然|依旧|也|都|"
+    r"(?:跟|和|与|同)(?:上面|前面|之前|刚才|原来|上次|以前|楼上|上边)(?:那个|那条|发的|说的|的)?)"
+)
+_REFERENCE_EN = r"\b(?:same|reversed|backwards?|in\s+reverse|unchanged|as\s+before|as\s+above|still)\b"
 _SECRET_RULES: tuple[_Rule, ...] = (
     _rule(
         "private_key",
@@ -260,7 +314,15 @@ _SECRET_RULES: tuple[_Rule, ...] = (
         "password_zh",
         CREDENTIAL,
         r"(?:密码|口令|密令|PIN码|pin码|开门码|门锁码|支付码)(?:是|为|改成了?|改为|设成了?|设置为|:|：|=|\s)?\s*"
-        r"[\"'“「]?(?P<v>[A-Za-z0-9!@#$%^&*()_+\-=.~]{3,})",
+        rf"[\"'“「]?(?P<v>{_ZH_VALUE})",
+        _zh_password_value,
+    ),
+    # "密码倒过来是X", "密码同上一样是X", "新密码跟上面那个一样，是X", "门锁密码倒着输：X", "密码还是X".
+    _rule(
+        "password_reference_zh",
+        CREDENTIAL,
+        rf"{_ZH_PASSWORD_CUE}(?:{_REFERENCE_ZH}(?:[写输打念来]|输入)?[的了就也都还,， ]{{0,2}}){{1,3}}"
+        rf"(?:是|为|[:：=])\s*[\"'“「]?(?P<v>{_ZH_VALUE})",
         _zh_password_value,
     ),
     # Handovers: "密码我发你了：X", "登录密码发你：X", "账号密码：wang123 / X" (a filler, then a colon).
@@ -268,7 +330,7 @@ _SECRET_RULES: tuple[_Rule, ...] = (
         "password_handover_zh",
         CREDENTIAL,
         r"(?:密码(?![锁箱柜器本学])|口令|密令)[^\n:：，。？！?\d]{0,8}?[:：]\s*"
-        r"(?P<v>[A-Za-z0-9!@#$%^&*()_+\-=.~]{3,}(?:\s*[/|,，]\s*[A-Za-z0-9!@#$%^&*()_+\-=.~]{3,})?)",
+        rf"(?P<v>{_ZH_VALUE}(?:\s*[/|,，]\s*[A-Za-z0-9!@#$%^&*()_+\-=.~]{{3,}})?)",
         _zh_password_value,
     ),
     # "你用这个登：X", "用这个账号密码登录：user / X": what to sign in with, handed over.
@@ -276,7 +338,7 @@ _SECRET_RULES: tuple[_Rule, ...] = (
         "login_handover_zh",
         CREDENTIAL,
         r"(?:用|拿)这个(?:账号|帐号)?(?:密码)?(?:去)?登(?:录|陆)?[^\n:：，。？！?]{0,4}[:：]\s*"
-        r"(?P<v>[A-Za-z0-9!@#$%^&*()_+\-=.~]{3,}(?:\s*[/|,，]\s*[A-Za-z0-9!@#$%^&*()_+\-=.~]{3,})?)",
+        rf"(?P<v>{_ZH_VALUE}(?:\s*[/|,，]\s*[A-Za-z0-9!@#$%^&*()_+\-=.~]{{3,}})?)",
         _zh_password_value,
     ),
     # Pinyin keywords ("mima shi abc123"): a value only with a digit ("mima shi shenme" asks).
@@ -300,14 +362,36 @@ _SECRET_RULES: tuple[_Rule, ...] = (
     _rule(
         "password_en",
         CREDENTIAL,
-        r"\b(?:password|passwd|pwd|passcode|passphrase|pin(?:\s+code)?)\b[\"']?(?:\s+(?:is|was|=|:)|\s*[:=])\s*"
-        r"[\"'“]?(?P<v>[^\s\"'”,;]{3,})",
+        rf"{_EN_PASSWORD_CUE}[\"']?(?:\s+(?:is|was|=|:)|\s*[:=]|\s*(?:是|为))\s*[\"'“]?(?P<v>{_EN_VALUE})",
         _en_password_value,
+    ),
+    # The cue and the value with only a space between ("pwd Zw@2024abc", "passwd Li19880808").
+    _rule(
+        "password_bare_en",
+        CREDENTIAL,
+        rf"{_EN_PASSWORD_WORD}[ \t]+[\"'“]?(?P<v>{_EN_VALUE})",
+        _en_password_value_with_digit,
+    ),
+    # "pass: X", "pw=X": the short cues only before an assignment sign ("I'll pass" is a verb).
+    _rule(
+        "pass_en",
+        CREDENTIAL,
+        rf"{_EN_PASS_CUE}\s*[:=]\s*[\"'“]?(?P<v>{_EN_VALUE})",
+        _en_password_value_with_digit,
+    ),
+    # "password is the same as above: X", "pwd reversed is X".
+    _rule(
+        "password_reference_en",
+        CREDENTIAL,
+        rf"{_EN_PASSWORD_CUE}[^\n:=;]{{0,24}}?{_REFERENCE_EN}[^\n:=;]{{0,24}}?(?:\s(?:is|was)|[:=])\s*[\"'“]?"
+        rf"(?P<v>{_EN_VALUE})",
+        _en_password_value_with_digit,
     ),
     _rule(
         "verification_code_zh",
         VERIFICATION_CODE,
-        rf"{_CODE_WORDS_ZH}(?:是|为|:|：|\s|发你|给你|发给你)*\s*(?P<v>(?<![0-9])\d{{4,8}})(?![0-9])",
+        rf"{_CODE_WORDS_ZH}(?:是|为|:|：|\s|发你|给你|发给你)*\s*(?P<v>{_CODE_VALUE})",
+        _code_value,
     ),
     _rule(
         "verification_code_zh_before",
@@ -323,7 +407,8 @@ _SECRET_RULES: tuple[_Rule, ...] = (
         "verification_code_en",
         VERIFICATION_CODE,
         r"\b(?:verification|security|confirmation|one[-\s]?time|auth(?:entication)?|login|sms|access|door)\s+"
-        r"(?:code|pin|passcode|password)\s*(?:is|was|:|=)?\s*(?P<v>\d{4,8})(?![0-9])",
+        rf"(?:code|pin|passcode|password)\s*(?:is|was|:|=)?\s*(?P<v>{_CODE_VALUE})",
+        _code_value,
     ),
     _rule(
         "verification_code_word",

@@ -1,15 +1,19 @@
 """Personal numbers that identify without opening anything: mainland ID cards (checksum, python-stdnum),
-bank cards (Luhn) and mobiles (phonenumbers); a label beside the number decides.
+passports and travel permits after their cue, bank cards (Luhn) and mobiles (phonenumbers); a label
+beside the number decides.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import lru_cache
+from typing import Any
 
 import phonenumbers
-from stdnum import luhn
+from stdnum import luhn, numdb
 from stdnum.cn import ric
+from stdnum.exceptions import ValidationError
 
 from qiwei_site.reading.safety.categories import BANK_CARD, ID_CARD, MOBILE
 
@@ -37,6 +41,19 @@ _OTHER_NUMBER_CONTEXT_RE = re.compile(
 )
 _CONTEXT_WINDOW = 16
 
+# A passport or travel-permit number after its cue ("护照号：E12345678", "Passport No. G12345678",
+# "护照号是 533284617"): 6–10 letters and digits, at least six of them digits. The cue must touch the
+# number (a word for "number" and 是/为/a colon may stand between), so "护照上的名字是 ZHANG SAN" and
+# "passport expires 2026-05-01" stay.
+_PASSPORT_RE = re.compile(
+    r"(?:护照|通行证|回乡证|台胞证|(?<![A-Za-z])passport)"
+    r"(?:\s*(?:号码|号|编号|证号|no\.?|number|num|#))?(?:\s*(?:是|为|:|：|is|=))?\s*"
+    r"(?<![A-Za-z0-9])(?P<v>[A-Za-z]{0,2}\d[A-Za-z0-9]{5,9})(?![A-Za-z0-9-])",
+    re.IGNORECASE,
+)
+PASSPORT_RULE = "passport"
+_PASSPORT_CUE_RE = re.compile(r"护照|通行证|回乡证|台胞证|passport", re.IGNORECASE)
+
 
 def _digits(value: str) -> str:
     return re.sub(r"[^0-9Xx]", "", value).upper()
@@ -46,12 +63,32 @@ def _before(text: str, start: int) -> str:
     return text[max(0, start - _CONTEXT_WINDOW) : start]
 
 
-def _is_id_card(text: str, start: int, end: int) -> bool:
-    # ric checks the length, the birth date, the birth place and the check digit.
-    if not ric.is_valid(_digits(text[start:end])):
+@lru_cache(maxsize=1)
+def _places() -> Any:
+    return numdb.get("cn/loc")
+
+
+def _resident_id(number: str, *, labelled: bool) -> bool:
+    """A mainland resident ID: 17 digits, a birth date and the check digit (0–9 or X), as python-stdnum
+    reads them. `ric.is_valid` also wants the county to have existed in the birth year, which real
+    numbers fail: a county code is given where a person registers, often years after birth
+    (31011519800512001X, Pudong 1992–, born 1980). So the place only has to be a county stdnum knows
+    at any time, and with a label ("身份证号…") not even that."""
+    if len(number) != 18 or not number[:17].isdigit() or ric.calc_check_digit(number) != number[-1]:
         return False
+    try:
+        ric.get_birth_date(number)
+    except ValidationError:
+        return False
+    return labelled or any("county" in props for _, props in _places().info(number[:6]))
+
+
+def _is_id_card(text: str, start: int, end: int) -> bool:
     before = _before(text, start)
-    return bool(_ID_CONTEXT_RE.search(before)) or not _OTHER_NUMBER_CONTEXT_RE.search(before)
+    labelled = bool(_ID_CONTEXT_RE.search(before))
+    if not _resident_id(_digits(text[start:end]), labelled=labelled):
+        return False
+    return labelled or not _OTHER_NUMBER_CONTEXT_RE.search(before)
 
 
 def _is_bank_card(text: str, start: int, end: int) -> bool:
@@ -68,7 +105,17 @@ def _is_bank_card(text: str, start: int, end: int) -> bool:
     return 16 <= len(digits) <= 19 and digits[0] in "3456" and len(set(digits)) > 3 and bool(luhn.is_valid(digits))
 
 
+def _passport_hits(text: str) -> Iterator[tuple[str, str, int, int]]:
+    if not _PASSPORT_CUE_RE.search(text):
+        return
+    for match in _PASSPORT_RE.finditer(text):
+        value = match.group("v")
+        if sum(c.isdigit() for c in value) >= 6 and len(set(value)) > 2:
+            yield PASSPORT_RULE, ID_CARD, match.start("v"), match.end("v")
+
+
 def _personal_hits(text: str) -> Iterator[tuple[str, str, int, int]]:
+    yield from _passport_hits(text)
     if sum(c.isdigit() for c in text) < 11:
         return
     ids: list[tuple[int, int]] = []

@@ -38,8 +38,10 @@ class _View:
         return self.origin[start], self.origin[end - 1] + 1
 
 
-# One separator between one-character tokens is spacing meant to evade ("密 码 是 a b c 1 2 3").
-_SQUEEZABLE = frozenset(" \t\u00a0·•_*.-")
+# Separators between one-character tokens are spacing meant to evade ("密 码 是 a b c 1 2 3", "密/码/是",
+# "验 / 证 / 码"): one separator, or one symbol with a space on either side.
+_SQUEEZABLE = frozenset(" \t\u00a0·•_*.-/|\\~")
+_SQUEEZABLE_RUN_RE = re.compile(r"[ \t\u00a0]?[·•_*.\-/|\\~][ \t\u00a0]?|[ \t\u00a0·•_*.\-/|\\~]")
 
 
 def _is_cjk(char: str) -> bool:
@@ -61,31 +63,42 @@ def _folded_view(raw: str) -> _View:
 
 def _squeezed_view(view: _View) -> _View:
     text = view.text
-    last = len(text) - 1
+    size = len(text)
 
     def separator(i: int) -> bool:
         return text[i] in _SQUEEZABLE or text[i].isspace()
 
     def word(i: int) -> bool:
-        return text[i].isascii() and text[i].isalnum()
+        return 0 <= i < size and text[i].isascii() and text[i].isalnum()
 
     def single(i: int) -> bool:
         # A character standing alone: a CJK character, or a letter or digit with no letter or digit
         # on either side. "am" in "I am" is not single, so words keep their spaces.
-        if separator(i):
+        if not 0 <= i < size or separator(i):
             return False
         if _is_cjk(text[i]):
             return True
-        return (i == 0 or not word(i - 1)) and (i == last or not word(i + 1))
+        return not word(i - 1) and not word(i + 1)
 
-    keep = [i for i in range(len(text)) if not (0 < i < last and separator(i) and single(i - 1) and single(i + 1))]
+    dropped: set[int] = set()
+    i = 1
+    while i < size - 1:
+        if separator(i) and single(i - 1):
+            run = _SQUEEZABLE_RUN_RE.match(text, i)
+            if run and single(run.end()):
+                dropped.update(range(i, run.end()))
+                i = run.end()
+                continue
+        i += 1
+    keep = [i for i in range(size) if i not in dropped]
     return _View("".join(text[i] for i in keep), tuple(view.origin[i] for i in keep))
 
 
-# Chinese numerals that stand for one digit each ("验证码四八二九一三", "一三八…"): read as digits in
-# the plain view, so the same rules see "验证码482913". 两, 十 and 百 are not digits of a number
-# read out digit by digit.
-_DIGIT_NUMERALS = str.maketrans("零〇一二三四五六七八九幺", "001234567891")
+# Chinese numerals that stand for one digit each, 小写 and 大写 alike and mixed with Arabic digits
+# ("验证码四八二九一三", "壹叁捌…", "幺三8壹二3…"): read as digits in the plain view, so the same rules see
+# "验证码482913". 两, 十/拾 and 百/佰 are not digits of a number read out digit by digit. cn2an reads
+# whole numbers ("壹佰贰拾") but gives no position per character, which the spans need.
+DIGIT_NUMERALS = str.maketrans("零〇一二三四五六七八九幺壹贰貳叁參肆伍陆陸柒捌玖", "001234567891122334566789")
 
 
 @lru_cache(maxsize=1)
@@ -95,21 +108,28 @@ def _to_simplified() -> Any:
     return opencc.OpenCC("t2s")
 
 
+def _modifier(char: str) -> bool:
+    """What modifies the character before it: variation selectors, skin tones, the keycap ("1️⃣" is 1,
+    U+FE0F and U+20E3)."""
+    return "\ufe00" <= char <= "\ufe0f" or "\U0001f3fb" <= char <= "\U0001f3ff" or char == "\u20e3"
+
+
 def _decoration(char: str) -> bool:
-    """An emoji or symbol, or what modifies one (variation selectors, skin tones)."""
-    return unicodedata.category(char) == "So" or "\ufe00" <= char <= "\ufe0f" or "\U0001f3fb" <= char <= "\U0001f3ff"
+    """An emoji or symbol, or what modifies one."""
+    return unicodedata.category(char) == "So" or _modifier(char)
 
 
 def _plain_view(view: _View) -> _View:
     """The folded view as its keywords are meant: symbols and emoji between words dropped
-    ("密码🔑是…"), traditional characters simplified ("密碼" → "密码"), Chinese digit numerals as
-    digits. One character in, at most one out, so every index still maps back."""
+    ("密码🔑是…"), keycaps read as their digits ("1️⃣3️⃣8️⃣" → "138"), traditional characters simplified
+    ("密碼" → "密码"), Chinese digit numerals as digits. One character in, at most one out, so every
+    index still maps back."""
     kept = [(char, origin) for char, origin in zip(view.text, view.origin, strict=True) if not _decoration(char)]
     text = "".join(char for char, _ in kept)
     simplified = _to_simplified().convert(text)
     if len(simplified) == len(text):
         text = simplified
-    return _View(text.translate(_DIGIT_NUMERALS), tuple(origin for _, origin in kept))
+    return _View(text.translate(DIGIT_NUMERALS), tuple(origin for _, origin in kept))
 
 
 # The plain view is read only when it could hold what the other views missed: a keyword or a run
@@ -124,7 +144,8 @@ def _views(raw: str) -> list[_View]:
     if squeezed.text != folded.text:
         views.append(squeezed)
     if not folded.text.isascii():
-        plain = _plain_view(folded)
+        # Read after squeezing, so "密 / 码 / 是 柒柒捌捌" and "1️⃣ 3️⃣ 8️⃣…" are read whole.
+        plain = _plain_view(views[-1])
         if all(plain.text != seen.text for seen in views) and _PLAIN_TRIGGER_RE.search(plain.text):
             views.append(plain)
     return views
@@ -173,7 +194,10 @@ def _find_sensitive(raw: str) -> tuple[Span, ...]:
         for hits in (_secret_hits(view.text), _personal_hits(view.text)):
             for rule, category, start, end in hits:
                 if end > start:
-                    found.append(Span(*view.raw_span(start, end), category, rule))
+                    raw_start, raw_end = view.raw_span(start, end)
+                    while raw_end < len(raw) and _modifier(raw[raw_end]):  # the last keycap's U+FE0F U+20E3
+                        raw_end += 1
+                    found.append(Span(raw_start, raw_end, category, rule))
     return _merge(found)
 
 
