@@ -104,6 +104,11 @@ LANGUAGE_BENCHMARKS = (
         ["secret_shapes36.py"],
     ),
     ("recall_families", "Recall: a repeated question, one shared character, dates", ["recall_families_22.py"]),
+    (
+        "reading_bound",
+        "Reading is bounded: a draft over 8 crafted 8,000-character messages beside 8 ordinary ones (issue 36)",
+        ["reading_bound.py"],
+    ),
 )
 # --quick: the same data and verdicts, one timed pass instead of the best of three.
 LANGUAGE_QUICK = (
@@ -131,6 +136,11 @@ LANGUAGE_QUICK = (
         ["secret_shapes36.py"],
     ),
     ("recall_families", "Recall: a repeated question, one shared character, dates", ["recall_families_22.py"]),
+    (
+        "reading_bound",
+        "Reading is bounded: a draft over 8 crafted 8,000-char messages beside 8 ordinary ones (issue 36, 2 rounds)",
+        ["reading_bound.py", "--rounds", "2"],
+    ),
 )
 
 _ACCOUNTS = ["api_load.py", "--accounts", "1", "200", "500", "--backends", "postgres", "pgbouncer", "--clients", "32"]

@@ -247,6 +247,44 @@ class MessageRecallFeatures(models.Model):
         return f"召回特征 v{self.version} #{self.pk}"  # never the features: they spell the text
 
 
+class MessageReading(models.Model):
+    """What the reader read in one customer message when it was first read (issue 36, item 9), kept
+    so grounding, re-capture and backfill use it instead of reading the words again inside a
+    request. One row per message, deleted with it (forget, erasure). Derived data, like the recall
+    features: `reader_version` and `context_key` (`qiwei_site.reading.extract.stored`) tell when it
+    no longer matches the reader or what extraction read beside the words, and the one evidence
+    check (`memory.capture.evidence`) then reads the message again, once.
+
+    Never the words as received: the gate's verdict by category, rule name and position, and what
+    extraction read (values and clauses of the gate-passed words, personal numbers cut out)."""
+
+    message = models.OneToOneField(
+        Message,
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="reading",
+        verbose_name=_("消息"),
+    )
+    reader_version = models.CharField(_("读取器版本"), max_length=32)
+    # Why the message is no evidence when it was read (blocked by the gate, past the reader's
+    # bound); empty when it is.
+    refusal = models.CharField(_("不作为依据的原因"), max_length=64, blank=True)
+    # The gate's verdict: {"blocked", "categories", "rules", "spans": [[start, end, category, rule]]}.
+    gate = models.JSONField(_("安全闸结论"), default=dict, blank=True)
+    # What extraction read beside the words (a digest), and what it read: null when only the gate
+    # has read the message (a hypothesis's evidence needs no more).
+    context_key = models.CharField(_("提取上下文指纹"), max_length=32, blank=True)
+    extraction = models.JSONField(_("提取结果"), null=True, blank=True)
+    read_at = models.DateTimeField(_("读取时间"), auto_now=True)
+
+    class Meta:
+        verbose_name = _("消息读取结果")
+        verbose_name_plural = _("消息读取结果")
+
+    def __str__(self) -> str:
+        return f"读取结果 #{self.pk}"  # never what was read: it quotes the message
+
+
 class StorageScrub(models.Model):
     """A forget or an erasure whose WAL checkpoint a reader blocked (SQLite): the -wal file keeps the
     old pages until a checkpoint completes. Retried every minute by `memory.tasks.storage_scrub_all`

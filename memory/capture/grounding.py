@@ -11,8 +11,14 @@ writes by itself is kept; one it reads only as a proposal (asked about, bargaine
 proposed to a supervisor, not written (issue 35); one it does not read is dropped.
 
 The newest statement of a field decides: a value the customer stated once but has since restated
-differently ("预算4500" … "预算改成6000") is dropped. Bounded: each message is read at most once per
-call, and reading stops as soon as every proposed field is decided.
+differently ("预算4500" … "预算改成6000") is dropped. Bounded: each message is judged at most once
+per call, and judging stops as soon as every proposed field is decided.
+
+Read once (issue 36, item 9): each message is judged through the reading capture kept beside it;
+one with no reading that holds is read inside the request only within `READ_IN_REQUEST_CHARS`
+characters in all (`evidence.reading_budget`). Past that, judging stops — an older message never
+decides over a newer one left unread — the values still undecided are dropped (`NOT_READ_NOW`),
+and a reading job reads the rest outside the request (`jobs.readings_job_enqueue`).
 
 A hypothesis is kept only when every message it cites is this customer's admissible evidence that
 carries content, it is about what those messages talk about (a shared topic, place or trade term:
@@ -29,16 +35,23 @@ from typing import Any, Protocol
 from django.db.models import F
 
 from conversations.models import Customer, Message, MessageDirection
-from memory.capture.evidence import AUTO, PROPOSED, message_evidence, value_tier
+from memory.capture.evidence import AUTO, NOT_READ_YET, PROPOSED, message_evidence, reading_budget, value_tier
+from memory.capture.jobs import readings_job_enqueue
 from memory.capture.selectors import previous_message_fields
 from memory.capture.services import account_place_names, account_vocabulary, extract_context
+from qiwei_site.reading.extract.bound import READ_LIMIT_CHARS
 from qiwei_site.reading.grounding import read_field
 from qiwei_site.reading.guard import object_refusal, value_refusal
 from qiwei_site.reading.hypotheses import sensitive, shared_topics
 
 # How far back a model's value may find its evidence: the customer's last 200 inbound messages.
 GROUNDING_WINDOW = 200
+# What one call may read afresh: one message at the reader's bound. Capture reads every message when
+# it arrives, so a request meets at most the newest one or two unread; history older than the kept
+# readings (or read by an older reader) is read by a reading job instead (`readings_refresh`).
+READ_IN_REQUEST_CHARS = READ_LIMIT_CHARS
 NOT_READ = "客户原话中找不到该值"
+NOT_READ_NOW = "客户较早的消息尚未读取完毕，本次未能核对该值（已安排读取，下次生成时再核对）"
 INSTRUCTION_LIKE = "该值像指令或角色，不是客户情况"
 RESTATED = "客户最近一次说的是另一个值"
 PROPOSED_TO_REVIEW = "客户只在问句、议价等说法中提到该值，已作为提议交主管审核，未写入画像"
@@ -55,21 +68,44 @@ class ProfileGrounding:
     kept: dict[str, str] = field(default_factory=dict)
     evidence: dict[str, list[int]] = field(default_factory=dict)
     dropped: list[dict[str, Any]] = field(default_factory=list)
-    messages_read: int = 0
+    messages_read: int = 0  # judged, through their kept readings or read now
     # Read only as a proposal (issue 35): {field: {"value", "message_ids", "held_back", "clause"}}.
     proposed: dict[str, dict[str, Any]] = field(default_factory=dict)
+    messages_read_now: int = 0  # of those, read inside this call (no reading that held)
+    unread_left: bool = False  # judging stopped at a message the budget left unread
 
 
 def _newest_inbound(customer: Customer) -> Any:
-    """The customer's effective inbound messages, newest first, each with (`previous_direction`,
-    `previous_text`) the message before it (what extraction reads beside the words); read lazily."""
+    """The customer's effective inbound messages, newest first, each with its kept reading and
+    (`previous_direction`, `previous_text`) the message before it (what extraction reads beside the
+    words); read lazily."""
     return (
         Message.objects.filter(customer=customer, direction=MessageDirection.INBOUND, is_effective=True)
-        .only("id", "customer_id", "text", "sent_at")
+        .select_related("reading")
         .annotate(sealed_text=F("secret__sealed"), **previous_message_fields("customer_id", "sent_at", "id"))
         .order_by("-sent_at", "-id")[:GROUNDING_WINDOW]
         .iterator(chunk_size=20)
     )
+
+
+def _context(message: Any, places: Any, vocabulary: Any) -> Any:
+    return extract_context(
+        message, previous=(message.previous_direction, message.previous_text), places=places, vocabulary=vocabulary
+    )
+
+
+def readings_refresh(*, customer: Customer) -> int:
+    """Read every message of the customer's window whose kept reading does not hold, keeping the
+    readings (what a request would otherwise have to read); returns how many were read. A reading
+    job's work (`memory.capture.jobs.readings_job_enqueue`), outside any request."""
+    places, vocabulary = account_place_names(), account_vocabulary()
+    read = 0
+    for message in _newest_inbound(customer):
+        judged = message_evidence(
+            message, customer=customer, context=_context(message, places, vocabulary), bounded=False
+        )
+        read += int(judged.fresh is not None)
+    return read
 
 
 def profile_updates_ground(*, customer: Customer, updates: dict[str, str]) -> ProfileGrounding:
@@ -86,52 +122,67 @@ def profile_updates_ground(*, customer: Customer, updates: dict[str, str]) -> Pr
     evidence: dict[str, list[int]] = {}
     proposed: dict[str, dict[str, Any]] = {}
     restated: dict[str, str] = {}  # the newest statement says otherwise: kept out, reason still to find
-    read = 0
+    read = read_now = 0
+    unread_left = False
     if pending:
         places, vocabulary = account_place_names(), account_vocabulary()
-        for message in _newest_inbound(customer):
-            context = extract_context(
-                message,
-                previous=(message.previous_direction, message.previous_text),
-                places=places,
-                vocabulary=vocabulary,
-            )
-            judged = message_evidence(message, customer=customer, context=context)
-            read += 1
-            if not judged.admissible:
-                continue
-            candidates = judged.candidates
-            for key, value in list(restated.items()):
-                if read_field(key, value, candidates, context):  # said once, since restated otherwise
-                    dropped.append({"field": key, "value": value, "reason": RESTATED})
-                    del restated[key]
-            for key, value in list(pending.items()):
-                tier = value_tier(judged, key, value)
-                if tier is not None and tier[0] == AUTO:
-                    kept[key], evidence[key] = value, [message.pk]
-                    del pending[key]
-                elif tier is not None and tier[0] == PROPOSED:
-                    candidate = tier[1]
-                    proposed[key] = {
-                        "value": value,
-                        "message_ids": [message.pk],
-                        "held_back": candidate.held_back,
-                        "clause": candidate.clause[:300],
-                    }
-                    dropped.append({"field": key, "value": value, "reason": PROPOSED_TO_REVIEW})
-                    del pending[key]
-                elif any(c.field == key and c.value and not c.extends for c in candidates):
-                    # The customer's newest statement of this field says otherwise: it decides.
-                    restated[key] = pending.pop(key)
-            if not pending and not restated:
-                break
-    unread = {**pending, **restated}
-    dropped.extend({"field": key, "value": value, "reason": NOT_READ} for key, value in unread.items())
+        with reading_budget(READ_IN_REQUEST_CHARS) as budget:
+            before = budget.read
+            for message in _newest_inbound(customer):
+                context = _context(message, places, vocabulary)
+                judged = message_evidence(message, customer=customer, context=context)
+                if judged.refusal == NOT_READ_YET:
+                    unread_left = True  # an older message must not decide over this one
+                    break
+                read += 1
+                if not judged.admissible:
+                    continue
+                candidates = judged.candidates
+                for key, value in list(restated.items()):
+                    if read_field(key, value, candidates, context):  # said once, since restated otherwise
+                        dropped.append({"field": key, "value": value, "reason": RESTATED})
+                        del restated[key]
+                for key, value in list(pending.items()):
+                    tier = value_tier(judged, key, value)
+                    if tier is not None and tier[0] == AUTO:
+                        kept[key], evidence[key] = value, [message.pk]
+                        del pending[key]
+                    elif tier is not None and tier[0] == PROPOSED:
+                        candidate = tier[1]
+                        proposed[key] = {
+                            "value": value,
+                            "message_ids": [message.pk],
+                            "held_back": candidate.held_back,
+                            "clause": candidate.clause[:300],
+                        }
+                        dropped.append({"field": key, "value": value, "reason": PROPOSED_TO_REVIEW})
+                        del pending[key]
+                    elif any(c.field == key and c.value and not c.extends for c in candidates):
+                        # The customer's newest statement of this field says otherwise: it decides.
+                        restated[key] = pending.pop(key)
+                if not pending and not restated:
+                    break
+            read_now = budget.read - before
+    if unread_left:
+        readings_job_enqueue(customer=customer)
+    dropped.extend(
+        {"field": key, "value": value, "reason": NOT_READ_NOW if unread_left else NOT_READ}
+        for key, value in pending.items()
+    )
+    dropped.extend({"field": key, "value": value, "reason": NOT_READ} for key, value in restated.items())
     # In the model's order, for the draft and the trace.
     order = {key: index for index, key in enumerate(updates)}
     dropped.sort(key=lambda item: order[item["field"]])
     kept = {key: kept[key] for key in updates if key in kept}
-    return ProfileGrounding(kept=kept, evidence=evidence, dropped=dropped, messages_read=read, proposed=proposed)
+    return ProfileGrounding(
+        kept=kept,
+        evidence=evidence,
+        dropped=dropped,
+        messages_read=read,
+        proposed=proposed,
+        messages_read_now=read_now,
+        unread_left=unread_left,
+    )
 
 
 # --- hypotheses ---------------------------------------------------------------------------------
@@ -160,10 +211,7 @@ def hypotheses_ground(
         return [], []
     ids = {message_id for hypothesis in hypotheses for message_id in hypothesis.message_ids}
     messages = {
-        message.pk: message
-        for message in Message.objects.filter(pk__in=ids)
-        .select_related("secret")
-        .only("id", "customer_id", "direction", "is_effective", "text", "secret__sealed")
+        message.pk: message for message in Message.objects.filter(pk__in=ids).select_related("secret", "reading")
     }
     for message in messages.values():
         secret = getattr(message, "secret", None)
@@ -172,12 +220,15 @@ def hypotheses_ground(
     judged: dict[int, Any] = {}
     kept: list[int] = []
     dropped: list[tuple[int, str]] = []
+    with reading_budget(READ_IN_REQUEST_CHARS) as budget:
+        for message_id in sorted(ids, reverse=True):  # the newest first, if the budget runs out
+            judged[message_id] = message_evidence(messages.get(message_id), customer=customer)
+    if budget.exhausted:
+        readings_job_enqueue(customer=customer)
     for index, hypothesis in enumerate(hypotheses):
         refusal = None
         words: list[str] = []
         for message_id in hypothesis.message_ids:
-            if message_id not in judged:
-                judged[message_id] = message_evidence(messages.get(message_id), customer=customer)
             evidence = judged[message_id]
             refusal = evidence.refusal or evidence.content_refusal
             if refusal:

@@ -113,6 +113,31 @@ def capture_job_enqueue(
     return job
 
 
+# A job that only reads (issue 36, item 9): the customer's messages a request could not read within
+# its budget, read ahead of the next request. It writes readings, never memory.
+READINGS_KEY = "read_window"
+
+
+def readings_job_enqueue(*, customer: Customer) -> CaptureJob | None:
+    """Queue a reading of the customer's window (one job waiting per customer is enough: it reads
+    whatever is unread when it runs); returns the new job, or None when one is already waiting."""
+    now = timezone.now()
+    with account_atomic():
+        waiting = CaptureJob.objects.filter(
+            customer=customer,
+            message__isnull=True,
+            status__in=[CaptureJobStatus.PENDING, CaptureJobStatus.RUNNING],
+            payload__has_key=READINGS_KEY,
+        ).exists()
+        if waiting:
+            return None
+        job = CaptureJob.objects.create(
+            customer=customer, payload={READINGS_KEY: True}, next_attempt_at=now, enqueued_at=now
+        )
+        enqueue_after_commit([job.pk])
+    return job
+
+
 def _claim_query(job_id: Any, due: Any, started_at: Any, updated_at: Any) -> tuple[Any, dict[str, Any]]:
     """The claim as an ORM update (twin of `memory.sql.capture_job_claim`, which a run uses)."""
     queryset = CaptureJob.objects.filter(pk=job_id, status=CaptureJobStatus.PENDING).filter(
@@ -192,6 +217,16 @@ def _run_payload(job: CaptureJob, attempt: int) -> None:
         writes.flush(reason=PROFILE_UPDATE_REASON if updates else HYPOTHESIS_REASON)
         if not _finish(job, attempt, changes):
             raise _ClaimLost()
+
+
+def _run_readings(job: CaptureJob, attempt: int) -> None:
+    """Read the job customer's unread messages (each reading kept as it is made), then finish."""
+    # Imported here: grounding queues these jobs, so it imports this module.
+    from memory.capture.grounding import readings_refresh
+
+    readings_refresh(customer=job.customer)
+    if not _finish(job, attempt, {}):
+        raise _ClaimLost()
 
 
 def _inbound_evidence(job: CaptureJob, writes: MemoryWrites, ids: Iterable[Any]) -> set[int]:
@@ -311,6 +346,8 @@ def capture_job_run(*, job_id: int) -> CaptureJob | None:
     try:
         if job.message is not None:
             _run_message(job, attempt)
+        elif job.payload.get(READINGS_KEY):
+            _run_readings(job, attempt)
         else:
             _run_payload(job, attempt)
     except _ClaimLost:

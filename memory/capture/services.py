@@ -39,7 +39,7 @@ from conversations.models import (
 from conversations.services import alert_raise
 from knowledge.context import knowledge_version_token
 from knowledge.models import KnowledgeSection
-from memory.capture.evidence import UNSEALABLE, message_evidence
+from memory.capture.evidence import UNSEALABLE, keep_reading, message_evidence
 from memory.capture.selectors import message_previous, messages_before, previous_message_fields
 from memory.items import (
     CREATED,
@@ -52,7 +52,7 @@ from memory.items import (
     ItemPut,
     MemoryWrites,
 )
-from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem
+from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem, MessageReading
 from qiwei_site.platform.audit import audit_record
 from qiwei_site.platform.errors import ValidationFailed
 from qiwei_site.platform.history import Actor
@@ -108,13 +108,17 @@ class CaptureOutcome:
 @dataclass(frozen=True)
 class CapturePlan:
     """What one message asks capture to write, found before any write transaction opens: the safety
-    scan's verdict and the extracted candidates (`scan` is None for a message not in effect)."""
+    scan's verdict and the extracted candidates (`scan` is None for a message not in effect, or not
+    read: past the reader's bound, `unread` says so), and the reading made now, kept by
+    `capture_apply` with the writes (None when the message's kept reading held)."""
 
     message: Message
     scan: ScanResult | None = None
     candidates: tuple[Candidate, ...] = ()
     releases: tuple[Candidate, ...] = ()
     proposals: tuple[Candidate, ...] = ()  # held back for a supervisor (issue 35)
+    reading: MessageReading | None = None
+    unread: str = ""
 
     @property
     def blocked(self) -> bool:
@@ -344,15 +348,22 @@ def capture_plan(message: Message, *, context: ExtractContext | None = None) -> 
         return CapturePlan(message=message)
     # What the customer sent (a sealed original opened): the gate and extraction judge that, and
     # store nothing of it but what the guard lets through (a credential blocks, numbers are cut out).
+    # Read once: a re-run (a retry, backfill) uses the reading kept beside the message while it holds.
     evidence = message_evidence(
-        message, customer=message.customer, context=context if context is not None else extract_context(message)
+        message,
+        customer=message.customer,
+        context=context if context is not None else extract_context(message),
+        bounded=False,  # a worker's reading: no request waits on it
+        keep=False,  # kept by capture_apply, with the writes
     )
     if evidence.refusal == UNSEALABLE:
         raise SealBroken(f"the original of message {message.pk} cannot be opened")  # retried, then alerted
     if evidence.scan is not None and evidence.scan.blocked:
-        return CapturePlan(message=message, scan=evidence.scan)
+        return CapturePlan(message=message, scan=evidence.scan, reading=evidence.fresh)
+    if evidence.scan is None:  # past the reader's bound: not read, no memory
+        return CapturePlan(message=message, reading=evidence.fresh, unread=evidence.refusal or "")
     extraction = evidence.extraction
-    assert extraction is not None and evidence.scan is not None
+    assert extraction is not None
     # Facts are never written from hedged or inferred values: extraction holds those back.
     return CapturePlan(
         message=message,
@@ -360,15 +371,18 @@ def capture_plan(message: Message, *, context: ExtractContext | None = None) -> 
         candidates=tuple(extraction.candidates),
         releases=tuple(extraction.releases),
         proposals=tuple(extraction.proposals),
+        reading=evidence.fresh,
     )
 
 
 def capture_apply(plan: CapturePlan, *, actor: Actor = "capture", refresh_snapshot: bool = True) -> CaptureOutcome:
-    """Write what a plan found, in the caller's transaction (or one of its own). Idempotent per message."""
+    """Write what a plan found, in the caller's transaction (or one of its own), and keep the reading
+    it made. Idempotent per message."""
     message = plan.message
     outcome = CaptureOutcome(message_id=message.pk, candidates=len(plan.candidates))
+    keep_reading(plan.reading)
     if plan.scan is None or plan.writes_nothing:
-        return outcome  # no transaction: SQLite would take its write lock for nothing
+        return outcome  # no transaction of its own: SQLite would take its write lock for nothing
     with account_atomic(savepoint=False):
         if plan.blocked:
             outcome.blocked = True
@@ -444,10 +458,11 @@ def capture_message(
     The message is scanned and extracted before the write transaction opens (`capture_plan`);
     `within`, if given, runs inside that transaction after the writes — a job marks itself done
     there, so its effects and its `done` commit together, or neither does — and with no transaction
-    open when the message writes nothing. `context`: what extraction reads beside the words, when
-    the caller read it already."""
+    open when the message writes nothing and its kept reading held (a reading made now is kept in
+    the same transaction). `context`: what extraction reads beside the words, when the caller read
+    it already."""
     plan = capture_plan(message, context=context)
-    if plan.writes_nothing:
+    if plan.writes_nothing and plan.reading is None:
         outcome = capture_apply(plan, actor=actor, refresh_snapshot=refresh_snapshot)
         if within is not None:
             within()

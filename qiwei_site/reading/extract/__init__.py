@@ -72,10 +72,12 @@ from qiwei_site.reading.extract.admission import (
     HOLD_BACKS,
     RELEASE_ALONE,
     ClauseReading,
+    SentenceShape,
     hold_back,
     hold_back_label,
     junk,
 )
+from qiwei_site.reading.extract.bound import READ_LIMIT_CHARS, TOO_LONG, unreadable
 from qiwei_site.reading.extract.choices import term_choices
 from qiwei_site.reading.extract.clauses import (
     CONDITIONAL_RE,
@@ -147,8 +149,10 @@ __all__ = [
     "MUST_LABEL",
     "PREFERENCE",
     "PROFILE_LABELS",
+    "READ_LIMIT_CHARS",
     "RELAXED_LABEL",
     "RELEASE_ALONE",
+    "TOO_LONG",
     "VIEWING_KEY",
     "Candidate",
     "ClauseRule",
@@ -161,6 +165,7 @@ __all__ = [
     "hold_back_label",
     "object_key",
     "release_targets",
+    "unreadable",
 ]
 
 WHEN = "when"  # the agent asked when: a bare time window answers it
@@ -984,6 +989,7 @@ def _sentence_candidates(
         if index in sentence.found:  # a clause voided by a condition keeps nothing it carried
             sentence.found[index] = extra + sentence.found[index]
     judged: list[Candidate] = []
+    shape = SentenceShape(tuple(clauses))  # read once for every clause of the sentence
     for index, candidates in sentence.found.items():
         text, kind, rule_name = sentence.readings.get(index, (clauses[index], ClauseKind.STATEMENT, ""))
         if index in sentence.conditional:
@@ -997,6 +1003,7 @@ def _sentence_candidates(
             line=line,
             forwarded=forwarded,
             context=context,
+            shape=shape,
         )
         for candidate in candidates:
             if junk(candidate):
@@ -1052,7 +1059,11 @@ def extract(text: str, context: ExtractContext | None = None, *, decided_by: lis
     """What one customer message states, in order, one candidate per key (the last statement wins),
     the acceptances in it, and what looks like a want but waits for a supervisor (`proposals`, one
     per key not stated outright); the names of the clause rules that decided its clauses go to
-    `decided_by` when the caller passes a list."""
+    `decided_by` when the caller passes a list. A message past the reader's bound
+    (`bound.READ_LIMIT_CHARS`) is not read: nothing, with `unread` saying why."""
+    too_long = unreadable(text)
+    if too_long:
+        return Extraction([], [], [], unread=too_long)
     text = normalise_statement(text)
     if message_refusal(text):
         return Extraction([], [])  # a message spoofing structure (role lines, fences, delimiters) states nothing

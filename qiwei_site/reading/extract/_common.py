@@ -83,3 +83,5 @@ class Extraction:
     candidates: list[Candidate]
     releases: list[Candidate]
     proposals: list[Candidate] = dataclasses.field(default_factory=list)
+    # Why nothing was read at all (`bound.TOO_LONG`: past the reader's bound), or "".
+    unread: str = ""

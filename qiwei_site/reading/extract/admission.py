@@ -18,9 +18,10 @@ Plain Python, like the rest of the reader: a row is data with its example, and t
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from qiwei_site.reading.extract._common import CJK_RE, CONSTRAINT, FACT, Candidate, ExtractContext
 from qiwei_site.reading.extract.address import SURNAME, TITLE
@@ -31,9 +32,31 @@ from qiwei_site.reading.values import places_in
 from qiwei_site.reading.values.places import PROVINCE
 
 
+class SentenceShape:
+    """What the rows read of a whole sentence, read once for every clause and candidate in it: a
+    sentence of many clauses, each with many candidates, would otherwise be searched once per
+    candidate (quadratic in its length; issue 36, item 9)."""
+
+    def __init__(self, clauses: tuple[str, ...]) -> None:
+        self.clauses = clauses
+
+    @functools.cached_property
+    def comparison(self) -> bool:
+        return any(_COMPARISON_RE.search(clause) for clause in self.clauses)
+
+    @functools.cached_property
+    def bargaining(self) -> bool:
+        return any(_BARGAIN_RE.search(clause) for clause in self.clauses)
+
+    @functools.cached_property
+    def listing(self) -> bool:
+        return any(_LISTING_RE.search(clause) for clause in self.clauses)
+
+
 @dataclass(frozen=True)
 class ClauseReading:
-    """What admission knows of the clause a candidate came from."""
+    """What admission knows of the clause a candidate came from. The shapes a row reads in the clause
+    alone are read once per clause (`functools.cached_property`), however many candidates it yields."""
 
     text: str  # the clause as the rule that decided it read it
     kind: ClauseKind
@@ -43,6 +66,64 @@ class ClauseReading:
     line: str  # the line of the message it stands in
     forwarded: bool  # that line is part of a forwarded or pasted record of somebody's words
     context: ExtractContext | None
+    # the sentence's shapes, shared by its clauses (one is made for a reading given none)
+    shape: SentenceShape | None = field(default=None, compare=False)
+
+    @functools.cached_property
+    def sentence_shape(self) -> SentenceShape:
+        return self.shape if self.shape is not None else SentenceShape(self.sentence)
+
+    @functools.cached_property
+    def quotes(self) -> tuple[str, ...]:
+        return _quotes_in(self.line)
+
+    @functools.cached_property
+    def own_want(self) -> bool:
+        return _OWN_WANT_RE.search(self.text) is not None
+
+    @functools.cached_property
+    def own_home(self) -> bool:
+        return _OWN_HOME_RE.search(self.text) is not None
+
+    @functools.cached_property
+    def listing(self) -> bool:
+        return _LISTING_RE.search(self.text) is not None
+
+    @functools.cached_property
+    def listing_price(self) -> bool:
+        return _LISTING_PRICE_RE.search(self.text) is not None
+
+    @functools.cached_property
+    def price_words(self) -> bool:
+        return re.search(r"总价|价格|价钱|多少钱|万", self.text) is not None
+
+    @functools.cached_property
+    def reason_shape(self) -> bool:
+        return _REASON_RE.search(self.text) is not None
+
+    @functools.cached_property
+    def inquiry(self) -> bool:
+        return _INQUIRY_VERB_RE.search(self.text) is not None and _FIRM_VERB_RE.search(self.text) is None
+
+    @functools.cached_property
+    def hypothetical(self) -> bool:
+        return _HYPOTHETICAL_RE.search(self.text) is not None
+
+    @functools.cached_property
+    def past(self) -> bool:
+        return PAST_RE.search(self.text) is not None
+
+    @functools.cached_property
+    def past_event(self) -> bool:
+        return _PAST_EVENT_RE.search(self.text) is not None
+
+    @functools.cached_property
+    def trip(self) -> bool:
+        return _TRIP_RE.search(self.text) is not None
+
+    @functools.cached_property
+    def hedged(self) -> bool:
+        return WEAK_HEDGE_RE.search(self.text) is not None
 
 
 Holds = Callable[[Candidate, ClauseReading], bool]
@@ -201,6 +282,7 @@ def _forwarded(candidate: Candidate, reading: ClauseReading) -> bool:
 
 
 _QUOTE_MARKS = "“”\"「」『』‘’'"
+_QUOTED_RE = re.compile(r"[“\"「『‘]([^”\"」』’]{1,200})[”\"」』’]")
 
 
 def _quoted(candidate: Candidate, reading: ClauseReading) -> bool:
@@ -208,11 +290,13 @@ def _quoted(candidate: Candidate, reading: ClauseReading) -> bool:
     friend's, an earlier message), which the customer may not mean as their own."""
     value = (candidate.value or candidate.content.partition("：")[2]).split("（")[0].strip(_QUOTE_MARKS)
     clause = reading.text.strip(_QUOTE_MARKS + "，,。 ")
-    for match in re.finditer(r"[“\"「『‘]([^”\"」』’]{1,200})[”\"」』’]", reading.line):
-        quoted = match.group(1)
-        if (clause and clause in quoted) or (value and value in quoted):
-            return True
-    return False
+    return any((clause and clause in quoted) or (value and value in quoted) for quoted in reading.quotes)
+
+
+@functools.lru_cache(maxsize=64)
+def _quotes_in(line: str) -> tuple[str, ...]:
+    """The words inside quotation marks in a line (read once per line, not once per candidate)."""
+    return tuple(match.group(1) for match in _QUOTED_RE.finditer(line))
 
 
 def _third_party(candidate: Candidate, reading: ClauseReading) -> bool:
@@ -224,7 +308,7 @@ def _third_party(candidate: Candidate, reading: ClauseReading) -> bool:
 def _question(candidate: Candidate, reading: ClauseReading) -> bool:
     if reading.kind is ClauseKind.QUESTION:
         return True
-    return reading.question_sentence and not _OWN_WANT_RE.search(reading.text)
+    return reading.question_sentence and not reading.own_want
 
 
 # The customer's own home is no listing: "现在这套房子6月底到期", "我住的这套太小了".
@@ -232,28 +316,26 @@ _OWN_HOME_RE = re.compile(r"(?:现在|目前|我|我们|我家)(?:住的|租的|
 
 
 def _listing(candidate: Candidate, reading: ClauseReading) -> bool:
-    if candidate.type == CONSTRAINT or _OWN_HOME_RE.search(reading.text):
+    if candidate.type == CONSTRAINT or reading.own_home:
         return False
-    return _LISTING_RE.search(reading.text) is not None
+    return reading.listing
 
 
 def _comparison(candidate: Candidate, reading: ClauseReading) -> bool:
-    return any(_COMPARISON_RE.search(clause) for clause in reading.sentence)
+    return reading.sentence_shape.comparison
 
 
 def _bargaining(candidate: Candidate, reading: ClauseReading) -> bool:
-    return any(_BARGAIN_RE.search(clause) for clause in reading.sentence)
+    return reading.sentence_shape.bargaining
 
 
 def _listing_price(candidate: Candidate, reading: ClauseReading) -> bool:
     if candidate.field != "budget":
         return False
-    if _LISTING_PRICE_RE.search(reading.text):
+    if reading.listing_price:
         return True
     # "这套单价五万，总价三百万": a price in a sentence about one listing is the listing's
-    return re.search(r"总价|价格|价钱|多少钱|万", reading.text) is not None and any(
-        _LISTING_RE.search(clause) for clause in reading.sentence
-    )
+    return reading.price_words and reading.sentence_shape.listing
 
 
 def _reason(candidate: Candidate, reading: ClauseReading) -> bool:
@@ -263,13 +345,13 @@ def _reason(candidate: Candidate, reading: ClauseReading) -> bool:
         return False
     if reading.kind is ClauseKind.REASON or reading.rule == "reason":
         return True
-    return candidate.type != CONSTRAINT and not candidate.field and _REASON_RE.search(reading.text) is not None
+    return candidate.type != CONSTRAINT and not candidate.field and reading.reason_shape
 
 
 def _inquiry(candidate: Candidate, reading: ClauseReading) -> bool:
     if reading.rule == "inquiry":
         return True
-    return _INQUIRY_VERB_RE.search(reading.text) is not None and _FIRM_VERB_RE.search(reading.text) is None
+    return reading.inquiry
 
 
 def _no_trigger(candidate: Candidate, reading: ClauseReading) -> bool:
@@ -285,13 +367,13 @@ _HYPOTHETICAL_RE = re.compile(
 
 
 def _hypothetical(candidate: Candidate, reading: ClauseReading) -> bool:
-    return reading.rule == "conditional" or _HYPOTHETICAL_RE.search(reading.text) is not None
+    return reading.rule == "conditional" or reading.hypothetical
 
 
 def _past(candidate: Candidate, reading: ClauseReading) -> bool:
-    if PAST_RE.search(reading.text):
+    if reading.past:
         return True
-    return candidate.field in {"city", "district"} and _PAST_EVENT_RE.search(reading.text) is not None
+    return candidate.field in {"city", "district"} and reading.past_event
 
 
 # Going to a place is a trip unless the customer goes there to live or work ("去杭州工作", "到上海找房").
@@ -306,7 +388,7 @@ def _trip(candidate: Candidate, reading: ClauseReading) -> bool:
         return True
     if candidate.field not in {"city", "district"}:
         return False
-    if _TRIP_RE.search(reading.text):
+    if reading.trip:
         return True
     value = candidate.value.split("（")[0]
     going = re.search(rf"(?:去|到){re.escape(value)}(?:市)?(?P<after>[^，,。]{{0,6}})", reading.text) if value else None
@@ -314,7 +396,7 @@ def _trip(candidate: Candidate, reading: ClauseReading) -> bool:
 
 
 def _hedged(candidate: Candidate, reading: ClauseReading) -> bool:
-    return WEAK_HEDGE_RE.search(reading.text) is not None or candidate.confidence <= 0.5
+    return reading.hedged or candidate.confidence <= 0.5
 
 
 def _place_form(candidate: Candidate, reading: ClauseReading) -> bool:
@@ -381,6 +463,7 @@ __all__ = [
     "RELEASE_ALONE",
     "ClauseReading",
     "HoldBack",
+    "SentenceShape",
     "hold_back",
     "hold_back_label",
     "junk",
