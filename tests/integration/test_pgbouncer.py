@@ -60,9 +60,25 @@ def pgbouncer_binary() -> str:
     return found
 
 
+SHIPPED = Path(__file__).resolve().parents[2] / "deploy" / "pgbouncer.ini"
+# What the shipped settings fix for every installation; the rest (address, auth, sizes) is the host's.
+SHIPPED_KEYS = ("pool_mode", "server_reset_query", "server_reset_query_always", "ignore_startup_parameters")
+
+
+def shipped_settings() -> dict[str, str]:
+    """The pooling and reset settings of `deploy/pgbouncer.ini`, as the README tells operators to keep them."""
+    found: dict[str, str] = {}
+    for line in SHIPPED.read_text(encoding="utf-8").splitlines():
+        key, _, value = line.partition("=")
+        if not line.startswith(";") and key.strip() in SHIPPED_KEYS:
+            found[key.strip()] = value.strip()
+    return found
+
+
 @pytest.fixture
-def pgbouncer() -> Iterator[int]:
-    """A private PgBouncer in transaction mode on a free port; returns the port."""
+def pgbouncer(request) -> Iterator[int]:
+    """A private PgBouncer on a free port with the shipped pooling and reset settings (or, with the
+    `bare_pgbouncer` marker, transaction pooling without a reset); returns the port."""
     require_server("PostgreSQL", POSTGRES)
     binary = pgbouncer_binary()
     port = free_port()
@@ -78,13 +94,15 @@ def pgbouncer() -> Iterator[int]:
         "unix_socket_dir =",
         "auth_type = trust",
         f"auth_file = {folder / 'userlist.txt'}",
-        "pool_mode = transaction",
         "max_client_conn = 200",
         "default_pool_size = 2",
         f"max_user_connections = {SERVER_CONNECTIONS}",
         "server_idle_timeout = 5",
-        "ignore_startup_parameters = extra_float_digits",
     ]
+    shipped = shipped_settings()
+    if request.node.get_closest_marker("bare_pgbouncer"):
+        shipped = {"pool_mode": "transaction", "ignore_startup_parameters": "extra_float_digits"}
+    lines += [f"{key} = {value}" for key, value in shipped.items()]
     if os.geteuid() == 0:
         lines.append("user = postgres")
     (folder / "pgbouncer.ini").write_text("\n".join(lines) + "\n")
@@ -219,3 +237,73 @@ def test_pgbouncer_iterating_read_survives_another_client_taking_its_server_conn
             other.rollback()
     # Then every row still arrives
     assert len(names) == 300
+
+
+def _poison(pgbouncer: int, account_id: str) -> None:
+    """Another client through PgBouncer leaves account A's role and schema on its server connection
+    (session-level SET, outside any transaction), as a buggy script or a psql session might."""
+    config = tenancy.account_database_config(account_id)
+    with psycopg.connect(
+        host="127.0.0.1", port=pgbouncer, user=SCHEMA_LOGIN, dbname=config["NAME"], autocommit=True
+    ) as other:
+        other.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(config["QIWEI_ROLE"])))
+        other.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(config["QIWEI_SCHEMA"])))
+
+
+def _unswitched(alias: str, statement: str) -> list[tuple]:
+    """A statement sent on the account's connection without the switch (a cursor of psycopg's own)."""
+    connections[alias].ensure_connection()
+    raw = connections[alias].connection
+    with raw.cursor() as cursor:
+        cursor.execute(statement)
+        return cursor.fetchall()
+
+
+def _two_accounts(bounced_accounts: list[str]) -> tuple[str, str]:
+    from conversations.models import Customer
+
+    first, second = bounced_accounts[:2]
+    account_create(account_id=first, name="西湖门店")
+    account_create(account_id=second, name="滨江门店")
+    with use_account(first):
+        Customer.objects.create(conversation_id="wm_poison_wang", display_name="王先生")
+    return first, second
+
+
+@pytest.mark.parametrize("pg_layout", ["schema"], indirect=True)
+def test_pgbouncer_poisoned_server_connection_never_reaches_another_accounts_unswitched_statement(
+    bounced_accounts, pgbouncer
+):
+    # Given two accounts behind PgBouncer with the shipped settings, and a client that left account
+    # A's role and schema on a pooled server connection
+    account_a, account_b = _two_accounts(bounced_accounts)
+    _poison(pgbouncer, account_a)
+    with use_account(account_b) as alias:
+        # When account B's block sends statements without the switch
+        # Then they run as the login role: A's rows are refused, not answered
+        assert _unswitched(alias, "SELECT current_user") == [(SCHEMA_LOGIN,)]
+        with pytest.raises(psycopg.Error):
+            _unswitched(alias, "SELECT display_name FROM conversations_customer")
+        connections[alias].close()
+        # And B's switched statements see B's data only
+        from conversations.models import Customer
+
+        assert not Customer.objects.filter(display_name="王先生").exists()
+
+
+@pytest.mark.bare_pgbouncer
+@pytest.mark.parametrize("pg_layout", ["schema"], indirect=True)
+def test_pgbouncer_without_the_reset_the_poison_reaches_the_next_client(bounced_accounts, pgbouncer):
+    # Given PgBouncer without the shipped reset (the control: what the settings are there for)
+    account_a, account_b = _two_accounts(bounced_accounts)
+    _poison(pgbouncer, account_a)
+    with use_account(account_b) as alias:
+        # When account B's block sends a statement without the switch, it runs as A (the danger)
+        assert _unswitched(alias, "SELECT display_name FROM conversations_customer") == [("王先生",)]
+        connections[alias].close()
+        # And a switched transaction of B clears the session-level role it inherited (RESET ROLE):
+        # afterwards the same server connection answers as the login role again
+        from conversations.models import Customer
+
+        assert Customer.objects.count() == 0
+        assert _unswitched(alias, "SELECT current_user") == [(SCHEMA_LOGIN,)]

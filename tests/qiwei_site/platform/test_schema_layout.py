@@ -53,6 +53,7 @@ def test_account_role_differs_between_databases_of_one_server():
 
 def test_schema_layout_switch_quotes_role_and_schema():
     assert switch_sql("qiwei_0a1b2c3d_pudong", "acct_pudong") == (
+        'RESET ROLE; RESET search_path; '
         'SET LOCAL ROLE "qiwei_0a1b2c3d_pudong"; SET LOCAL search_path TO "acct_pudong", "qiwei_ext"; '
     )
 

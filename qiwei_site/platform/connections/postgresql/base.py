@@ -4,12 +4,18 @@ switches every transaction to the account's role and schema. Everything else is 
 
 The switch (schema layout only): the first statement of every transaction — an autocommit
 statement is a transaction of its own — is sent as one simple query behind
-`SET LOCAL ROLE <account role>; SET LOCAL search_path TO <account schema>, qiwei_ext;`, in the same
-round trip. `SET LOCAL` ends with the transaction, so a connection carries nothing of an account
-into the next use, by whichever account (and through PgBouncer's transaction pooling, where the
-next transaction may run on another server connection, the switch always travels with it). A
-statement sent without the switch runs as the login role, which may read no account schema: the
-database refuses it (permission denied), never answers with another account's rows.
+`RESET ROLE; RESET search_path; SET LOCAL ROLE <account role>; SET LOCAL search_path TO <account
+schema>, qiwei_ext;`, in the same round trip. `SET LOCAL` ends with the transaction, so a connection
+carries nothing of an account into the next use, by whichever account (and through PgBouncer's
+transaction pooling, where the next transaction may run on another server connection, the switch
+always travels with it). The two RESETs first clear a session-level role or path the server
+connection inherited (issue 36: a client that left `SET ROLE` on a PgBouncer server connection
+would otherwise hand its role to whoever's statement runs there unswitched next): at commit the
+connection is back to the login role. A statement sent without the switch runs as the login role,
+which may read no account schema: the database refuses it (permission denied), never answers with
+another account's rows — provided no other client left a session-level role on that server
+connection since, which the shipped PgBouncer settings (`deploy/pgbouncer.ini`: `DISCARD ALL`
+after every transaction) make sure of.
 """
 
 from __future__ import annotations
@@ -38,10 +44,14 @@ from qiwei_site.platform.connections import (
 EXTENSION_SCHEMA = "qiwei_ext"  # tenancy.EXTENSION_SCHEMA (tenancy imports this package)
 
 
+# The statements the switch sends before the query: their results are skipped (`nextset`).
+SWITCH_STATEMENTS = 4
+
+
 @functools.lru_cache(maxsize=4096)  # a wrapper is made per request and thread: quote once per account
 def switch_sql(role: str, schema: str) -> str:
     return (
-        sql.SQL("SET LOCAL ROLE {}; SET LOCAL search_path TO {}, {}; ")
+        sql.SQL("RESET ROLE; RESET search_path; SET LOCAL ROLE {}; SET LOCAL search_path TO {}, {}; ")
         .format(sql.Identifier(role), sql.Identifier(schema), sql.Identifier(EXTENSION_SCHEMA))
         .as_string(None)
     )
@@ -76,9 +86,9 @@ class SwitchingCursor(_DjangoCursor):
         elif isinstance(query, bytes | bytearray | memoryview):
             query = bytes(query).decode()
         super().execute(self.qiwei_switch + query, params, **kwargs)
-        # The two SETs' results come first: stand on the statement's own.
-        self.nextset()
-        self.nextset()
+        # The switch's results come first: stand on the statement's own.
+        for _ in range(SWITCH_STATEMENTS):
+            self.nextset()
         return self
 
     def executemany(self, query: Any, params_seq: Iterable[Any], **kwargs: Any) -> Any:
