@@ -29,7 +29,7 @@ _LEET_TOKEN_RE = re.compile(
 # Only a stand-in inside a word ("pr0mpt", "y0u", "5y573m") makes a message leetspeak; "3pm", "2nd"
 # and "4B" do not.
 _LEET_TRIGGER_RE = re.compile(
-    r"[A-Za-z][0134579@$|]+[A-Za-z]|(?<![A-Za-z0-9])(?=\w*[A-Za-z]\w*[A-Za-z])(?=\w*[013457]\w*[013457])[A-Za-z0-9]{4,}"
+    r"[A-Za-z][0134579@$|]+[A-Za-z]|(?<![A-Za-z0-9])(?=[A-Za-z0-9]*[A-Za-z][A-Za-z0-9]*[A-Za-z])(?=[A-Za-z0-9]*[013457][A-Za-z0-9]*[013457])[A-Za-z0-9]{4,}"
 )
 _LEET_AS_I = str.maketrans("0134579@$|", "oieastgasl")
 _LEET_AS_L = str.maketrans("0134579@$|", "oleastgasl")
