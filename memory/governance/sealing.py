@@ -33,6 +33,7 @@ from conversations.models import (
 from memory.capture.ingest import ANNOUNCEMENT_WINDOW
 from memory.context.recall import recall_features_store
 from memory.governance.scrub import column_rewrite, prompt_redact, search_index_purge, secure_delete_on, wal_truncate
+from memory.models import MessageReading
 from qiwei_site.platform.audit import audit_record
 from qiwei_site.platform.history import Actor
 from qiwei_site.platform.sealing import SealBroken, reseal, seal, unseal
@@ -147,6 +148,9 @@ def _seal_batch(found: list[tuple[int, int, str, str, tuple[str, ...]]], actor: 
             masked_messages.append(Message(pk=pk, text=masked))
             per_customer[customer_id].append((pk, categories))
         recall_features_store(messages=masked_messages)
+        # A reading kept before the gate knew this shape may hold the secret in a value or clause:
+        # it goes, and the message is read again when next needed (issue 36, item 9).
+        MessageReading.objects.filter(message_id__in=[message.pk for message in masked_messages]).delete()
         conversations = dict(Customer.objects.filter(pk__in=per_customer).values_list("pk", "conversation_id"))
         for customer_id, sealed in per_customer.items():
             audit_record(

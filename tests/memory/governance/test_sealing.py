@@ -179,3 +179,16 @@ def test_messages_seal_masks_a_bare_value_sent_right_after_its_announcement(acco
     assert Message.objects.get(pk=value.pk).text == "••••••"
     assert received_text(Message.objects.get(pk=value.pk)) == "Lm20461qa"
     assert Message.objects.get(pk=late.pk).text == "Qz88310kk"
+
+
+def test_messages_seal_drops_the_kept_reading_of_a_message_it_masks(account, clear_messages):
+    # Given a reading kept of a clear message (read before the gate knew its shape)
+    from memory.models import MessageReading
+
+    MessageReading.objects.create(message=clear_messages[1], reader_version="old", extraction={"clause": CLEAR[1]})
+    MessageReading.objects.create(message=clear_messages[2], reader_version="old", extraction={})
+    # When the command masks it
+    run("--account", account.id)
+    # Then its reading is gone (it would keep the number), and the untouched message keeps its own
+    assert not MessageReading.objects.filter(message=clear_messages[1]).exists()
+    assert MessageReading.objects.filter(message=clear_messages[2]).exists()
