@@ -47,6 +47,8 @@ from qiwei_site.reading.normalise import normalize_content
 
 HUMAN_KINDS = (DecisionKind.ADDED, DecisionKind.EDITED, DecisionKind.CONFIRMED)
 FINAL_KINDS = (DecisionKind.REJECTED, DecisionKind.FORGOTTEN)
+# Final for the value only (a declined proposal): no other value of the key is held back by it.
+FINAL_VALUE_KINDS = (*FINAL_KINDS, DecisionKind.DECLINED)
 DATED_KINDS = (DecisionKind.EXPIRED, DecisionKind.CLEARED)
 _key_cache: dict[str, bytes] = {}
 
@@ -245,7 +247,7 @@ def automatic_write_refusal(
     content = normalize_content(content)
     if decisions.rows:
         values = value_fingerprints(customer, key, content, on=evidence_at)
-        if decisions.last(FINAL_KINDS, values=values) is not None:
+        if decisions.last(FINAL_VALUE_KINDS, values=values) is not None:
             return "该值已被主管拒绝或遗忘"
         replaced_at = decisions.last((DecisionKind.REPLACED,), values=values)
         if replaced_at is not None and not _is_current(active, customer, key, values, evidence_at):

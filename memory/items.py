@@ -437,7 +437,7 @@ class MemoryWrites:
                 return PutResult(item=active, outcome=UNCHANGED)
             if fields:
                 self._change(active, fields, actor=actor, reason=reason)
-            self._proposal_settle(key, active, actor=actor, reason=reason)
+            self._proposals_settle(key, put.supersedes_keys, active, actor=actor, reason=reason)
             result = PutResult(item=active, outcome=EVIDENCE_ADDED, superseded=tuple(contradicted))
             self._audit_put(result, new_sources, action=put.audit_action, actor=actor, reason=reason)
             return result
@@ -460,7 +460,7 @@ class MemoryWrites:
             self._retire(active, replacement=item, actor=actor, reason=reason)
             superseded.append(active)
         self._create(item, actor=actor, reason=reason)
-        self._proposal_settle(key, item, actor=actor, reason=reason)
+        self._proposals_settle(key, put.supersedes_keys, item, actor=actor, reason=reason)
         superseded += self._supersede_keys(put.supersedes_keys, item, actor=actor, reason=reason)
         if put.sync_profile:
             self.profile_follow(item, actor=actor, reason=reason)
@@ -507,7 +507,7 @@ class MemoryWrites:
         if refusal:
             return PutResult(item=None, outcome=REFUSED, refusal=refusal)
         pending = self.proposed(key)
-        if pending is not None and pending.content == content:
+        if pending is not None and (pending.content == content or same_meaning(pending.content, content)):
             new_sources = [i for i in sources if i not in pending.source_message_ids]
             if not new_sources:
                 return PutResult(item=pending, outcome=UNCHANGED)
@@ -546,6 +546,15 @@ class MemoryWrites:
         result = PutResult(item=item, outcome=PROPOSED, superseded=tuple(superseded))
         self._audit_put(result, sources, action=AuditAction.MEMORY_ITEM_PROPOSED, actor=actor, reason=reason)
         return result
+
+    def _proposals_settle(
+        self, key: str, supersedes_keys: Sequence[str], item: MemoryItem, *, actor: Actor, reason: str
+    ) -> None:
+        """A value written under `key` settles the proposals waiting under it, under the keys it
+        supersedes and under its opposite polarity ("我不要朝南的" settles 偏好：朝南 read from an earlier
+        "有没有朝南的？"): accepted later, the older reading would undo the newer words."""
+        for other in dict.fromkeys([key, *supersedes_keys, *_opposite_keys(key)]):
+            self._proposal_settle(other, item, actor=actor, reason=reason)
 
     def _proposal_settle(self, key: str, item: MemoryItem, *, actor: Actor, reason: str) -> None:
         """A value written under `key` settles the proposal waiting there: the customer (or a

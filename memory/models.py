@@ -140,6 +140,7 @@ class DecisionKind(models.TextChoices):
     CLEARED = "cleared", _("画像字段已清空")
     FORGOTTEN = "forgotten", _("已遗忘")
     REPLACED = "replaced", _("被人工改掉的值")
+    DECLINED = "declined", _("提议被驳回")
 
 
 class MemoryDecision(models.Model):

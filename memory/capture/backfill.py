@@ -12,7 +12,7 @@ from django.db.models import F
 
 from conversations.models import AuditAction, Customer, CustomerProfile, Message, MessageDirection
 from memory.capture.services import capture_message
-from memory.items import CREATED, EVIDENCE_ADDED, REFUSED, SUPERSEDED, UNCHANGED, memory_item_put
+from memory.items import CREATED, EVIDENCE_ADDED, PROPOSED, REFUSED, SUPERSEDED, UNCHANGED, memory_item_put
 from memory.models import MemoryCreatedBy, MemoryDirection, MemoryItem, MemoryStatus, MemoryType
 from memory.profile import profile_item_content, profile_item_key
 from memory.snapshots import snapshot_refresh
@@ -34,6 +34,8 @@ class Totals:
     evidence_added: int = 0
     present: int = 0
     blocked: int = 0
+    # Readings held back for a supervisor (issue 35): proposals, not memory.
+    proposed: int = 0
 
     @property
     def written(self) -> int:
@@ -44,6 +46,7 @@ class Totals:
         self.created += outcomes.get(CREATED, 0)
         self.superseded += outcomes.get(SUPERSEDED, 0)
         self.evidence_added += outcomes.get(EVIDENCE_ADDED, 0)
+        self.proposed += outcomes.get(PROPOSED, 0)
 
 
 def customer_backfill(*, customer: Customer, totals: Totals) -> None:

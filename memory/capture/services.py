@@ -209,13 +209,28 @@ def _put(
 
 
 def _propose(candidate: Candidate, *, message: Message, actor: Actor, writes: MemoryWrites) -> str:
-    """Hold a reading back for a supervisor: a proposal with the clause and the rule (issue 35)."""
-    result = writes.propose(
-        _item_put(candidate, message),
-        actor=actor,
-        reason=PROPOSAL_REASON,
-        expires_at=timezone.now() + timedelta(days=settings.QIWEI_MEMORY_PROPOSAL_TTL_DAYS),
-    )
+    """Hold a reading back for a supervisor: a proposal with the clause and the rule (issue 35).
+
+    Its review period runs from when we learnt it (the message's sending, or its arrival when it came
+    later, as an import of older history does), so a message that arrived long ago, read again by
+    backfill or re-capture, proposes nothing, and an expired proposal does not come back. An
+    alternative ("如果便宜，滨江那边也行") is proposed as the field's value with it added, so accepting
+    it adds the area instead of replacing the others."""
+    from memory.profile import profile_item_content
+
+    learnt = max(filter(None, [message.sent_at, message.created_at]))
+    expires_at = learnt + timedelta(days=settings.QIWEI_MEMORY_PROPOSAL_TTL_DAYS)
+    if expires_at <= timezone.now():
+        return STALE
+    if candidate.extends and candidate.field:
+        current = (
+            CustomerProfile.objects.filter(customer=message.customer).values_list(candidate.field, flat=True).first()
+        )
+        value = extended_value(current or "", candidate)
+        candidate = dataclasses.replace(
+            candidate, value=value, content=profile_item_content(candidate.field, value), extends=False
+        )
+    result = writes.propose(_item_put(candidate, message), actor=actor, reason=PROPOSAL_REASON, expires_at=expires_at)
     return result.outcome
 
 

@@ -250,7 +250,8 @@ def memory_item_edit(
         item.created_by = MemoryCreatedBy.HUMAN
         item_row_save(item, actor=actor, reason=reason, update_fields=[*changes, "created_by"])
         profile_follow(item, actor=actor, reason=reason)
-        proposals_settle(item=item, actor=actor, reason=reason)  # the supervisor said what the key holds
+        if "content" in changes:  # the supervisor said what the key holds (not a mere importance)
+            proposals_settle(item=item, actor=actor, reason=reason)
         decision_record(item=item, kind=DecisionKind.EDITED)
         if replaced is not None:
             # The value the supervisor replaced: customer words repeating it do not undo the edit.
@@ -305,7 +306,9 @@ def memory_item_reject(*, item: MemoryItem, actor: Actor, reason: str) -> Memory
             _require_active(item, "拒绝")
         item.status = MemoryStatus.REJECTED
         item_row_save(item, actor=actor, reason=reason, update_fields=["status"])
-        decision_record(item=item, kind=DecisionKind.REJECTED)
+        # A proposal declined rules out its value only: "只是问问两居" says nothing of a firm
+        # "我要三居室" sent before it; a rejected memory item rules out the whole key's older words.
+        decision_record(item=item, kind=DecisionKind.DECLINED if proposal else DecisionKind.REJECTED)
         cleared = False if proposal else profile_field_release(item, actor=actor, reason=reason)
         _audit(
             AuditAction.MEMORY_ITEM_REJECTED,

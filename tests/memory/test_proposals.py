@@ -355,7 +355,7 @@ def test_reject_a_proposal_records_a_final_decision(customer, known, asked, staf
     # Then it is rejected, the decision recorded, and neither profile nor snapshot changed
     proposal.refresh_from_db()
     assert proposal.status == MemoryStatus.REJECTED
-    assert MemoryDecision.objects.filter(customer=customer, kind=DecisionKind.REJECTED).exists()
+    assert MemoryDecision.objects.filter(customer=customer, kind=DecisionKind.DECLINED).exists()
     audit = AuditEvent.objects.get(action="memory_item_rejected")
     assert audit.payload["item_id"] == proposal.pk and audit.payload["proposal"] is True
     assert layout_of(customer) == "" and snapshot_current(customer).version == version_before
@@ -537,3 +537,100 @@ def test_memory_item_put_by_a_human_settles_a_pending_proposal(customer, asked, 
     proposal.refresh_from_db()
     assert (proposal.status, proposal.superseded_by_id) == (MemoryStatus.SUPERSEDED, result.item.pk)
     assert pending(customer, LAYOUT) is None
+
+
+# --- found in the adversarial review of issue 35 -------------------------------------------------
+
+
+def test_newer_refusal_settles_the_opposite_proposal_so_accepting_cannot_undo_it(customer, staff_user):
+    # Given a question read as a proposal 偏好：朝南, then the customer's firm refusal of it
+    say(customer, "有没有朝南的房子？")
+    proposal = pending(customer, "preference:朝南")
+    assert proposal is not None
+    say(customer, "我不要朝南的")
+    assert active(customer, "constraint:朝南") is not None
+    # When a supervisor tries to accept the older proposal
+    # Then it has left the queue, settled by the newer words, and accepting it is refused
+    proposal.refresh_from_db()
+    assert proposal.status == MemoryStatus.SUPERSEDED
+    with pytest.raises(Conflict):
+        memory_proposal_accept(item=proposal, actor=staff_user, reason="采纳")
+    assert active(customer, "constraint:朝南") is not None
+
+
+def test_accepting_an_also_proposal_adds_the_area_instead_of_replacing_it(customer, staff_user):
+    # Given a district, then a conditional alternative held back as a proposal
+    say(customer, "想在西湖区租房")
+    say(customer, "如果便宜的话，滨江那边也行")
+    proposal = pending(customer, "profile:district")
+    assert proposal is not None
+    # When a supervisor accepts it
+    memory_proposal_accept(item=proposal, actor=staff_user, reason="电话确认两个区都可以")
+    # Then the profile keeps both areas
+    district = CustomerProfile.objects.get(customer=customer).district
+    assert "西湖" in district and "滨江" in district
+
+
+def test_rejecting_a_proposal_rules_out_its_value_only(customer, staff_user):
+    # Given a firm layout said before a question about another one
+    firm, _ = say(customer, "我要三居室", sent_at=timezone.now() - dt.timedelta(minutes=5))
+    MemoryItem.objects.filter(customer=customer, key=LAYOUT).delete()  # as if not captured yet
+    say_now(customer, "有没有两居室？")
+    proposal = pending(customer, LAYOUT)
+    assert proposal is not None and "两居" in proposal.content
+    # When the proposal is rejected ("just asking"), and the firm message is captured again (a retry)
+    memory_item_reject(item=proposal, actor=staff_user, reason="只是问问")
+    capture_message(message=firm)
+    # Then the firm value is written: the rejection covered 两居室, not the whole key
+    written = active(customer, LAYOUT)
+    assert written is not None and "三居" in written.content
+
+
+def test_backfill_of_a_message_that_arrived_long_ago_proposes_nothing(customer):
+    # Given a question received 400 days ago
+    long_ago = timezone.now() - dt.timedelta(days=400)
+    message = MessageFactory(customer=customer, text=STOCK_QUESTION, sender="王先生", sent_at=long_ago)
+    type(message).objects.filter(pk=message.pk).update(created_at=long_ago)
+    # When a backfill reads it
+    totals = Totals()
+    customer_backfill(customer=customer, totals=totals)
+    # Then no proposal waits for review (its review period ended long ago), and the totals say so
+    assert not MemoryItem.objects.filter(customer=customer, status=MemoryStatus.PROPOSED).exists()
+    assert totals.proposed == 0
+
+
+def test_backfill_counts_the_proposals_it_makes(customer):
+    # Given a question received today
+    MessageFactory(customer=customer, text=STOCK_QUESTION, sender="王先生", sent_at=timezone.now())
+    # When a backfill reads it
+    totals = Totals()
+    customer_backfill(customer=customer, totals=totals)
+    # Then its proposals are counted
+    assert totals.proposed == MemoryItem.objects.filter(customer=customer, status=MemoryStatus.PROPOSED).count() > 0
+
+
+def test_another_spelling_of_a_pending_proposal_adds_evidence_instead_of_replacing_it(customer):
+    # Given a bargaining budget held back as a proposal
+    say(customer, "我预算九千五，能便宜点吗")
+    first = pending(customer, "profile:budget")
+    assert first is not None
+    # When the same amount comes again in another spelling
+    say(customer, "我预算9500，能便宜点吗")
+    # Then the waiting proposal stays (with the new message as evidence), not replaced
+    kept = pending(customer, "profile:budget")
+    assert kept is not None and kept.pk == first.pk and len(kept.source_message_ids) == 2
+
+
+def test_an_importance_edit_leaves_the_proposals_waiting(customer, staff_user):
+    # Given an active budget and a different budget waiting as a proposal
+    say(customer, "预算五千左右")
+    say(customer, "我预算八千，能便宜点吗")
+    proposal = pending(customer, "profile:budget")
+    assert proposal is not None
+    # When a supervisor only changes the active item's importance
+    from memory.governance.services import memory_item_edit
+
+    memory_item_edit(item=active(customer, "profile:budget"), importance=5, actor=staff_user, reason="重要")
+    # Then the proposal still waits
+    proposal.refresh_from_db()
+    assert proposal.status == MemoryStatus.PROPOSED

@@ -52,8 +52,8 @@ class Command(BaseCommand):
         self.stdout.write(
             f"{prefix}客户 {totals.customers} 个，扫描消息 {totals.messages} 条，写入记忆 {totals.written} 条"
             f"（新建 {totals.created}，替换旧值 {totals.superseded}），补充证据 {totals.evidence_added} 条，"
-            f"已存在 {totals.present} 条，拦截消息 {totals.blocked} 条"
+            f"已存在 {totals.present} 条，待审核提议 {totals.proposed} 条，拦截消息 {totals.blocked} 条"
             f" (customers={totals.customers} messages={totals.messages} created={totals.created}"
             f" superseded={totals.superseded} evidence_added={totals.evidence_added}"
-            f" present={totals.present} blocked={totals.blocked})"
+            f" present={totals.present} proposed={totals.proposed} blocked={totals.blocked})"
         )
