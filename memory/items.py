@@ -583,9 +583,12 @@ class MemoryWrites:
         proposal.customer = self.customer
         proposal.status, proposal.type, proposal.content = MemoryStatus.ACTIVE, type, content
         proposal.created_by, proposal.confidence, proposal.expires_at = MemoryCreatedBy.HUMAN, 1.0, None
+        # A person's item now: no rule held it back, and the clause (a second copy of the customer's
+        # words, kept for the review) has done its work.
+        proposal.held_back, proposal.clause = "", ""
         self._change(
             proposal,
-            ["status", "type", "content", "created_by", "confidence", "expires_at"],
+            ["status", "type", "content", "created_by", "confidence", "expires_at", "held_back", "clause"],
             actor=actor,
             reason=reason,
         )

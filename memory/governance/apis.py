@@ -32,7 +32,7 @@ from memory.governance.services import (
 )
 from memory.models import MemoryItem, MemorySnapshot, MemoryType
 from memory.profile import customer_profile_update
-from qiwei_site.platform.api import AccountAPIView
+from qiwei_site.platform.api import AccountAPIView, TextField
 from qiwei_site.platform.errors import ValidationFailed
 from qiwei_site.platform.pagination import LimitOffsetPagination, paginated_response
 from qiwei_site.reading.extract import hold_back_label
@@ -48,7 +48,7 @@ class GovernanceReasonInput(serializers.Serializer):
 
     rejects_unknown_fields = True  # documented as additionalProperties: false
 
-    reason = serializers.CharField(max_length=300, help_text="原因（必填），写入历史记录和审计")
+    reason = TextField(max_length=300, help_text="原因（必填），写入历史记录和审计")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         unknown = sorted(set(getattr(self, "initial_data", {}) or {}) - set(self.fields))
@@ -151,7 +151,7 @@ class MemoryItemListApi(AccountAPIView):
     pagination_class = LimitOffsetPagination
 
     class MemoryItemAddInput(GovernanceReasonInput):
-        content = serializers.CharField(max_length=2000)
+        content = TextField(max_length=2000)
         type = serializers.ChoiceField(choices=MemoryType.choices, default=MemoryType.FACT)
         key = serializers.CharField(required=False, max_length=200)
         importance = serializers.IntegerField(min_value=1, max_value=5, default=5)
@@ -198,7 +198,7 @@ class MemoryItemDetailApi(AccountAPIView):
     governance_methods = GOVERNANCE
 
     class MemoryItemEditInput(GovernanceReasonInput):
-        content = serializers.CharField(required=False, max_length=2000)
+        content = TextField(required=False, max_length=2000)
         type = serializers.ChoiceField(choices=MemoryType.choices, required=False)
         importance = serializers.IntegerField(min_value=1, max_value=5, required=False)
         confidence = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
@@ -283,9 +283,11 @@ class MemoryProposalAcceptApi(AccountAPIView):
     governance_methods = GOVERNANCE
 
     class MemoryProposalAcceptInput(GovernanceReasonInput):
-        content = serializers.CharField(required=False, max_length=2000, help_text="修改后的内容；缺省按读出的内容采纳")
+        content = TextField(required=False, max_length=2000, help_text="修改后的内容；缺省按读出的内容采纳")
         type = serializers.ChoiceField(
-            choices=MemoryType.choices, required=False, help_text="采纳为事实、偏好、约束或事件；缺省沿用提议的类型"
+            choices=[(value, label) for value, label in MemoryType.choices if value != MemoryType.HYPOTHESIS],
+            required=False,
+            help_text="采纳为事实、偏好、约束或事件；缺省沿用提议的类型",
         )
 
     @extend_schema(request=MemoryProposalAcceptInput, responses=MemoryItemOutputSerializer)

@@ -361,13 +361,14 @@ def memory_proposal_accept(
         proposal = writes.proposed(item.key)
         if proposal is None or proposal.pk != item.pk:
             proposal = item
+        held_back = proposal.held_back
         writes.promote(proposal, type=new_type, content=new_content, actor=actor, reason=reason)
         edited = not same_meaning(read_content, proposal.content)
         writes.audit(
             AuditAction.MEMORY_PROPOSAL_ACCEPTED,
             actor=actor,
             reason=reason,
-            payload={"type": proposal.type, "edited": edited, "held_back": proposal.held_back},
+            payload={"type": proposal.type, "edited": edited, "held_back": held_back},
             item=proposal,
         )
         writes.flush(reason=reason)

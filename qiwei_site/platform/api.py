@@ -122,6 +122,18 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     return response
 
 
+class TextField(serializers.CharField):
+    """A string, and only a string: DRF's CharField turns 5 or true into "5" or "True", so a client's
+    wrong type would be stored as words (`"content": 5` → 户型：5). Anything else is a 400."""
+
+    default_error_messages = {"not_a_string": "必须是字符串 (must be a string)."}
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("not_a_string")
+        return str(super().to_internal_value(data))
+
+
 class ErrorOutputSerializer(serializers.Serializer):
     """所有错误应答的正文：4xx，以及企微上游不可用时的 503 (the body of every error answer)."""
 

@@ -115,8 +115,9 @@ def test_accept_with_another_type(staff_client, customer, question):
 
 
 def test_accept_as_hypothesis_is_400(staff_client, layout):
+    # The schema offers no hypothesis type (found in review: it was offered, then refused by the service)
     response = accept(staff_client, layout.pk, type="hypothesis", reason="先当推断")
-    assert response.status_code == 400 and response.json()["code"] == "invalid_type"
+    assert response.status_code == 400 and "type" in response.json()["errors"]
     layout.refresh_from_db()
     assert layout.status == MemoryStatus.PROPOSED
 
@@ -211,3 +212,23 @@ def test_schema_documents_the_accept_path(staff_client):
     assert {"reason", "content", "type"} <= set(body["properties"]) and "reason" in body["required"]
     output = schema["components"]["schemas"]["MemoryItemOutput"]["properties"]
     assert {"held_back", "held_back_label", "clause"} <= set(output)
+
+
+def test_accept_refuses_a_content_that_is_not_a_string(staff_client, layout):
+    # Given a pending proposal (found in review: `content: 5` was saved as 户型：5)
+    # When the accept sends a number as the content
+    as_number = accept(staff_client, layout.pk, reason="采纳", content=5)
+    # Then it is a 400 naming the field, and the proposal still waits
+    assert as_number.status_code == 400 and "content" in as_number.json()["errors"]
+    layout.refresh_from_db()
+    assert layout.status == MemoryStatus.PROPOSED
+
+
+def test_accepted_proposal_keeps_no_rule_and_no_clause(staff_client, layout):
+    # When a proposal is accepted (found in review: the person's item still carried both)
+    response = accept(staff_client, layout.pk, reason="电话确认")
+    # Then the item, now a person's, has neither; the audit keeps the rule
+    assert response.status_code == 200
+    assert (response.json()["held_back"], response.json()["clause"]) == ("", "")
+    layout.refresh_from_db()
+    assert (layout.held_back, layout.clause) == ("", "")
