@@ -182,7 +182,10 @@ def main() -> None:
             print(f"  {'all secrets':14s}" + "".join(f"{'{}/{}'.format(*secret[n]):>18s}" for n in names))
             report[path.name] = {name: {shape: list(cell) for shape, cell in tables[name].items()} for name in names}
 
-        print("\nThird-party ordinary messages: how many each masker masks, and how many the current one masks otherwise than --rev")
+        print(
+            "\nThird-party ordinary messages: how many each masker masks,"
+            " and how many the current one masks otherwise than --rev"
+        )
         for pool, texts in (
             ("CrossWOZ dev user turns", crosswoz_turns()),
             ("beike-dev customer messages", beike_queries()),

@@ -24,7 +24,11 @@ CONVERSATION = "wm_anchor_zhou"
 
 def _write(reason: str, **payload) -> AuditEvent:
     return audit_record(
-        action=AuditAction.CUSTOMER_UPDATED, conversation_id=CONVERSATION, actor="admin-周主管", reason=reason, payload=payload
+        action=AuditAction.CUSTOMER_UPDATED,
+        conversation_id=CONVERSATION,
+        actor="admin-周主管",
+        reason=reason,
+        payload=payload,
     )
 
 
@@ -172,7 +176,9 @@ def test_audit_forged_anchor_log_line_is_reported(account):
     _anchor()
     # When someone without the key appends an anchor line
     with audit_anchor.anchor_log_path().open("a", encoding="utf-8") as log:
-        log.write(json.dumps({"chain": f"account:{account.pk}", "seq": 99, "head": "0" * 64, "at": "x", "mac": "f" * 64}))
+        log.write(
+            json.dumps({"chain": f"account:{account.pk}", "seq": 99, "head": "0" * 64, "at": "x", "mac": "f" * 64})
+        )
         log.write("\n")
     # Then the full verify reports the line and the forged anchor is ignored
     with pytest.raises(CommandError) as refused:
