@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from django.db import connections
 from django.db.models import Exists, FilteredRelation, OuterRef, Q, QuerySet
 
 from conversations.models import Customer, CustomerProfile, Message
@@ -13,6 +14,7 @@ from memory.models import MemoryDecision, MemoryItem, MemorySnapshot, MemoryStat
 from memory.snapshots import snapshot_head_annotations
 from qiwei_site.platform.errors import NotFound, ValidationFailed
 from qiwei_site.platform.selectors import account_samples
+from qiwei_site.platform.tenancy import current_alias
 
 
 def memory_item_list(*, customer: Customer, filters: Mapping[str, Any] | None = None) -> QuerySet[MemoryItem]:
@@ -92,12 +94,18 @@ def memory_state_rows(*, customer_id: int) -> list[tuple[Any, ...]]:
 
 
 def memory_items_active_locked(*, customer_id: int) -> list[MemoryItem]:
-    """PostgreSQL: the customer's active items and pending proposals, locked (as `memory_item_put`
-    always locked the item it changed)."""
+    """PostgreSQL: the customer's active items and pending proposals, locked.
+
+    Lock order, the same on every write path: the customer's row first (`customer_lock`), then its
+    items by id. The customer's row serialises the writers of one customer, so two captures cannot
+    both find no proposal under a key and both insert one (`uniq_proposed_memory_key`), and items
+    locked by id cannot deadlock against a writer that locks them in another order (the model's
+    default ordering, by importance and update time, changes between transactions)."""
+    customer_lock(customer_id=customer_id)
     return list(
-        MemoryItem.objects.select_for_update().filter(
-            customer_id=customer_id, status__in=[MemoryStatus.ACTIVE, MemoryStatus.PROPOSED]
-        )
+        MemoryItem.objects.select_for_update()
+        .filter(customer_id=customer_id, status__in=[MemoryStatus.ACTIVE, MemoryStatus.PROPOSED])
+        .order_by("pk")
     )
 
 
@@ -111,7 +119,11 @@ def memory_decision_rows(*, customer_id: int) -> list[tuple[Any, ...]]:
 
 
 def customer_lock(*, customer_id: int) -> None:
-    """PostgreSQL: the customer's row locked (serialising snapshot writers, as `snapshot_refresh` does)."""
+    """PostgreSQL: the customer's row locked (serialising snapshot writers, as `snapshot_refresh` does,
+    and every writer of the customer's memory before it locks an item). SQLite: nothing (its writers
+    are serialised by the database lock)."""
+    if not connections[current_alias()].features.has_select_for_update:
+        return
     list(Customer.objects.select_for_update().filter(pk=customer_id).values_list("pk"))
 
 

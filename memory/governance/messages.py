@@ -32,6 +32,7 @@ from memory.governance.scrub import (
 )
 from memory.governance.services import memory_item_forget, reason_required
 from memory.models import CaptureJob, CaptureJobStatus, MemoryCreatedBy, MemoryItem
+from memory.selectors import customer_lock
 from qiwei_site.platform.audit import audit_record
 from qiwei_site.platform.errors import Conflict
 from qiwei_site.platform.history import Actor, stamp_history
@@ -156,6 +157,7 @@ def message_forget(*, message: Message, actor: Actor, reason: str) -> dict[str, 
     reason = reason_required(reason)
     with account_atomic():
         secure_delete_on()
+        customer_lock(customer_id=message.customer_id)  # the customer first, as every memory writer
         message = Message.objects.select_for_update().select_related("customer").get(pk=message.pk)
         customer, message_id = message.customer, message.pk
         if message.direction != MessageDirection.INBOUND:

@@ -44,6 +44,7 @@ from memory.models import (
     MemoryStatus,
     MemoryType,
 )
+from memory.selectors import customer_lock
 from memory.snapshots import SECTION_TITLES, snapshot_refresh
 from qiwei_site.platform.audit import audit_record
 from qiwei_site.platform.errors import Conflict, ValidationFailed
@@ -68,7 +69,10 @@ UNSET = _Unset.TOKEN
 
 
 def _locked(item: MemoryItem) -> MemoryItem:
-    """Re-read the item under a row lock, so two supervisors cannot act on a stale state."""
+    """Re-read the item under a row lock, so two supervisors cannot act on a stale state. The
+    customer's row is locked first, as every writer of a customer's memory locks it
+    (`memory_items_active_locked`): one lock order, so a supervisor's edit and a capture cannot deadlock."""
+    customer_lock(customer_id=item.customer_id)
     fresh = MemoryItem.objects.select_for_update().select_related("customer").filter(pk=item.pk).first()
     if fresh is None:
         raise Conflict(f"记忆条目 {item.pk} 已不存在 (memory item no longer exists).", code="memory_item_gone")
@@ -389,10 +393,20 @@ def memory_proposals_expire_due(*, now: datetime | None = None, actor: Actor = "
     reason = f"提议超过 {settings.QIWEI_MEMORY_PROPOSAL_TTL_DAYS} 天未审核，自动失效"
     expired = 0
     with account_atomic():
+        due_customers = sorted(
+            set(
+                MemoryItem.objects.filter(status=MemoryStatus.PROPOSED, expires_at__lte=now).values_list(
+                    "customer_id", flat=True
+                )
+            )
+        )
+        for customer_id in due_customers:  # the customers first, then their items by id: one lock order
+            customer_lock(customer_id=customer_id)
         due = list(
             MemoryItem.objects.select_for_update()
             .select_related("customer")
-            .filter(status=MemoryStatus.PROPOSED, expires_at__lte=now)
+            .filter(status=MemoryStatus.PROPOSED, expires_at__lte=now, customer_id__in=due_customers)
+            .order_by("pk")
         )
         for item in due:
             item.status = MemoryStatus.SUPERSEDED
@@ -454,10 +468,12 @@ def memory_items_expire_due(
     expired = 0
     for customer_id in list(due):
         with account_atomic():
+            customer_lock(customer_id=customer_id)
             items = list(
                 MemoryItem.objects.select_for_update()
                 .select_related("customer")
                 .filter(customer_id=customer_id, status=MemoryStatus.ACTIVE, expires_at__lte=now)
+                .order_by("pk")
             )
             for item in items:
                 _expire(item, now=now, actor=actor, reason=reason, automatic=True)
