@@ -33,7 +33,7 @@ from conversations.models import (
 from memory.capture.ingest import ANNOUNCEMENT_WINDOW
 from memory.context.recall import recall_features_store
 from memory.governance.scrub import column_rewrite, prompt_redact, search_index_purge, secure_delete_on, wal_truncate
-from memory.models import MessageReading
+from memory.models import MemoryItem, MessageReading
 from qiwei_site.platform.audit import audit_record
 from qiwei_site.platform.history import Actor
 from qiwei_site.platform.sealing import SealBroken, reseal, seal, unseal
@@ -74,6 +74,7 @@ class SealReport:
     originals_sealed: int = 0
     originals_resealed: int = 0
     drafts_masked: int = 0
+    clauses_masked: int = 0  # memory items' kept clauses (rows and history rows)
     customers: set[int] = field(default_factory=set)
 
 
@@ -151,6 +152,11 @@ def _seal_batch(found: list[tuple[int, int, str, str, tuple[str, ...]]], actor: 
         # A reading kept before the gate knew this shape may hold the secret in a value or clause:
         # it goes, and the message is read again when next needed (issue 36, item 9).
         MessageReading.objects.filter(message_id__in=[message.pk for message in masked_messages]).delete()
+        # So may the customer's clause a held-back item or proposal keeps (and its history's copies).
+        for rows in (MemoryItem.objects, MemoryItem.history):
+            report.clauses_masked += column_rewrite(
+                rows.filter(customer_id__in=list(per_customer)).exclude(clause=""), "clause", mask_sensitive
+            )
         conversations = dict(Customer.objects.filter(pk__in=per_customer).values_list("pk", "conversation_id"))
         for customer_id, sealed in per_customer.items():
             audit_record(

@@ -50,9 +50,9 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"{current}: 读取 {report.messages_read} 条，遮蔽 {report.messages_masked} 条，"
                 f"新密封 {report.originals_sealed} 条，重新密封 {report.originals_resealed} 条，"
-                f"遮蔽草稿 {report.drafts_masked} 份"
+                f"遮蔽草稿 {report.drafts_masked} 份，记忆原话片段 {report.clauses_masked} 处"
                 f" (read={report.messages_read} masked={report.messages_masked} sealed={report.originals_sealed}"
-                f" resealed={report.originals_resealed} drafts={report.drafts_masked}"
+                f" resealed={report.originals_resealed} drafts={report.drafts_masked} clauses={report.clauses_masked}"
                 f" customers={len(report.customers)})"
             )
 

@@ -192,3 +192,28 @@ def test_messages_seal_drops_the_kept_reading_of_a_message_it_masks(account, cle
     # Then its reading is gone (it would keep the number), and the untouched message keeps its own
     assert not MessageReading.objects.filter(message=clear_messages[1]).exists()
     assert MessageReading.objects.filter(message=clear_messages[2]).exists()
+
+
+def test_messages_seal_masks_the_clause_a_held_back_item_kept(account, clear_messages):
+    # Given a proposal read from a clear message, keeping the customer's clause with the number in it
+    from memory.models import MemoryItem, MemoryStatus
+
+    li = clear_messages[1].customer
+    proposal = MemoryItem.objects.create(
+        customer=li,
+        type="preference",
+        key="preference:晚上联系",
+        content="偏好：晚上联系",
+        status=MemoryStatus.PROPOSED,
+        source_message_ids=[clear_messages[1].pk],
+        held_back="question",
+        clause=CLEAR[1],
+    )
+    # When the command masks the message
+    out = run("--account", account.id)
+    # Then the item's clause no longer holds the number, in the row or its history, and the run says so
+    proposal.refresh_from_db()
+    assert "13912345678" not in proposal.clause and "晚上联系" in proposal.clause
+    history = list(MemoryItem.history.filter(id=proposal.pk).values_list("clause", flat=True))
+    assert history and not any("13912345678" in clause for clause in history)
+    assert "clauses=" in out and "clauses=0" not in out
