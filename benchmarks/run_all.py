@@ -103,6 +103,11 @@ LANGUAGE_BENCHMARKS = (
         "Secret shapes of issue 36 (the issue's 10, 40 fresh, look-alikes, third-party pools) beside 7dedc7b",
         ["secret_shapes36.py"],
     ),
+    (
+        "hypotheses_sensitivity",
+        "Hypotheses refused as sensitive (PIPL art. 28, done deals) and topic pairs (issue 36 H4/L5) beside d1d2adf",
+        ["hypotheses_sensitivity.py"],
+    ),
     ("recall_families", "Recall: a repeated question, one shared character, dates", ["recall_families_22.py"]),
     (
         "reading_bound",
@@ -134,6 +139,11 @@ LANGUAGE_QUICK = (
         "secret_shapes36",
         "Secret shapes of issue 36 (the issue's 10, 40 fresh, look-alikes, third-party pools) beside 7dedc7b",
         ["secret_shapes36.py"],
+    ),
+    (
+        "hypotheses_sensitivity",
+        "Hypotheses refused as sensitive (PIPL art. 28, done deals) and topic pairs (issue 36 H4/L5) beside d1d2adf",
+        ["hypotheses_sensitivity.py"],
     ),
     ("recall_families", "Recall: a repeated question, one shared character, dates", ["recall_families_22.py"]),
     (

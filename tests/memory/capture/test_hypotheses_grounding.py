@@ -13,7 +13,7 @@ import pytest
 from conversations.models import MessageDirection
 from memory.attention import review_queue
 from memory.capture.evidence import BLOCKED, NOT_INBOUND, OTHER_CUSTOMER
-from memory.capture.grounding import HYPOTHESES_PER_TURN, OFF_TOPIC
+from memory.capture.grounding import HYPOTHESES_PER_TURN, OFF_TOPIC, hypotheses_ground
 from memory.models import MemoryItem, MemoryStatus, MemoryType
 from memory.providers import TurnHypothesis
 from sessions_epoch.pipeline import draft_generate, ground_hypotheses
@@ -160,6 +160,41 @@ def test_a_sensitive_hypothesis_does_not_use_up_the_turns_limit(customer, said):
     kept, dropped = _ground(customer, *(_hypothesis(text, [said.pk], key=f"guess_{n}") for n, text in enumerate(texts)))
     assert kept == texts[2:]
     assert [index for index, _reason in dropped] == [0, 1]
+
+
+@pytest.mark.parametrize(
+    ("text", "label"),
+    [
+        pytest.param("客户的父亲需要坐轮椅", "健康状况", id="health_disability"),
+        pytest.param("客户有ＨＩＶ", "健康状况", id="health_full_width"),
+        pytest.param("客户是Gay", "性取向", id="orientation_beside_cjk"),
+        pytest.param("客户家住滨江花园12栋", "行踪与详细住址", id="whereabouts_address"),
+        pytest.param("客户刚签完购房合同", "已完成的交易（签约、付款）", id="done_signing"),
+        pytest.param("客户月入三万", "金融账户与收入", id="income"),
+        pytest.param("客户可能在用公积金还房贷", "金融账户与收入", id="loan"),
+    ],
+)
+def test_hypotheses_ground_drops_a_sensitive_hypothesis_citing_ordinary_words_with_its_category(
+    customer, said, text, label
+):
+    # given the customer's ordinary words, and beside the guess an inference about what they said
+    guesses = [_hypothesis(text, [said.pk]), _hypothesis(KEPT_ON_BUDGET, [said.pk], key="budget")]
+
+    # when the grounding service judges them
+    kept, dropped = hypotheses_ground(customer=customer, hypotheses=guesses)
+
+    # then the guess is dropped, its reason naming the category, and the inference is kept
+    assert kept == [1]
+    assert len(dropped) == 1 and dropped[0][0] == 0
+    assert dropped[0][1].startswith(_category(label)), dropped[0][1]
+
+
+def test_hypotheses_ground_drops_a_hypothesis_sharing_only_a_character_as_off_topic(customer, said):
+    # given 「…预算八千左右」 and a guess whose only link to it is the 万 of a company's name
+    kept, dropped = hypotheses_ground(customer=customer, hypotheses=[_hypothesis("客户可能在万达上班", [said.pk])])
+    # then it is about something else
+    assert kept == []
+    assert dropped == [(0, OFF_TOPIC)]
 
 
 # --- through a full model turn ------------------------------------------------------------------
