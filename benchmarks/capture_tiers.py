@@ -13,17 +13,27 @@ review queue) and for the two together:
   (`fresh35b_trades.jsonl`) written near the end of the build, once the first had been measured
   again, and measured once;
 - **CrossWOZ dev**: 4,229 crowd-sourced Chinese user turns with Inform acts, scored as
-  `extract_crosswoz.py` scores them (the price and facility slots; wrong items per 100 turns).
+  `extract_crosswoz.py` scores them (the price and facility slots; wrong items per 100 turns);
+- **the review's families** (`review35_families.jsonl`: the strings an adversarial review of issue 35
+  found written by themselves) and **a fresh set in the same families** (`fresh35c_families.jsonl`:
+  other wording, with firm self-statements that must still be written), both written before the
+  reader learned them, and **a second fresh set** (`fresh35d_families.jsonl`, 40 messages) written
+  when that work was done and measured once; all scored **by tier**: `expect` must be written by
+  itself, `propose` must be proposed, `allow` may be proposed (or dropped), `allow_auto` may be written
+  (a refusal read from a negated want); anything else in a tier is wrong. A row with `earlier` is
+  said after that message: an acceptance relaxing what `earlier` wrote is written by itself, as
+  capture writes it.
 
 An item matches a label when the label before `：` is the same (a label may list alternatives with
 `|`, or be `*` for any; one stance counts as one label: 偏好/必须/可以接受 are a want, 不考虑/不需要/
 不强求 a refusal) and it holds the value (budgets by amount). An acceptance with nothing to relax
-(`releases`) counts as a proposal: the messages here have no history, and capture proposes it. Printed per set and tier:
-precision, recall of the labels, items per 1,000 messages — beside the reader at `--rev` (default
+(`releases`; only a row's `earlier` message gives it something) counts as a proposal, on both sides
+when `--rev` has the two tiers: capture proposes it (before the tiers it dropped it). Printed per set
+and tier: precision, recall of the labels, items per 1,000 messages — beside the reader at `--rev` (default
 5804d3c, before the two tiers: everything it read was written), run from `git archive` of its
 `qiwei_site/reading` in a process of its own, so both readers are whole.
 
-    .venv/bin/python benchmarks/capture_tiers.py [--rev 5804d3c] [--json OUT] [--misses beike|crosswoz]
+    .venv/bin/python benchmarks/capture_tiers.py [--rev 5804d3c] [--json OUT] [--misses beike|crosswoz|review]
 
 Plain Python: reading needs no database.
 """
@@ -64,6 +74,14 @@ DEV = "dev35_families.jsonl"
 # A second fresh set in the same four trades (each row names its knowledge base), written when the
 # first had been measured again during the build: measured once, at the end.
 FRESH_B = "fresh35b_trades.jsonl"
+# The strings of the adversarial review of issue 35 (third-party, measured before the build), our own
+# fresh set in the same families (other wording; firm self-statements beside them), and a second fresh
+# set written when the review's work was finished (measured once, at the end), scored by tier.
+TIERED = (
+    ("review of issue 35: its families (third-party strings)", "review35_families.jsonl"),
+    ("review families, fresh set (other wording, firm statements beside)", "fresh35c_families.jsonl"),
+    ("review families, second fresh set (measured once, at the end)", "fresh35d_families.jsonl"),
+)
 FRESH = (
     ("after-sales (fresh)", "fresh35_aftersales.jsonl", "trade_aftersales.knowledge.md"),
     ("training (fresh)", "fresh35_training.jsonl", "trade_training.knowledge.md"),
@@ -81,6 +99,10 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 from qiwei_site.reading.extract import ExtractContext, extract
 from qiwei_site.reading.values.vocabulary import Vocabulary, parse_vocabulary
+try:
+    from qiwei_site.reading.extract import release_targets
+except ImportError:
+    release_targets = lambda release: tuple(release.supersedes_keys)
 rows = json.load(sys.stdin)
 sent_at = datetime.fromisoformat(rows["sent_at"])
 vocabularies = {}
@@ -92,8 +114,13 @@ for row in rows["rows"]:
     context = ExtractContext(sent_at=sent_at, previous_outbound=row.get("previous_outbound", ""),
                              vocabulary=vocabularies.get(path) if path else None)
     found = extract(row["text"], context)
-    out.append({"auto": [c.content for c in found.candidates],
-                "proposed": [c.content for c in getattr(found, "proposals", [])]})
+    active = {c.key for c in extract(row["earlier"], context).candidates} if row.get("earlier") else set()
+    relaxing = [r for r in found.releases if active & set(release_targets(r))]
+    # a reader with two tiers proposes an acceptance with nothing to relax (capture does); before the
+    # tiers capture dropped it
+    lone = [r for r in found.releases if r not in relaxing] if hasattr(found, "proposals") else []
+    out.append({"auto": [c.content for c in [*found.candidates, *relaxing]],
+                "proposed": [c.content for c in [*getattr(found, "proposals", []), *lone]]})
 json.dump(out, sys.stdout, ensure_ascii=False)
 """
 
@@ -105,6 +132,11 @@ class Row:
     previous_outbound: str = ""
     knowledge: str | None = None
     inform: list[list[str]] = field(default_factory=list)  # CrossWOZ's Inform acts
+    # scored by tier (the review's families): what must be proposed, what may be proposed or written
+    propose: list[str] = field(default_factory=list)
+    allow: list[str] = field(default_factory=list)
+    allow_auto: list[str] = field(default_factory=list)
+    earlier: str = ""  # a message said before this one (what it wrote is active)
 
 
 def _label_value(text: str) -> tuple[str, str]:
@@ -151,6 +183,10 @@ def beike_rows() -> tuple[list[int], list[Row]]:
     return ids, [Row(text=texts[str(i)], expect=meta["labels"][str(i)]) for i in ids]
 
 
+def _data_path(name: str | None) -> str | None:
+    return str(DATA / name) if name else None
+
+
 def fresh_rows(filename: str, knowledge: str | None) -> list[Row]:
     rows = [json.loads(line) for line in (DATA / filename).read_text(encoding="utf-8").splitlines() if line.strip()]
     return [
@@ -158,10 +194,18 @@ def fresh_rows(filename: str, knowledge: str | None) -> list[Row]:
             text=r["text"],
             expect=r["expect"],
             previous_outbound=r.get("previous_outbound", ""),
-            knowledge=str(DATA / (r.get("knowledge") or knowledge)) if (r.get("knowledge") or knowledge) else None,
+            knowledge=_data_path(r.get("knowledge") or knowledge),
+            propose=r.get("propose", []),
+            allow=r.get("allow", []),
+            allow_auto=r.get("allow_auto", []),
+            earlier=r.get("earlier", ""),
         )
         for r in rows
     ]
+
+
+def _raw(filename: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (DATA / filename).read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def crosswoz_rows() -> list[Row]:
@@ -173,7 +217,7 @@ Found = list[dict[str, list[str]]]
 
 
 def read_current(rows: Sequence[Row]) -> Found:
-    from qiwei_site.reading.extract import ExtractContext, extract
+    from qiwei_site.reading.extract import ExtractContext, extract, release_targets
     from qiwei_site.reading.values.vocabulary import Vocabulary, parse_vocabulary
 
     vocabularies: dict[str, Vocabulary] = {}
@@ -187,11 +231,14 @@ def read_current(rows: Sequence[Row]) -> Found:
             vocabulary=vocabularies.get(row.knowledge) if row.knowledge else None,
         )
         extraction = extract(row.text, context)
+        # an acceptance relaxing what the earlier message wrote is written (capture writes it); one
+        # with nothing to relax is proposed by capture
+        active = {c.key for c in extract(row.earlier, context).candidates} if row.earlier else set()
+        relaxing = [r for r in extraction.releases if active & set(release_targets(r))]
         found.append(
             {
-                AUTO: [c.content for c in extraction.candidates],
-                # an acceptance with nothing to relax is proposed by capture (no history here)
-                PROPOSED: [c.content for c in [*extraction.proposals, *extraction.releases]],
+                AUTO: [c.content for c in [*extraction.candidates, *relaxing]],
+                PROPOSED: [c.content for c in [*extraction.proposals, *extraction.releases] if c not in relaxing],
             }
         )
     return found
@@ -206,7 +253,10 @@ def read_revision(rev: str, rows: Sequence[Row], tree: Path) -> Found:
         (tree / "qiwei_site" / "__init__.py").write_text("")
     payload = {
         "sent_at": SENT_AT.isoformat(),
-        "rows": [{"text": r.text, "previous_outbound": r.previous_outbound, "knowledge": r.knowledge} for r in rows],
+        "rows": [
+            {"text": r.text, "previous_outbound": r.previous_outbound, "knowledge": r.knowledge, "earlier": r.earlier}
+            for r in rows
+        ],
     }
     done = subprocess.run(
         [sys.executable, "-c", _WORKER],
@@ -249,6 +299,41 @@ def score_labelled(rows: Sequence[Row], found: Found) -> dict[str, Score]:
     return scores
 
 
+def score_tiered(rows: Sequence[Row], found: Found) -> dict[str, Score]:
+    """By tier: an item written by itself is right only where `expect` or `allow_auto` holds it; a
+    proposal where any label of the row does. Recall: `expect` in the automatic tier, `propose` in the
+    proposals, both in either."""
+    scores = {AUTO: Score(), PROPOSED: Score(), "both": Score()}
+    for row, got in zip(rows, found, strict=True):
+        may_write = [*row.expect, *row.allow_auto]
+        may_propose = [*row.expect, *row.propose, *row.allow, *row.allow_auto]
+        tiers = (
+            (AUTO, got[AUTO], may_write, row.expect),
+            (PROPOSED, got[PROPOSED], may_propose, row.propose),
+        )
+        for tier, contents, right_labels, wanted in tiers:
+            score, both = scores[tier], scores["both"]
+            right = sum(any(matches(label, content) for label in right_labels) for content in contents)
+            score.items, score.right = score.items + len(contents), score.right + right
+            both.items, both.right = both.items + len(contents), both.right + right
+            score.labels += len(wanted)
+            score.found += sum(any(matches(label, content) for content in contents) for label in wanted)
+        wanted_all = [*row.expect, *row.propose]
+        scores["both"].labels += len(wanted_all)
+        scores["both"].found += sum(
+            any(matches(label, content) for content in got[AUTO] + got[PROPOSED]) for label in wanted_all
+        )
+    return scores
+
+
+def wrongly_written(rows: Sequence[Row], found: Found) -> int:
+    """Messages with at least one item written by itself that the row does not allow there."""
+    return sum(
+        any(not any(matches(label, c) for label in [*row.expect, *row.allow_auto]) for c in got[AUTO])
+        for row, got in zip(rows, found, strict=True)
+    )
+
+
 def score_crosswoz(rows: Sequence[Row], found: Found) -> dict[str, Score]:
     scores = {AUTO: Score(), PROPOSED: Score(), "both": Score()}
     for row, got in zip(rows, found, strict=True):
@@ -287,7 +372,7 @@ def _row_figures(scores: dict[str, Score], messages: int) -> dict[str, Any]:
 
 
 def print_set(name: str, messages: int, before: dict[str, Score], after: dict[str, Score], *, wrong: bool) -> None:
-    print(f"\n{name}: {messages} messages, {after[AUTO].labels} labels")
+    print(f"\n{name}: {messages} messages, {after['both'].labels} labels")
     print(
         f"  {'tier':<10} {'precision':>17} {'recall':>17} {'per 1,000 msgs':>17}"
         + (f" {'wrong/100':>13}" if wrong else "")
@@ -303,7 +388,9 @@ def print_set(name: str, messages: int, before: dict[str, Score], after: dict[st
         print(line)
 
 
-def print_misses(ids: Sequence[Any], rows: Sequence[Row], found: Found, *, crosswoz: bool = False) -> None:
+def print_misses(
+    ids: Sequence[Any], rows: Sequence[Row], found: Found, *, crosswoz: bool = False, tiered: bool = False
+) -> None:
     for ident, row, got in zip(ids, rows, found, strict=True):
         contents = got[AUTO] + got[PROPOSED]
         if crosswoz:
@@ -318,6 +405,13 @@ def print_misses(ids: Sequence[Any], rows: Sequence[Row], found: Found, *, cross
             ]
             missed = [f"{s}={v}" for d, s, v in informs if slot_family(d, s, v) in {"price", "features"}
                       and not any(crosswoz_matches(slot_family(d, s, v), s, v, c) for c in contents)]  # fmt: skip
+        elif tiered:
+            may_write = [*row.expect, *row.allow_auto]
+            may_propose = [*may_write, *row.propose, *row.allow]
+            wrong = [c for c in got[AUTO] if not any(matches(label, c) for label in may_write)]
+            wrong_p = [c for c in got[PROPOSED] if not any(matches(label, c) for label in may_propose)]
+            missed = [label for label in row.expect if not any(matches(label, c) for c in got[AUTO])]
+            missed += [label for label in row.propose if not any(matches(label, c) for c in got[PROPOSED])]
         else:
             wrong = [c for c in got[AUTO] if not any(matches(label, c) for label in row.expect)]
             wrong_p = [c for c in got[PROPOSED] if not any(matches(label, c) for label in row.expect)]
@@ -332,7 +426,7 @@ def main() -> None:
     parser.add_argument("--json", default=None)
     parser.add_argument(
         "--misses",
-        choices=["beike", "crosswoz"],
+        choices=["beike", "crosswoz", "review"],
         default=None,
         help="print the current reader's wrong and missed items on that set (never on the fresh sets)",
     )
@@ -369,6 +463,18 @@ def main() -> None:
                 print_misses(ids, rows, current)
             if args.misses == "crosswoz" and is_crosswoz:
                 print_misses(range(len(rows)), rows, current, crosswoz=True)
+        for name, filename in TIERED:
+            rows = fresh_rows(filename, None)
+            before_found, current = read_revision(args.rev, rows, tree), read_current(rows)
+            before, after = score_tiered(rows, before_found), score_tiered(rows, current)
+            print_set(name, len(rows), before, after, wrong=False)
+            wrong_before, wrong_after = wrongly_written(rows, before_found), wrongly_written(rows, current)
+            print(f"  messages with an item written by itself not allowed there: {wrong_before} → {wrong_after}")
+            results[name] = {"messages": len(rows), "before": _row_figures(before, len(rows)),
+                             "after": _row_figures(after, len(rows)),
+                             "wrongly_written": {"before": wrong_before, "after": wrong_after}}  # fmt: skip
+            if args.misses == "review" and filename.startswith("review"):
+                print_misses([r["id"] for r in _raw(filename)], rows, current, tiered=True)
         totals = []
         for side in (0, 1):
             merged = {tier: Score() for tier in (AUTO, PROPOSED, "both")}

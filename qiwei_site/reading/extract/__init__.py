@@ -15,7 +15,9 @@ preference flagged `hard`); wants after their object (地铁口优先, 采光很
 dates as values (`qiwei_site.reading.values`, with `ExtractContext.sent_at` for relative dates); a requester inside
 the customer's own requirement (房东必须能接受宠物); bare answers to the agent's question
 (`ExtractContext.previous_outbound`, also for a name after "怎么称呼您？"); and acceptances (一楼也可以
-考虑), which are no candidates but *releases* of an earlier constraint (`Extraction.releases`).
+考虑), which are no candidates but *releases* of an earlier constraint (`Extraction.releases`) when
+admission would write them by itself (one forwarded, someone else's, hedged or under a condition is
+proposed instead, and relaxes nothing).
 Questions about stock state a want (有没有带阳台的两居 → `questions`); an accepted area is one more
 area (滨江那边也行 → 意向区域, `Candidate.extends`); a cap said with its limit is the budget (八千是上限);
 the floor area is one preference (`sizes`); who lives in the home is a fact (`household`).
@@ -95,7 +97,9 @@ from qiwei_site.reading.extract.clauses import (
     THIRD_PARTY_RE,
     TOPIC_CLAUSE_RE,
     WEAK_HEDGE_RE,
+    conditions_acceptance_before,
     has_own_consequent,
+    opens_condition,
     split_sentences,
 )
 from qiwei_site.reading.extract.household import CHILDREN_KEY
@@ -104,6 +108,7 @@ from qiwei_site.reading.extract.kinds import (
     clause_kind,
     forward_header,
     pasted,
+    record_stamp,
     speaker_line,
     without_pasted_spans,
 )
@@ -258,7 +263,6 @@ class _Sentence:
     question_mark: bool
     context: ExtractContext | None
     answers: frozenset[str]
-    releases: list[Candidate]
     found: dict[int, list[Candidate]] = field(default_factory=dict)  # per clause: a condition may void the one before
     skip_rest: bool = False  # a reporting verb: the rest is someone else's words
     skip_next: bool = False  # a condition governs the next clause
@@ -268,6 +272,9 @@ class _Sentence:
     stock_asked: bool = False  # a clause before asked after stock ("有没有两居"): a want, not a question
     extra: dict[int, list[Candidate]] = field(default_factory=dict)  # facts a rule that passes on found
     conditional: set[int] = field(default_factory=set)  # clauses a condition governs: only proposed
+    # per clause: the acceptances it states, judged by admission once the whole sentence is read (a
+    # condition after them, "一楼也可以，如果便宜的话", governs them too)
+    accepted: dict[int, list[Candidate]] = field(default_factory=dict)
     # per clause that yielded candidates: (its text as the deciding rule read it, its kind, that rule)
     readings: dict[int, tuple[str, ClauseKind, str]] = field(default_factory=dict)
 
@@ -453,6 +460,38 @@ def _plain_statement(sentence: _Sentence, clause: _Clause) -> bool:
     )
 
 
+# "我不会租三居", "不打算要三居", "我并不打算住南山", "没想过要住闵行": a want negated before its verb
+# is a refusal of what follows (a denial, "我没有要住浦东", is left to admission, which drops it).
+_NEGATED_WANT_RE = re.compile(
+    r"^(?P<lead>[^，,。]*?)(?:不会|也不会|绝不会|不打算|没打算|没有打算|并不打算|从没打算|从来没打算|不准备|没准备|没有准备|"
+    r"不计划|没计划|没想过|没有想过|从没想过|从来没想过|从不|从来不|不可能)(?:再|去|要|会|打算|想)?"
+    r"(?:要(?!求)|租|买|住|考虑|找|选|接受|在)(?P<rest>[^，,。]+)$"
+)
+_NEGATED_REST_LEAD_RE = re.compile(r"^(?:要|去|在|到|住|租|买|找|选)+")
+_NEGATED_REST_TAIL_RE = re.compile(r"(?:买房|租房|买房子|租房子|买|租|住|找|看)?[的了吧啊呀哈呢]*$")
+# what a negated verb rules out is a thing or a place, not how long or how much ("不会住太久")
+_NEGATED_NOT_OBJECT_RE = re.compile(r"太|很|久|那么|这么|几|一直|多少|什么|哪")
+
+
+def _negated_want(sentence: _Sentence, clause: _Clause) -> bool:
+    if clause.kind not in (ClauseKind.STATEMENT, ClauseKind.REQUEST) or clause.english:
+        return False
+    match = _NEGATED_WANT_RE.match(clause.text)
+    if match is None or THIRD_PARTY_RE.search(match.group("lead")):
+        return False
+    rest = _NEGATED_REST_TAIL_RE.sub("", _NEGATED_REST_LEAD_RE.sub("", match.group("rest")))
+    if not rest or _NEGATED_NOT_OBJECT_RE.search(rest):
+        return False
+    sentence.found[clause.index] = [
+        candidate
+        for candidate in statement_candidates(
+            f"{match.group('lead')}不考虑{rest}", hedged=False, context=sentence.context
+        )
+        if candidate.type == CONSTRAINT
+    ]
+    return True
+
+
 def _alternative_area(sentence: _Sentence, clause: _Clause) -> bool:
     if not _plain_statement(sentence, clause):
         return False
@@ -476,7 +515,12 @@ def _budget_cap(sentence: _Sentence, clause: _Clause) -> bool:
 
 def _condition(sentence: _Sentence, clause: _Clause) -> bool:
     if not CONDITIONAL_RE.search(clause.text):
-        return False
+        # "等我老婆同意，我就要三居", "只要有电梯，我就要高层": a condition with no 如果 governs the
+        # clause after it
+        if clause.last or clause.english or not opens_condition(clause.text, sentence.clauses[clause.index + 1]):
+            return False
+        sentence.skip_next = True
+        return True
     # A condition never becomes an absolute item: it voids the clause it governs. "除非…" / "unless…"
     # and a condition with no consequent of its own ("我要三居室，如果预算够的话") govern the clause
     # before them when they close the sentence, the next one otherwise.
@@ -656,13 +700,14 @@ def _acceptance(sentence: _Sentence, clause: _Clause) -> bool:
     text = clause.text
     if not accepts(text) or (find_trigger(text, clause.english) is not None and not is_relaxed(text)):
         return False
-    if clause.index in sentence.conditional:
-        return True  # "如果便宜，一楼也可以": an acceptance under a condition relaxes nothing
     # "其实一楼也可以考虑", "总价两百万全款能接受": no wish, but a release (and an accepted budget).
-    if WEAK_HEDGE_RE.search(text):
-        return True  # "也许一楼也行": too loose to relax a firm exclusion
+    # Admission judges it like any candidate once the sentence is read: an acceptance under a
+    # condition ("如果便宜，一楼也可以"), hedged ("也许一楼也行"), forwarded or someone else's relaxes
+    # nothing by itself; it is proposed.
     pending = clause.pending
-    sentence.releases.extend(release_candidates(text) or (reversed_releases(pending, text) if pending else []))
+    accepted = release_candidates(text) or (reversed_releases(pending, text) if pending else [])
+    if accepted:
+        sentence.accepted[clause.index] = accepted
     if not THIRD_PARTY_RE.search(text):
         facts = profile_facts(text, confidence=0.9, context=sentence.context, wanted=True, budget_only=True)[0]
         sentence.found[clause.index] = facts
@@ -869,12 +914,16 @@ def _trip(sentence: _Sentence, clause: _Clause) -> bool:
         return False
     where = match.group("where")
     places = places_in(where, sentence.places)
-    if not places or places[0].words != where:
+    known = bool(places) and places[0].words == where
+    # "国庆想去日本玩": a destination abroad is no place of the gazetteer, but still a trip's
+    if not known and (len(where) > 4 or _TRIP_NOT_PLACE_RE.search(where) or object_refusal(where)):
         return False
+    # What else the clause says (a budget, who comes along) stands; nothing read out of the trip itself
+    # ("我想去云南玩" → 偏好：云南玩) is a second want beside the destination.
     others = [
         candidate
         for candidate in statement_candidates(clause.text, hedged=False, context=sentence.context)
-        if candidate.field not in {"city", "district"}
+        if candidate.field not in {"city", "district"} and where not in candidate.content
     ]
     sentence.found[clause.index] = [
         *others,
@@ -883,11 +932,20 @@ def _trip(sentence: _Sentence, clause: _Clause) -> bool:
             key=f"{PREFERENCE}:destination",
             content=f"偏好：去{where}{match.group('verb')}",
             confidence=0.8,
-            values=tuple(places[:1]),
+            values=tuple(places[:1]) if known else (),
             clause=clause.text,
         ),
     ]
     return True
+
+
+# A destination the gazetteer does not know is read only when it looks like a country's or a
+# region's name ("日本", "新加坡"), not a kind of place or a phrase: "想去一个景点游玩", "要去玩一玩",
+# "想去外面玩", "去别的景点再转转", "去龙脉温泉度假村", "去名叫…的景点".
+_TRIP_NOT_PLACE_RE = re.compile(
+    r"[一个几些这那哪别某外里边附近周楼玩游去找可能想要再名叫的我你他她它]|景点|景区|地方|公园|商场|广场|温泉|度假|酒店|"
+    r"餐厅|饭店|朋友|同学|家"
+)
 
 
 def _statement(sentence: _Sentence, clause: _Clause) -> bool:
@@ -921,6 +979,7 @@ CLAUSE_RULES: tuple[ClauseRule, ...] = (
     ClauseRule("instruction", "我希望你以后自动发送回复", _instruction),
     ClauseRule("correction", "刚才说南山，改成宝安吧", _correction, passes_on=True),
     ClauseRule("request_opener", "能帮我找一个两居，带电梯的吗", _request_opener, passes_on=True),
+    ClauseRule("negated_want", "我不打算租三居", _negated_want),
     ClauseRule("alternative_area", "浦东的房子我想看看，滨江那边也行", _alternative_area),
     ClauseRule("budget_cap", "八千是上限", _budget_cap),
     ClauseRule("time_window", "打电话的话晚上联系我", _time_window),
@@ -958,9 +1017,10 @@ def _sentence_candidates(
 ) -> list[Candidate]:
     """Candidates of one sentence's clauses, each read by the first rule of CLAUSE_RULES that decides
     it and judged by `admission` (a candidate held back carries its row's name in `held_back`);
-    acceptances go to `releases`, and the rule names that decided clauses (or, passing them on,
-    applied to them) to `decided_by`."""
-    sentence = _Sentence(clauses, question_mark, context, answers, releases)
+    acceptances are judged by the same rows: those admission lets through go to `releases`, the
+    others are proposed like any candidate. The rule names that decided clauses (or, passing them on,
+    applied to them) go to `decided_by`."""
+    sentence = _Sentence(clauses, question_mark, context, answers)
     kinds = [
         clause_kind(text, closes_question=index == len(clauses) - 1 and question_mark)
         for index, text in enumerate(clauses)
@@ -990,21 +1050,27 @@ def _sentence_candidates(
             sentence.found[index] = extra + sentence.found[index]
     judged: list[Candidate] = []
     shape = SentenceShape(tuple(clauses))  # read once for every clause of the sentence
-    for index, candidates in sentence.found.items():
+
+    def reading_of(index: int) -> ClauseReading:
         text, kind, rule_name = sentence.readings.get(index, (clauses[index], ClauseKind.STATEMENT, ""))
-        if index in sentence.conditional:
-            rule_name = "conditional"
-        reading = ClauseReading(
+        return ClauseReading(
             text=text,
             kind=kind,
-            rule=rule_name,
+            rule="conditional" if index in sentence.conditional else rule_name,
             sentence=tuple(clauses),
             question_sentence=question_sentence,
             line=line,
             forwarded=forwarded,
             context=context,
             shape=shape,
+            index=index,
         )
+
+    for index in sentence.accepted:
+        if index + 1 < len(clauses) and conditions_acceptance_before(clauses[index + 1]):
+            sentence.conditional.add(index)  # "一楼也可以，只要有电梯": accepted under a condition
+    for index, candidates in sentence.found.items():
+        reading = reading_of(index)
         for candidate in candidates:
             if junk(candidate):
                 continue
@@ -1014,6 +1080,16 @@ def _sentence_candidates(
             elif row.name not in DROPPED_ROWS:
                 # a proposal quotes the customer's clause as written, not as a rule rewrote it
                 judged.append(dataclasses.replace(candidate, held_back=row.name, clause=clauses[index]))
+    # Acceptances pass admission too (issue 35 review, H1): only the customer's own, firm, unconditional
+    # acceptance relaxes an earlier refusal; one held back is a proposal, never a release.
+    for index, accepted in sentence.accepted.items():
+        reading = reading_of(index)
+        for release in accepted:
+            row = hold_back(release, reading)
+            if row is None:
+                releases.append(release)
+            elif row.name not in DROPPED_ROWS:
+                judged.append(dataclasses.replace(release, held_back=row.name, clause=clauses[index]))
     return judged
 
 
@@ -1043,6 +1119,9 @@ def _lines(text: str) -> list[tuple[str, bool]]:
     lines: list[tuple[str, bool]] = []
     in_record = False
     for raw in text.split("\n"):
+        if record_stamp(raw):
+            in_record = True  # "张三 2024-05-01 10:00": a merged-forward record; its lines are that person's
+            continue
         header = forward_header(raw)
         if header is not None:
             in_record, raw = True, header

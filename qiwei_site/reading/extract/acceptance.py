@@ -32,7 +32,8 @@ _ACCEPT_EN = re.compile(EN_ACCEPT_RE, re.IGNORECASE)
 _RELAXED_AFTER_ZH = re.compile(
     r"(?:方面|这块|这方面|上面|上)?(?:的话)?(?:都|倒是|倒|其实)?"
     r"(?:(?:没有?|无)(?:什么|啥|太多|特别|特殊|硬性|太大|多大)?的?(?:要求|讲究|限制|偏好|所谓)|不(?:做|作)?要求|不挑|"
-    r"不讲究|无所谓|随意|不限|不强求|没关系|(?:就|也|都)?(?:不需要|用不着)(?:了)?(?=[的吧啊呀哈了呢哦嘛啦]*$))"
+    # "三居不用了", "车位就不必了": no longer needed (issue 35 review), like "不需要了"
+    r"不讲究|无所谓|随意|不限|不强求|没关系|(?:就|也|都)?(?:不需要|用不着|不用(?=了)|不必(?=了))(?:了)?(?=[的吧啊呀哈了呢哦嘛啦]*$))"
 )
 # "不一定要地铁附近", "不是非要南向", "不非得带车位": the object comes after. A non-need ("不需要
 # 车位", "不用带家具") is one too: the customer does not need it, which rules out nothing that has it.
@@ -48,6 +49,8 @@ _RELAXED_EN = re.compile(
 # "(我)看了几套之后觉得顶楼也能接受": the customer's own view, not someone else's.
 _OWN_VIEW_RE = re.compile(r"^.*?(?:我|我们|^|之后|以后|后)(?:现在|其实|也)?(?:觉得|认为|感觉)")
 _LEAD_TRIM = re.compile(r"^(?:我们?|咱们|我这边)?(?:对(?:于)?|关于|至于)")
+# "一楼我其实也可以", "老小区我现在也能接受了": the object first, then the customer as subject.
+_SUBJECT_AFTER_TRIM = re.compile(r"的?(?:我们?|咱们)(?:现在|目前|其实|倒是|真的|这边)*$")
 
 
 def _release(label: str, obj: str, clause: str) -> Candidate | None:
@@ -111,6 +114,7 @@ def release_candidates(clause: str) -> list[Candidate]:
         if THIRD_PARTY_RE.search(_OWN_VIEW_RE.sub("", clause[: match.start()])):
             return []
         before = _LEAD_TRIM.sub("", _OWN_VIEW_RE.sub("", clause[: match.start()]).strip())
+        before = _SUBJECT_AFTER_TRIM.sub("", before) or before
         rebuilt = before + clause[match.start() :]
         shifted = regex.search(rebuilt)
         if shifted is None:

@@ -4,9 +4,12 @@ The extractor reads wants wherever a customer seems to state one; this module de
 memory may take without a supervisor. A candidate is written automatically only when the clause it
 came from is the customer's own words (not forwarded, quoted or templated), about the customer (not
 a third party, not one listing), states something lasting (not a question, a comparison, bargaining,
-a reason or opinion, a hypothetical, a past or one-off event, a hedge) and carries its value in the
-field's own form (a place the place vocabulary knows, the customer's amount rather than a listing's
-price, a name shaped like a name, an object that is a thing and not a fragment of the sentence).
+a reason or opinion, a hypothetical, a past or one-off event, a hedge, a choice between two values)
+and carries its value in the field's own form (a place the place vocabulary knows, the customer's
+amount rather than a listing's price or an amount it is said not to be, a name shaped like a name, an
+object that is a thing and not a fragment of the sentence). A want negated or taken back ("不打算要
+三居", "三居算了") is no want at all: dropped. Acceptances pass the same rows before they may relax
+an earlier refusal.
 
 Everything else the extractor read becomes a *proposal*: it waits in the review queue with the rule
 that held it back (`HOLD_BACKS`, one named row each, in order: the first row that holds names the
@@ -23,12 +26,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from qiwei_site.reading.extract._common import CJK_RE, CONSTRAINT, FACT, Candidate, ExtractContext
+from qiwei_site.reading.extract._common import CJK_RE, CONSTRAINT, FACT, PREFERENCE, Candidate, ExtractContext
 from qiwei_site.reading.extract.address import SURNAME, TITLE
 from qiwei_site.reading.extract.clauses import PAST_RE, WEAK_HEDGE_RE
-from qiwei_site.reading.extract.kinds import ClauseKind
+from qiwei_site.reading.extract.kinds import KIN, ClauseKind
 from qiwei_site.reading.extract.profile_facts import EN_CITY_RE
-from qiwei_site.reading.values import places_in
+from qiwei_site.reading.values import Amount, places_in
 from qiwei_site.reading.values.places import PROVINCE
 
 
@@ -52,6 +55,35 @@ class SentenceShape:
     def listing(self) -> bool:
         return any(_LISTING_RE.search(clause) for clause in self.clauses)
 
+    @functools.cached_property
+    def hedge_clause(self) -> bool:
+        """A clause of the sentence is only a hedge ("不确定，要三居", "一楼也行吧，我再想想")."""
+        return any(_HEDGE_CLAUSE_RE.match(clause) for clause in self.clauses)
+
+    @functools.cached_property
+    def attributed_before(self) -> int:
+        """The clauses before this index are attributed to somebody else by a clause after them ("滨江那边
+        也行吧，我老婆说的", "“一楼也可以”，这是我妈说的"); -1 when no clause attributes."""
+        return next((index for index, clause in enumerate(self.clauses) if _ATTRIBUTION_RE.match(clause)), -1)
+
+    @functools.cached_property
+    def others_speak(self) -> frozenset[int]:
+        """The clauses whose subject is somebody else ("我姐要三居室", "我哥预算8000，想要三居"): one that
+        opens with another person, and the clauses after it that name no subject of their own."""
+        held: set[int] = set()
+        other = False  # whether the clause before spoke of somebody else, and its subject goes on
+        for index, clause in enumerate(self.clauses):
+            subject = _OTHER_SUBJECT_RE.match(clause)
+            if subject is not None:
+                held.add(index)
+                # "同学要来看我，想找一家餐馆": the customer is in it; the next clause is theirs
+                other = "我" not in clause[subject.end() :]
+            elif other and not _OWN_SUBJECT_RE.match(clause):
+                held.add(index)  # "我哥预算8000，想要三居": still the brother
+            else:
+                other = False
+        return frozenset(held)
+
 
 @dataclass(frozen=True)
 class ClauseReading:
@@ -68,6 +100,7 @@ class ClauseReading:
     context: ExtractContext | None
     # the sentence's shapes, shared by its clauses (one is made for a reading given none)
     shape: SentenceShape | None = field(default=None, compare=False)
+    index: int = -1  # the clause's place in its sentence (-1: unknown)
 
     @functools.cached_property
     def sentence_shape(self) -> SentenceShape:
@@ -125,6 +158,25 @@ class ClauseReading:
     def hedged(self) -> bool:
         return WEAK_HEDGE_RE.search(self.text) is not None
 
+    @functools.cached_property
+    def negated_want(self) -> re.Match[str] | None:
+        return _NEGATED_WANT_RE.search(self.text)
+
+    @functools.cached_property
+    def retracted(self) -> re.Match[str] | None:
+        return _RETRACTED_RE.search(self.text)
+
+    @functools.cached_property
+    def alternative(self) -> bool:
+        return _ALTERNATIVE_RE.search(self.text) is not None
+
+    @functools.cached_property
+    def third_party(self) -> bool:
+        shape = self.sentence_shape
+        if self.index < 0:
+            return _OTHER_SUBJECT_RE.match(self.text) is not None
+        return self.index in shape.others_speak or self.index < shape.attributed_before
+
 
 Holds = Callable[[Candidate, ClauseReading], bool]
 # The clause rules that read somebody else's words ("我老婆说，不要顶楼").
@@ -168,7 +220,7 @@ _COMPARISON_RE = re.compile(
 # homes said outright ("想要价格便宜一点的") is no bargaining.
 _BARGAIN_RE = re.compile(
     r"优惠|打折|打个折|折扣|还价|议价|砍价|讲价|能谈|可谈|再谈|谈到|谈下|谈谈价|谈价|让价|让利|让点|再让|"
-    r"(?:能|可以|再|能不能|可不可以)(?:再)?便宜|便宜(?:点|些|一点)?(?:的话|我就|就|吧)|少点|少一点|少些|能少|降价|降到|降点|底价|最低价|"
+    r"(?:能|可以|再|能不能|可不可以)(?:再)?便宜|便宜(?:点|些|一点)?(?:的话|我就|就(?!好|行|可以)|吧)|少点|少一点|少些|能少|降价|降到|降点|底价|最低价|"
     r"最低多少|拿下|能到|卖吗|可以卖|能卖|"
     r"下浮|溢价|还价空间|议价空间|\b(?:discount|negotiate|bargain|lowest\s+price)\b",
     re.IGNORECASE,
@@ -190,6 +242,67 @@ _PAST_EVENT_RE = re.compile(
     r"住过|待过|呆过|去过|来过|去年|前年|上次|上回|那时|当时|以前|之前|曾经|小时候|读书时|上学时"
 )
 DESTINATION_KEY = "preference:destination"  # a trip the customer plans (`extract._trip`)
+# A want that is a place and a trip ("偏好：云南玩", "偏好：去桂林旅游"): the trip, read by another rule.
+_TRIP_OBJECT_RE = re.compile(
+    r"^(?:去|到)?(?P<where>[\u4e00-\u9fff]{2,6}?)(?:玩|旅游|旅行|度假|出游|自驾游?|转转|逛逛)(?:几天|[一两三四五六七八九十]天|一趟|一圈|一下)?$"
+)
+
+# --- the review of issue 35: families the rows above let through ---------------------------------
+
+# A want negated before its verb ("我不会租三居", "不打算要三居", "没有要住浦东", "并不打算在宝安买"):
+# what follows is no want, whatever the extractor read in it.
+_NEGATED_WANT_RE = re.compile(
+    r"(?:不会|不打算|没打算|没有打算|不准备|没准备|没有准备|不计划|没计划|没想过|没有想过|没有要|没要|不是要|并不是要|"
+    r"没说要|没说过要|并不打算|并不想|从没|从来没|从不|绝不会|不可能|也不会)(?:再|去|要|会|打算)?"
+    r"(?:要(?!求)|想|租|买|住|考虑|找|选|搬|定|订|报|接受|在)"
+)
+# A value retracted after it is named ("三居算了", "三居不用了", "预算8000是不可能的").
+_RETRACTED_RE = re.compile(
+    r"(?:就|那就|也就|还是|的话)?(?:算了|不用了|不要了|免了|拉倒|不必了|没必要了?|不需要了|不考虑了|"
+    r"(?:是|那是|也是)?(?:不可能|不现实|做不到|达不到|办不到)(?:的)?)[的吧啊呀哈了呢哦嘛啦，,。！!]*$"
+)
+# Words before an amount that say it is not the amount ("我预算没有8000", "远远不止5000", "不是一万").
+_NOT_THE_AMOUNT_RE = re.compile(r"(?:没有|没|不止|不只|远不止|远远不止|可不止|绝不止|不是|并非|并不是)\s*$")
+# Either of two values ("三居或者两居", "精装或者简装"): no firm single value.
+_ALTERNATIVE_RE = re.compile(r"[\u4e00-\u9fff\d](?:或者|或是|或(?!许|多|少|是|者))[\u4e00-\u9fff\d]|要么")
+# A clause that is only a hedge, or leaves the decision to somebody ("要看老婆意见"); the sentence's
+# other clauses are not firm.
+_HEDGE_CLAUSE_RE = re.compile(
+    r"^(?:嗯|那|其实)?(?:我|我们)?(?:也|还|暂时|目前|现在|真的)*(?:不确定|不太确定|没想好|没有想好|没定|没决定|没有决定|"
+    r"说不准|说不好|拿不准|拿不定主意|定不下来|不好说|不一定|再想想|想想|再考虑(?:一下|考虑)?|考虑考虑|再看看|看情况|犹豫)"
+    r"[的了吧呢啊呀哈嘛]*$|"
+    r"^(?:这|还|也)?(?:要|得|还得|还要)(?:看|等|问问?)(?:一下)?[\u4e00-\u9fff]{1,8}(?:意见|意思|想法|态度|决定|安排|同意)"
+)
+# Somebody else as the subject ("我姐要三居室", "我哥预算8000", "她想要三居"); the customer with them
+# ("我和我姐要…") or acting for them ("给我姐找…") is the customer's own want. Children are left to the
+# extractor's own third-party reading: what a parent signs a child up for is the parent's want.
+_OTHER_SUBJECT_RE = re.compile(
+    rf"^(?:那|而且|还有|另外|不过|但是?|其实)?(?:(?:我|我们|我家|俺)?(?:的)?(?:{KIN}|他|她|他们|她们|人家)|"
+    r"(?:我|我家|俺)(?:的)?(?:大|二|三|小)?(?:姐|哥|弟|妹|舅|姨|叔|婶|姑|伯))(?:们)?"
+    r"(?:也|都|就|还|比较|更|特别|一直|只|说|那边)?"
+    r"(?=想|要|需要|希望|打算|准备|计划|喜欢|倾向|偏好|预算|不想|不要|只要|只想|觉得|认为|坚持|非要|更喜欢|最好)"
+    # "家里人要求一定要带电梯", "老婆需要书房": the household's requirement is the customer's own home's
+    # (the statement reader keeps it as a requester), not somebody else's want
+    r"(?!(?:(?<=家里人)|(?<=家人)|(?<=老人)|(?<=父母)|(?<=爸妈)|(?<=老婆)|(?<=老公)|(?<=媳妇)|(?<=爱人)|(?<=太太))"
+    r"(?:要求|需要|坚持))"
+)
+# The customer speaking of themselves again, or asking us: "请帮我找…", "麻烦你…", "给我推荐…".
+_OWN_SUBJECT_RE = re.compile(
+    r"^(?:那|而且|还有|另外|不过|但是?|其实|好的?|嗯|谢谢)?(?:(?:我|我们|咱们|本人|俺)(?!的?(?:" + KIN + r"))|"
+    r"请|麻烦|劳驾|帮我|给我|帮忙|替我|你|您)"
+)
+# A clause that names whose words the ones before it were ("我老婆说的", "这是我妈的意思", "中介讲的").
+_ATTRIBUTION_RE = re.compile(
+    r"^(?:这|这是|这些|这些是|那|那是|都是|是|这个是|以上是|上面是)?(?:我|我的)?"
+    rf"(?:{KIN}|中介|房东|业主|经纪人|客服|别人|他|她|他们|她们|人家)(?:的)?"
+    r"(?:说的|讲的|提的|写的|发的|觉得的?|认为的|想的|要的|意思|想法|要求|原话|意见|建议的?|要求的|觉得|说|讲)"
+    r"[的了吧呢啊呀哈哦嘛]*$"
+)
+# A request about one time, not a lasting preference: "希望明天能送到", "希望这周能安排看房".
+_ONE_OFF_RE = re.compile(
+    r"(?:今天|明天|后天|今晚|明晚|今早|明早|今天下午|明天上午|这周|本周|下周|这两天|这几天|周[一二三四五六日末]前|月底前|马上|立刻|立即)"
+    r"[^，,。]{0,8}?(?:送到|送来|送过来|到货|发货|发出|寄出|寄到|回复|回我|答复|安排|处理|办好|办理|上门|联系|打电话|看房|到|给我)"
+)
 # A form of address is a name: a surname (小/老/阿 before it, a title after it), a given name after a
 # surname, or an English name; never a verb phrase after the naming cue ("叫我去看房", "叫我一声").
 _NAME_SHAPE_RE = re.compile(
@@ -224,7 +337,9 @@ _OBLIGATION_RE = re.compile(
 _JUNK_VALUE_RE = re.compile(
     r"^(?:么|吗|呢|吧|了|的|及|与|而|且|在|面(?!积)|边(?!户)|相关|周边介绍)|谈|让|还价|能下来|房子能看|介绍|那个房|这个房|"
     r"考虑|想想|商量|再说|还是|然后|看看|看一下|知道|顺便|帮我|符合|他|她|"
-    r"怎么|什么|多少"
+    r"怎么|什么|多少|"
+    # somebody's say on it ("要看老婆意见" → 老婆意见): whose decision it is, never a thing wanted
+    r"(?:意见|意思|看法|态度|想法)$"
 )
 
 
@@ -301,8 +416,67 @@ def _quotes_in(line: str) -> tuple[str, ...]:
 
 def _third_party(candidate: Candidate, reading: ClauseReading) -> bool:
     # The statement reader keeps only what the customer says of themselves (a requester inside their
-    # own requirement, their household); a clause read as someone else's words says so by its rule.
-    return reading.rule in THIRD_PARTY_RULES
+    # own requirement, their household); a clause read as someone else's words says so by its rule,
+    # by its subject ("我姐要三居室") or by a clause after it naming whose words they were.
+    return reading.rule in THIRD_PARTY_RULES or reading.third_party
+
+
+def _value_at(candidate: Candidate, text: str) -> int:
+    """Where the candidate's value stands in the clause (-1 when its words are not there as such)."""
+    value = (candidate.value or _object_of(candidate)).split("（")[0].strip()
+    if not value:
+        return -1
+    return text.find(value) if value in text else text.find(value[:2])
+
+
+def _negated(candidate: Candidate, reading: ClauseReading) -> bool:
+    # "我不打算要三居", "三居算了", "预算8000是不可能的": a want negated or taken back is no want; a
+    # refusal (a constraint) already says so. The extractor reads the firm ones as a refusal
+    # (`extract._negated_want`); what is left is dropped.
+    if candidate.type == CONSTRAINT or candidate.content.startswith(("可以接受", "不强求")):
+        return False
+    if reading.rule == "budget_cap":
+        return False  # "六千五以上的就不要了": what is refused above the amount makes it the cap
+    at = _value_at(candidate, reading.text)
+    negated, retracted = reading.negated_want, reading.retracted
+    if negated is not None and (at < 0 or negated.start() < at):
+        return True
+    return retracted is not None and (at < 0 or retracted.start() > at)
+
+
+def _amount_bound(candidate: Candidate, reading: ClauseReading) -> bool:
+    # "我预算没有8000", "远远不止5000": the amount written is not the budget; a supervisor reads it.
+    for amount in candidate.values:
+        if not isinstance(amount, Amount) or not amount.words:
+            continue
+        at = reading.text.find(amount.words)
+        if at >= 0 and _NOT_THE_AMOUNT_RE.search(reading.text[:at]):
+            return True
+        if amount.words.startswith("有") and _NOT_THE_AMOUNT_RE.search(reading.text[: max(at, 0)] + "没"):
+            return True  # the amount reader took 有 from 没有 ("没有8000" → "有8000")
+    return False
+
+
+def _alternative(candidate: Candidate, reading: ClauseReading) -> bool:
+    # "我想要三居或者两居": either value, so neither is the customer's one value. Areas are a list by
+    # nature ("静安或者徐汇都可以" is both), and refusing either refuses both ("不要一楼或者顶楼").
+    if candidate.type == CONSTRAINT or candidate.field in {"city", "district"}:
+        return False
+    if reading.rule in {"either_is_fine", "alternative_area"} or not reading.alternative:
+        return False
+    at = _value_at(candidate, reading.text)
+    if at < 0:
+        return True
+    value = (candidate.value or _object_of(candidate)).split("（")[0].strip()
+    # the or stands beside this value ("想在海淀或者昌平买套小两居": the layout is no alternative)
+    return _ALTERNATIVE_RE.search(reading.text[max(0, at - 4) : at + len(value) + 4]) is not None
+
+
+def _one_off(candidate: Candidate, reading: ClauseReading) -> bool:
+    # "希望明天能送到": a request about one time (a window has its own key and expiry) is no lasting want.
+    if candidate.type != PREFERENCE or candidate.field or candidate.expires_at is not None:
+        return False
+    return _ONE_OFF_RE.search(_object_of(candidate)) is not None
 
 
 def _question(candidate: Candidate, reading: ClauseReading) -> bool:
@@ -361,6 +535,7 @@ def _no_trigger(candidate: Candidate, reading: ClauseReading) -> bool:
 # A condition the reader let through (a topic's 的话 is no condition: "萧山的话也可以考虑").
 _HYPOTHETICAL_RE = re.compile(
     r"如果|假如|假设|万一|倘若|(?<![主就还要])要是(?![\d一二三四五六七八九十两])|若是|除非|"
+    r"一旦|假使|如若|前提是|条件是|只要[^，,。]{1,12}?(?<!不)就(?!行|好|可以|够|ok|OK)|"
     r"\bif\b|\bunless\b|\bsuppose\b|\bin\s+case\b|\bwhat\s+if\b",
     re.IGNORECASE,
 )
@@ -386,6 +561,12 @@ _SETTLING_RE = re.compile(
 def _trip(candidate: Candidate, reading: ClauseReading) -> bool:
     if candidate.key == DESTINATION_KEY:
         return True
+    if candidate.type == PREFERENCE and not candidate.field:
+        trip = _TRIP_OBJECT_RE.match(_object_of(candidate))  # "偏好：云南玩"
+        names = reading.context.places if reading.context else None
+        return trip is not None and any(
+            place.words == trip.group("where") for place in places_in(trip.group("where"), names)
+        )
     if candidate.field not in {"city", "district"}:
         return False
     if reading.trip:
@@ -396,7 +577,7 @@ def _trip(candidate: Candidate, reading: ClauseReading) -> bool:
 
 
 def _hedged(candidate: Candidate, reading: ClauseReading) -> bool:
-    return reading.hedged or candidate.confidence <= 0.5
+    return reading.hedged or candidate.confidence <= 0.5 or reading.sentence_shape.hedge_clause
 
 
 def _place_form(candidate: Candidate, reading: ClauseReading) -> bool:
@@ -415,12 +596,14 @@ def _object_form(candidate: Candidate, reading: ClauseReading) -> bool:
 
 
 HOLD_BACKS: tuple[HoldBack, ...] = (
+    HoldBack("negated", "否定或收回的说法（不打算、算了、不可能…），不是想要", "我不打算要三居", _negated),
     HoldBack("forwarded", "转发或粘贴的聊天记录，不是客户本人的话", "[聊天记录] 张先生：我想在浦东租三室", _forwarded),
     HoldBack("quoted", "引号里引用的话，不一定是客户本人的意思", "“不要一楼”，这是我妈的意思", _quoted),
     HoldBack("third_party", "说的是别人（家人、朋友等）的想法，不是客户本人的", "我老婆说，不要顶楼", _third_party),
     HoldBack("comparison", "在比较或挑选几个选项，不是明确的需求", "这两套哪个好，我比较喜欢浦东那套", _comparison),
     HoldBack("bargaining", "议价或还价，不是客户的需求或预算", "便宜点的话我就要这套，预算三百万", _bargaining),
     HoldBack("listing_price", "房源的价格，不是客户的预算", "这套单价四万五", _listing_price),
+    HoldBack("amount_bound", "金额前后有“没有、不止”等，写下的数不是客户的预算", "我预算远远不止五千", _amount_bound),
     HoldBack("question", "问句：客户在询问，没有明确说出自己的需求", "有没有两居室？", _question),
     HoldBack("listing", "说的是某一套房源或某件商品，不是客户的长期需求", "这套我比较喜欢朝南的卧室", _listing),
     HoldBack("inquiry", "在了解情况或约看房，没有明确说出需求", "我想了解一下锦江的房子", _inquiry),
@@ -430,6 +613,8 @@ HOLD_BACKS: tuple[HoldBack, ...] = (
     HoldBack("past", "过去的事，不是现在的需求", "去年在南京住过半年", _past),
     HoldBack("trip", "一次出行或行程，不是长期需求（旅行业务可采纳）", "下周去上海开会", _trip),
     HoldBack("hedged", "语气不确定（可能、也许、应该…）", "可能要两居吧", _hedged),
+    HoldBack("alternative", "在两个选项之间（或者），不是一个确定的值", "我想要三居或者两居", _alternative),
+    HoldBack("one_off", "一次性的请求（某天送到、某天回复），不是长期偏好", "希望明天能送到", _one_off),
     HoldBack("place_form", "地名不在地名库（省市区与知识库的片区）中", "想在已付定金附近租", _place_form),
     HoldBack("name_form", "称呼不像人名", "叫我土豆就行", _name_form),
     HoldBack("object_form", "内容不像明确的需求，可能是句子的片段", "最好里面有阳台", _object_form),
@@ -439,7 +624,7 @@ HOLD_BACKS: tuple[HoldBack, ...] = (
 RELEASE_ALONE = "release_alone"
 # Rows whose candidates are no want at all: dropped, not even proposed (a reason or a complaint
 # read as a preference would only fill the review queue).
-DROPPED_ROWS = frozenset({"reason"})
+DROPPED_ROWS = frozenset({"reason", "negated", "one_off"})
 HOLD_BACK_LABELS: dict[str, str] = {
     **{row.name: row.label for row in HOLD_BACKS},
     RELEASE_ALONE: "只说了也可以接受（或不强求），之前没有对应的要求",

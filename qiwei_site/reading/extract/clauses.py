@@ -72,8 +72,9 @@ FIRST_PERSON_SAYING_RE = re.compile(
     re.IGNORECASE,
 )
 CONDITIONAL_RE = re.compile(
-    # "评分要是5分" is "must be 5", not "if".
+    # "评分要是5分" is "must be 5", not "if". "只要有电梯，我就要高层" is a condition, "只要有电梯就行" a must.
     r"如果|假如|假设|万一|倘若|(?<![主就还要])要是(?![\d一二三四五六七八九十两])|的话|若是|除非|只有.{0,12}才|"
+    r"一旦|假使|如若|前提是|条件是|只要[^，,。]{1,12}?(?<!不)就(?!行|好|可以|够|ok|OK)|"
     r"\bif\b|\bunless\b|\bsuppose\b|\bin\s+case\b|\bwhat\s+if\b|\bprovided\s+(?:that\b)?|\bas\s+long\s+as\b|"
     r"\bon\s+condition\b",
     re.IGNORECASE,
@@ -88,12 +89,38 @@ TOPIC_CLAUSE_RE = re.compile(
 )
 # A condition that governs another clause, never itself: "不要顶楼，除非有电梯", "no pets unless…".
 POSTPOSED_CONDITION_RE = re.compile(
-    r"除非|\bunless\b|\bprovided\b|\bas\s+long\s+as\b|\bonly\s+if\b|\bon\s+condition\b", re.IGNORECASE
+    r"除非|(?:^|，|,)(?:前提|前提条件|条件)是|\bunless\b|\bprovided\b|\bas\s+long\s+as\b|\bonly\s+if\b|\bon\s+condition\b",
+    re.IGNORECASE,
 )
 # What a condition clause says once its condition is met: "如果有地铁的话更好", "要是便宜就要一楼".
 _CONSEQUENT_ZH_RE = re.compile(
-    r"(?:如果|假如|假设|万一|倘若|要是|若是|的话).*?(?:就|才|更好|最好|也行|也可以|那|便(?!宜)|则)"
+    r"(?:如果|假如|假设|万一|倘若|要是|若是|的话|一旦|假使|如若|只要).*?(?:就|才|更好|最好|也行|也可以|那|便(?!宜)|则)"
 )
+# A clause that opens a condition the next clause completes, with no 如果 (issue 35 review): "等我老婆
+# 同意，我就要三居", "等明年涨工资了，预算可以到一万", "只要有电梯，我就要高层" (not "只要整租，不要合租":
+# a must-have, whose next clause says no 就 of its own).
+_WAITING_FOR_RE = re.compile(
+    r"^(?:那|那就|就)?(?:等到?|待到?)(?!一下|一会|会儿|会|等|下|你|您|通知|消息|回复|电话)[\u4e00-\u9fff]{2,}"
+)
+_AS_LONG_AS_RE = re.compile(r"^(?:那|而且)?(?:我)?只要(?!不|别)[\u4e00-\u9fff]{1,12}$")
+_COMPLETES_RE = re.compile(r"^(?:我们?|那)?(?:就|才|便(?!宜)|也就)|也(?:行|可以|能接受|ok|OK)|都(?:行|可以)")
+
+
+# "一楼也可以，只要有电梯", "临街也行，只要不吵": 只要 after an acceptance is the acceptance's condition
+# (after a want, "我要三居室，只要有电梯就行", it is one more must-have).
+_AS_LONG_AS_AFTER_RE = re.compile(r"^(?:但|但是|不过)?只要")
+
+
+def conditions_acceptance_before(clause: str) -> bool:
+    """The clause, following an acceptance, is the condition it is accepted under."""
+    return _AS_LONG_AS_AFTER_RE.match(clause) is not None
+
+
+def opens_condition(clause: str, following: str) -> bool:
+    """The clause is a condition (without 如果) that the following clause of its sentence completes."""
+    if _WAITING_FOR_RE.match(clause):
+        return True
+    return _AS_LONG_AS_RE.match(clause) is not None and _COMPLETES_RE.search(following) is not None
 
 
 def has_own_consequent(clause: str, has_trigger: bool) -> bool:
@@ -106,6 +133,7 @@ def has_own_consequent(clause: str, has_trigger: bool) -> bool:
 
 STRONG_HEDGE_RE = re.compile(
     r"不是非要|不是一定要|不是必须|不必|没必要|未必|不非得|不一定非要|还没想好|没想好|还没定|没定|不确定|不一定|看情况|再说吧|说不准|不好说|随便|都行|都可以|无所谓|还在考虑|再考虑|"
+    r"拿不准|说不好|还没决定|没决定|拿不定主意|定不下来|"
     r"\bnot\s+sure\b|\bundecided\b|\bhaven't\s+decided\b|\bdepends\b|\bwhatever\b|\bdon't\s+mind\b|\bno\s+preference\b",
     re.IGNORECASE,
 )

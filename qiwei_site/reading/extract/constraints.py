@@ -54,7 +54,8 @@ ZH_CONSTRAINT_TRIGGERS: tuple[tuple[str, str, float, int], ...] = (
         3,
     ),
     # Postposed, tried last: "顶楼就算了", "合租的还是算了吧", "翻新机别给我" (the object comes first).
-    (r"(?:就|那就|也就|还是|的话就)算了(?=[的吧啊呀哈了呢哦嘛啦]*$)", CONSTRAINT, 0.8, 3),
+    # "三居算了" too: a value named and let go of in the same breath (issue 35 review)
+    (r"(?:就|那就|也就|还是|的话就)?算了(?=[的吧啊呀哈了呢哦嘛啦]*$)", CONSTRAINT, 0.8, 3),
     (r"(?:就|可|千万)?别(?:再)?给我(?:发|寄|推荐|推|选|安排)?(?=[的吧啊呀哈了呢哦嘛啦]*$)", CONSTRAINT, 0.8, 3),
     # "别临街", "别太吵的": a bare refusal opening the clause.
     (

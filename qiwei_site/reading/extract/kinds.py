@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 
+from qiwei_site.reading.extract.address import SURNAME
 from qiwei_site.reading.extract.clauses import QUESTION_RE
 
 
@@ -90,9 +91,30 @@ _FORWARD_HEADER_RE = re.compile(
     # "转发一下我老公发的：…", "我同事写的：…": somebody's words, introduced
     r"(?:转发|转给你|转你|发你看|你看看)[^：:]{0,12}[:：]|[^：:，,。]{1,12}(?:发的|说的|写的|的原话|发来的)[:：])\s*"
 )
+# Family and people the customer would forward as a record's speaker ("老婆：我要三居室", "我妈：…").
+KIN = (
+    r"老婆|老公|媳妇|爱人|太太|丈夫|妻子|老妈|老爸|妈妈|爸爸|我妈|我爸|爸妈|父母|婆婆|公公|岳父|岳母|丈母娘|老丈人|"
+    r"姐姐|哥哥|弟弟|妹妹|姐夫|嫂子|弟媳|妹夫|表哥|表姐|表弟|表妹|堂哥|堂姐|堂弟|堂妹|舅舅|舅妈|姑姑|姑父|姨妈|姨父|小姨子?|"
+    r"大姨子?|小舅子|叔叔|婶婶|伯伯|伯母|阿姨|爷爷|奶奶|外公|外婆|姥姥|姥爷|侄子|侄女|外甥女?|儿媳|女婿|男朋友|女朋友|"
+    r"男友|女友|对象|闺蜜|室友|同事|同学|朋友|领导|老板|合伙人|邻居|亲戚|家人|家里人"
+)
+# A bare name as a speaker's label ("张三：…", "陈晓：…"), never a field the customer fills in
+# ("预算：八千", "高层：不要"): a surname and one or two characters that are no such word.
+_FIELD_LABEL_RE = re.compile(
+    r"^(?:预算|户型|房型|区域|面积|楼层|高层|低层|朝向|装修|位置|地址|地段|电话|手机|要求|需求|备注|时间|价格|价位|租金|房租|月租|"
+    r"单价|总价|首付|月供|入住|称呼|城市|意向|小区|方式|数量|颜色|尺码|型号|规格|车位|学区|地铁|交通|通勤|宠物|人数|周边|配套|"
+    r"环境|家具|家电|电梯|阳台|付款|押金|周期|租期|预定|预订|日期|车型|房间|费用|包括|包含|其他|其它|另外|补充|重点|方向|问题)"
+)
 _SPEAKER_LABEL_RE = re.compile(
-    r"^\s*(?:\d{1,2}[:：]\d{2}\s*)?(?:[\u4e00-\u9fff]{1,3}(?:先生|女士|小姐|太太|老师|经理|总|姐|哥|阿姨|叔叔|师傅)|"
-    r"客户|顾客|客服|中介|房东|业主|经纪人|买家|卖家|顾问|店员|租客)\s*[:：]\s*(?=\S)"
+    r"^\s*(?:\d{1,2}[:：]\d{2}\s*)?(?P<who>[\u4e00-\u9fff]{1,3}(?:先生|女士|小姐|太太|老师|经理|总|姐|哥|阿姨|叔叔|师傅)|"
+    rf"客户|顾客|客服|中介|房东|业主|经纪人|买家|卖家|顾问|店员|租客|{KIN}|{SURNAME}[\u4e00-\u9fff]{{1,2}})\s*[:：]\s*(?=\S)"
+)
+# A merged-forward record's stamp line: who spoke and when, alone on its line ("张三 2024-05-01 10:00",
+# "刘洋  14:05"); the lines after it are that person's. Not a time the customer answers with ("明天 14:00").
+_RECORD_STAMP_RE = re.compile(
+    r"^\s*(?!今天|明天|后天|昨天|前天|周|星期|礼拜|上午|下午|中午|晚上|早上|今晚|明早|明晚|每天)"
+    r"(?P<who>[\u4e00-\u9fff]{2,4}|[A-Za-z][A-Za-z .'_-]{0,20})\s+"
+    r"(?:(?:\d{4}[-/.年])?\d{1,2}[-/.月]\d{1,2}日?\s*)?\d{1,2}[:：]\d{2}(?:[:：]\d{2})?\s*$"
 )
 
 
@@ -103,9 +125,17 @@ def forward_header(line: str) -> str | None:
 
 
 def speaker_line(line: str) -> str | None:
-    """The words of a line that opens with a speaker's label ("张先生：我想…" → "我想…"), or None."""
+    """The words of a line that opens with a speaker's label ("张先生：我想…", "老婆：…", "张三：…" →
+    the words after it), or None."""
     match = _SPEAKER_LABEL_RE.match(line)
-    return line[match.end() :] if match else None
+    if match is None or _FIELD_LABEL_RE.match(match.group("who")):
+        return None
+    return line[match.end() :]
+
+
+def record_stamp(line: str) -> bool:
+    """The line is a merged-forward record's stamp (a speaker and a time, alone on the line)."""
+    return _RECORD_STAMP_RE.match(line) is not None
 
 
 def without_pasted_spans(line: str) -> str:
@@ -144,6 +174,7 @@ __all__ = [
     "forward_header",
     "is_either_or",
     "pasted",
+    "record_stamp",
     "speaker_line",
     "without_pasted_spans",
 ]
