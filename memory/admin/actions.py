@@ -1,8 +1,10 @@
 """Governance in the memory-item list: confirm, reject, expire and forget the selected items, each
 through its service with the supervisor's reason; delete is forget.
 
-A reason is required on every path. Typed in the action bar, confirm/reject/expire run at once;
-left empty, a page lists the selected items and asks for it. Forget always asks for confirmation."""
+A reason is required on every path. Typed in the action bar, reject/expire run at once; left empty,
+a page lists the selected items and asks for it. Forget always asks for confirmation, and so does
+confirm: its page asks for each hypothesis's wording as a fact (issue 39), pre-filled without the
+guess's hedges."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 
+from memory.admin.confirm import confirmable, suggested_wording, wording_field_name
 from memory.governance.services import (
     memory_item_confirm,
     memory_item_expire,
@@ -43,6 +46,7 @@ class GovernanceAction:
     intro: str
     submit_label: str
     always_confirm: bool = False
+    asks_wording: bool = False  # confirm: each item's wording as a fact, from the page
 
 
 ACTIONS = {
@@ -53,8 +57,11 @@ ACTIONS = {
             memory_item_confirm,
             "确认",
             "确认推断为事实",
-            "确认后，所选推断成为事实（置信度 1，创建方式「人工」），进入后续上下文的已确认事实。",
+            "确认后，所选推断成为事实（置信度 1，创建方式「人工」），进入后续上下文的已确认事实。"
+            "每条推断下是事实的措辞：已去掉「可能」「也许」等推测用语，可修改；审计同时记录原措辞和确认后的措辞。",
             "确认",
+            always_confirm=True,
+            asks_wording=True,
         ),
         GovernanceAction(
             "reject_selected",
@@ -128,29 +135,46 @@ class GovernanceActionsMixin(admin.ModelAdmin):
         if confirmed and not reason:
             self.message_user(request, REASON_MISSING, messages.ERROR)
         elif reason and (confirmed or not action.always_confirm):
-            self._run(request, queryset, action, reason)
+            refused = self._run(request, queryset, action, reason)
+            if refused and action.asks_wording:
+                # The wordings the supervisor typed stay on the page with the refusal, to correct.
+                return self._confirmation(request, queryset.filter(pk__in=refused), action, reason)
             return None
         return self._confirmation(request, queryset, action, reason)
 
-    def _run(self, request: HttpRequest, queryset: QuerySet[MemoryItem], action: GovernanceAction, reason: str) -> None:
+    def _run(
+        self, request: HttpRequest, queryset: QuerySet[MemoryItem], action: GovernanceAction, reason: str
+    ) -> list[int]:
+        """Run the action on each item; returns the ids it refused (each refusal shown)."""
         succeeded = 0
+        refused: list[int] = []
         for item in list(queryset):
+            extra = {"content": request.POST.get(wording_field_name(item))} if action.asks_wording else {}
             try:
-                action.service(item=item, actor=request.user, reason=reason)
+                action.service(item=item, actor=request.user, reason=reason, **extra)
                 succeeded += 1
             except ApplicationError as exc:
+                refused.append(item.pk)
                 self.message_user(request, f"#{item.pk}：{exc.detail}", messages.ERROR)
         if succeeded:
             self.message_user(request, f"已{action.verb} {succeeded} 条记忆。", messages.SUCCESS)
+        return refused
 
     def _confirmation(
         self, request: HttpRequest, queryset: QuerySet[MemoryItem], action: GovernanceAction, reason: str
     ) -> TemplateResponse:
+        items = list(queryset.select_related("customer"))
+        for item in items:
+            # The wording typed before a refusal, else the guess without its hedges (hypotheses only).
+            typed = request.POST.get(wording_field_name(item))
+            item.wording_name = wording_field_name(item)  # type: ignore[attr-defined]
+            item.wording = typed if typed is not None else suggested_wording(item)  # type: ignore[attr-defined]
+            item.asks_wording = action.asks_wording and confirmable(item)  # type: ignore[attr-defined]
         context = {
             **self.admin_site.each_context(request),
             "title": action.title,
             "action": action,
-            "queryset": queryset.select_related("customer"),
+            "queryset": items,
             "opts": self.model._meta,
             "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
             "reason": reason,

@@ -23,6 +23,7 @@ from simple_history.admin import SimpleHistoryAdmin
 
 from conversations.models import Message
 from memory.admin.actions import GovernanceActionsMixin
+from memory.admin.confirm import ConfirmWordingMixin
 from memory.admin.review import ReviewQueueMixin
 from memory.admin.selectors import SOURCE_PICKER_LIMIT, source_message_choices, source_message_label
 from memory.attention import evidence_for
@@ -152,6 +153,7 @@ def _evidence_messages(item: MemoryItem) -> list[Message]:
 class MemoryItemAdmin(
     ServiceFormAdminMixin,
     ReviewQueueMixin,
+    ConfirmWordingMixin,
     GovernanceActionsMixin,
     AccountScopedAdminMixin,
     AccountHistoryAdminMixin,
@@ -159,6 +161,7 @@ class MemoryItemAdmin(
 ):
     form = MemoryItemAdminForm
     change_list_template = "admin/memory/memoryitem/change_list.html"
+    change_form_template = "admin/memory/memoryitem/change_form.html"
     list_display = [
         "short_content",
         "customer",

@@ -4,7 +4,8 @@ threshold, newest first, each with the customer's words it rests on (masked), de
 with a reason through the governance services.
 
 - accept (a proposal): `memory_proposal_accept`, as read or with the value the supervisor typed;
-- confirm: a hypothesis becomes a fact (`memory_item_confirm`); a low-confidence automatic item
+- confirm: a hypothesis becomes a fact (`memory_item_confirm`) in the wording shown beside it (the
+  guess without its hedges, editable: issue 39); a low-confidence automatic item
   is vouched for (`memory_item_edit` to confidence 1, created_by=human), so it leaves the queue;
 - reject: `memory_item_reject` (final: capture never brings the value back, not even as a proposal);
 - edit: a proposal is accepted with the supervisor's text; a hypothesis stays a hypothesis (still
@@ -44,6 +45,7 @@ from memory.governance.services import (
     memory_item_reject,
     memory_proposal_accept,
 )
+from memory.governance.wording import confirmed_wording
 from memory.models import MemoryItem, MemoryStatus, MemoryType
 from qiwei_site.platform.errors import ApplicationError
 from qiwei_site.reading.extract import hold_back_label
@@ -66,6 +68,8 @@ class ReviewDecisionForm(forms.Form):
         label="原因", max_length=300, error_messages={"required": "请填写原因：它会写入历史记录和审计。"}
     )
     content = forms.CharField(label="内容", max_length=2000, required=False)
+    # A hypothesis confirmed as a fact, in these words (issue 39); blank: the guess without its hedges.
+    wording = forms.CharField(label="事实的措辞", max_length=2000, required=False)
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -88,6 +92,7 @@ class ReviewRow:
     evidence: list[EvidenceQuote]
     reason: str = ""
     content: str = ""
+    wording: str = ""  # a hypothesis's wording as a fact, pre-filled without the guess's hedges
     errors: list[str] = field(default_factory=list)
 
     @property
@@ -116,7 +121,7 @@ def _quote(message: Message) -> EvidenceQuote:
     )
 
 
-def review_decide(*, item: MemoryItem, decision: str, reason: str, content: str, actor: Any) -> str:
+def review_decide(*, item: MemoryItem, decision: str, reason: str, content: str, actor: Any, wording: str = "") -> str:
     """Apply one decision through its governance service; returns what was done, in Chinese."""
     if decision == "reject":
         memory_item_reject(item=item, actor=actor, reason=reason)
@@ -130,7 +135,7 @@ def review_decide(*, item: MemoryItem, decision: str, reason: str, content: str,
         raise ApplicationError("只有待审核的提议可以采纳。", code="not_a_proposal")
     if decision == "confirm":
         if item.type == MemoryType.HYPOTHESIS:
-            memory_item_confirm(item=item, actor=actor, reason=reason)
+            memory_item_confirm(item=item, content=wording or None, actor=actor, reason=reason)
             return "已确认为事实"
         memory_item_edit(item=item, confidence=1.0, actor=actor, reason=reason)
         return "已确认无误"
@@ -177,7 +182,9 @@ class ReviewQueueMixin(admin.ModelAdmin):
         evidence = evidence_for(items)
         rows = []
         for item in items:
-            row = refused.get(item.pk) or ReviewRow(item=item, evidence=[], content=item.content)
+            row = refused.get(item.pk) or ReviewRow(
+                item=item, evidence=[], content=item.content, wording=confirmed_wording(item.content)
+            )
             row.item, row.evidence = item, [_quote(message) for message in evidence.get(item.pk, [])]
             rows.append(row)
         customer = Customer.objects.filter(pk=customer_id).first() if customer_id else None
@@ -214,6 +221,7 @@ class ReviewQueueMixin(admin.ModelAdmin):
             evidence=[],
             reason=request.POST.get("reason", ""),
             content=request.POST.get("content") or item.content,
+            wording=request.POST.get("wording") or confirmed_wording(item.content),
         )
         if not form.is_valid():
             typed.errors = [str(error) for errors in form.errors.values() for error in errors]
@@ -227,6 +235,7 @@ class ReviewQueueMixin(admin.ModelAdmin):
                 decision=data["decision"],
                 reason=data["reason"],
                 content=data.get("content") or "",
+                wording=data.get("wording") or "",
                 actor=request.user,
             )
         except ApplicationError as exc:

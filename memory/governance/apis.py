@@ -264,8 +264,33 @@ class _MemoryItemActionApi(AccountAPIView):
         return Response(MemoryItemOutputSerializer(item).data)
 
 
-class MemoryItemConfirmApi(_MemoryItemActionApi):
-    service = staticmethod(memory_item_confirm)
+class MemoryItemConfirmOutputSerializer(MemoryItemOutputSerializer):
+    hypothesis_content = serializers.CharField(read_only=True, help_text="确认前推断的原措辞")
+
+    class Meta(MemoryItemOutputSerializer.Meta):
+        fields = [*MemoryItemOutputSerializer.Meta.fields, "hypothesis_content"]
+
+
+class MemoryItemConfirmApi(AccountAPIView):
+    """POST .../memory/{id}/confirm/: a supervisor confirms a hypothesis as a fact, in the wording
+    given as `content` or, without one, the guess's words without its hedges (issue 39); answers with
+    the fact and the guess's wording (`hypothesis_content`), as the audit keeps both."""
+
+    governance_methods = GOVERNANCE
+
+    class MemoryItemConfirmInput(GovernanceReasonInput):
+        content = TextField(
+            required=False, max_length=2000, help_text="事实的措辞；缺省为推断去掉「可能」「也许」等推测用语后的内容"
+        )
+
+    @extend_schema(request=MemoryItemConfirmInput, responses=MemoryItemConfirmOutputSerializer)
+    def post(self, request: Request, account_id: str, conversation_id: str, item_id: str) -> Response:
+        item = selectors.memory_item_get(customer=customer_get(conversation_id), item_id=item_id)
+        data = governance_input(self.MemoryItemConfirmInput, request.data)
+        guess = item.content
+        item = memory_item_confirm(item=item, content=data.get("content"), actor=request.user, reason=data["reason"])
+        item.hypothesis_content = guess  # type: ignore[attr-defined]
+        return Response(MemoryItemConfirmOutputSerializer(item).data)
 
 
 class MemoryItemRejectApi(_MemoryItemActionApi):

@@ -25,6 +25,7 @@ from memory.governance.scrub import (
     secure_delete_on,
     storage_purge_on_commit,
 )
+from memory.governance.wording import confirmed_wording
 from memory.items import (
     MemoryWrites,
     item_row_save,
@@ -52,6 +53,7 @@ from qiwei_site.platform.history import Actor, stamp_history
 from qiwei_site.platform.tenancy import account_atomic
 from qiwei_site.reading.fields import PROFILE_FIELDS, profile_field_of, profile_item_content, profile_item_value
 from qiwei_site.reading.normalise import normalize_content
+from qiwei_site.reading.safety import CATEGORY_LABELS, scan
 
 # A supervisor's own hypothesis ("to ask the customer") is no surer than a model's.
 HAND_HYPOTHESIS_CONFIDENCE = 0.5
@@ -137,6 +139,26 @@ def reason_required(reason: str | None) -> str:
     return cleaned
 
 
+def supervisor_wording(*, key: str, content: str) -> str:
+    """What a supervisor's words become before they are stored under `key`: the stored normal form,
+    a `profile:<field>` item's 「标签：值」, and refused when the safety gate would block them as a
+    customer's message (hidden characters, an instruction to the model, a secret): a person's
+    wording reaches every later prompt as memory, so it meets the same gate as the customer's."""
+    content = normalize_content(content)
+    field = profile_field_of(key)
+    if field is not None:
+        content = profile_item_content(field, profile_item_value(field, content))
+    verdict = scan(content)
+    if verdict.blocked:
+        labels = "、".join(str(CATEGORY_LABELS.get(category, category)) for category in verdict.categories)
+        raise ValidationFailed(
+            f"内容未通过安全检查（{labels}），未保存；请改写后再提交 (the wording is refused by the safety gate).",
+            code="content_refused",
+            extra={"categories": verdict.categories},
+        )
+    return content
+
+
 def derive_key(type: str, content: str) -> str:
     digest = hashlib.sha256(normalize_content(content).encode("utf-8")).hexdigest()[:12]
     return f"human:{type}:{digest}"
@@ -164,7 +186,7 @@ def memory_item_add(
     With an existing `key` the new value supersedes the active one, as capture does.
     """
     reason = reason_required(reason)
-    content = normalize_content(content)
+    content = supervisor_wording(key=key or "", content=content)
     hypothesis = type == MemoryType.HYPOTHESIS
     confidence = HAND_HYPOTHESIS_CONFIDENCE if hypothesis else 1.0
     if hypothesis:
@@ -219,10 +241,7 @@ def memory_item_edit(
         _require_active(item, "编辑")
         changes: dict[str, Any] = {}
         if content is not None:
-            content = normalize_content(content)
-            field = profile_field_of(item.key)
-            if field is not None:
-                content = profile_item_content(field, profile_item_value(field, content))
+            content = supervisor_wording(key=item.key, content=content)
             if content != item.content:
                 changes["content"] = content
         if type is not None and type != item.type:
@@ -266,9 +285,20 @@ def memory_item_edit(
 
 
 def memory_item_confirm(
-    *, item: MemoryItem, expires_at: datetime | None = None, actor: Actor, reason: str
+    *,
+    item: MemoryItem,
+    content: str | None = None,
+    expires_at: datetime | None = None,
+    actor: Actor,
+    reason: str,
 ) -> MemoryItem:
     """A supervisor vouches for a model inference: hypothesis → fact, confidence 1, created_by=human.
+
+    A fact does not keep the guess's wording (issue 39): it says what the supervisor typed as
+    `content`, or, when nothing was typed, the guess without its hedge words (「客户可能在张江上班」
+    → 「客户在张江上班」, `memory.governance.wording`). The wording passes what every supervisor's
+    words pass (`supervisor_wording`: normal form, a profile item's form, the safety gate), and the
+    audit keeps both: the guess's wording and the confirmed one (a later forget scrubs both).
 
     The hypothesis's expiry was a deadline for checking it, not a property of the fact: a confirmed
     fact lasts (expires_at cleared) unless the supervisor gives it an expiry of its own here, so the
@@ -285,16 +315,34 @@ def memory_item_confirm(
                 f" (only hypotheses can be confirmed; this one is {item.type}).",
                 code="not_a_hypothesis",
             )
+        guess, suggested = item.content, confirmed_wording(item.content)
+        wording = supervisor_wording(key=item.key, content=content if content and content.strip() else suggested)
+        item_values_validate(
+            type=MemoryType.FACT, key=item.key, content=wording, confidence=1.0, importance=item.importance
+        )
         item.type = MemoryType.FACT
+        item.content = wording
         item.confidence = 1.0
         item.created_by = MemoryCreatedBy.HUMAN
         item.expires_at = expires_at
         item_row_save(
-            item, actor=actor, reason=reason, update_fields=["type", "confidence", "created_by", "expires_at"]
+            item,
+            actor=actor,
+            reason=reason,
+            update_fields=["type", "content", "confidence", "created_by", "expires_at"],
         )
         profile_follow(item, actor=actor, reason=reason)
         decision_record(item=item, kind=DecisionKind.CONFIRMED)
-        _audit(AuditAction.MEMORY_ITEM_CONFIRMED, item, actor=actor, reason=reason, previous_type=MemoryType.HYPOTHESIS)
+        _audit(
+            AuditAction.MEMORY_ITEM_CONFIRMED,
+            item,
+            actor=actor,
+            reason=reason,
+            previous_type=MemoryType.HYPOTHESIS,
+            hypothesis_content=guess,
+            content=wording,
+            wording_edited=wording != normalize_content(suggested),
+        )
         snapshot_refresh(customer=item.customer, reason=reason)
     return item
 
@@ -357,10 +405,13 @@ def memory_proposal_accept(
                 code="invalid_type",
             )
         read_content = item.content
-        new_content = normalize_content(content) if content is not None and content.strip() else read_content
-        field = profile_field_of(item.key)
-        if field is not None:
-            new_content = profile_item_content(field, profile_item_value(field, new_content))
+        new_content = read_content
+        if content is not None and content.strip():
+            new_content = supervisor_wording(key=item.key, content=content)
+        else:
+            field = profile_field_of(item.key)
+            if field is not None:
+                new_content = profile_item_content(field, profile_item_value(field, new_content))
         writes = MemoryWrites.load(item.customer)
         proposal = writes.proposed(item.key)
         if proposal is None or proposal.pk != item.pk:

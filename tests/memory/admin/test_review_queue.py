@@ -74,8 +74,9 @@ def test_review_queue_confirm_turns_a_hypothesis_into_a_fact_with_the_reason(adm
     assert (audit.actor_id, audit.reason) == (staff_user.pk, "客户电话里确认孩子明年上小学")
     assert item.pk not in queue_ids(response)
     assert "已确认为事实" in response.content.decode()
+    # and it reads as a fact, without the guess's 「可能」
     facts = snapshot_current(item.customer).content.split("## 待确认")[0]
-    assert "可能在为孩子上学找学区房" in facts
+    assert item.content == "在为孩子上学找学区房" and "- 在为孩子上学找学区房" in facts
 
 
 def test_review_queue_confirm_makes_a_lasting_fact_the_sweep_keeps(admin_client, review_items):
@@ -89,7 +90,7 @@ def test_review_queue_confirm_makes_a_lasting_fact_the_sweep_keeps(admin_client,
     memory_items_expire_due(now=timezone.now() + dt.timedelta(days=8))
     item.refresh_from_db()
     assert item.status == MemoryStatus.ACTIVE
-    assert "可能在为孩子上学找学区房" in snapshot_current(item.customer).content.split("## 待确认")[0]
+    assert "在为孩子上学找学区房" in snapshot_current(item.customer).content.split("## 待确认")[0]
 
 
 def test_review_queue_confirm_vouches_for_a_low_confidence_automatic_item(admin_client, staff_user, review_items):

@@ -50,7 +50,7 @@ def test_snapshot_diff_names_added_edited_and_rejected_items(customer, staff_use
 def test_snapshot_diff_after_forget_names_the_forget_not_the_text(customer, staff_user):
     # given two items, then one forgotten (its line leaves every version)
     _add(customer, staff_user, "预算：4500左右")
-    secret = _add(customer, staff_user, "家里门锁密码是 8391")
+    secret = _add(customer, staff_user, "家里车位编号 8391")
     before = snapshot_current(customer)
     memory_item_forget(item=secret, actor=staff_user, reason="客户要求删掉这条")
     after = snapshot_current(customer)

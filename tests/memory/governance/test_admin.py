@@ -48,8 +48,9 @@ def test_memory_change_page_quotes_source_messages(admin_client, preference, mes
 
 
 def test_memory_admin_confirm_action(admin_client, staff_user, hypothesis, preference):
-    # When a supervisor confirms the hypothesis (and, by mistake, a preference)
-    response = run_action(admin_client, "confirm_selected", [hypothesis, preference], reason="客户电话确认")
+    # When a supervisor confirms the hypothesis (and, by mistake, a preference) on the page that asks
+    # for the wording (issue 39), left as offered
+    response = run_action(admin_client, "confirm_selected", [hypothesis, preference], reason="客户电话确认", post="yes")
     # Then the hypothesis is a fact with history by the supervisor, and the preference error is shown
     hypothesis.refresh_from_db()
     assert (hypothesis.type, hypothesis.confidence) == (MemoryType.FACT, 1.0)

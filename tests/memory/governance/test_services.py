@@ -170,8 +170,17 @@ def test_memory_item_confirm_turns_hypothesis_into_fact(customer, hypothesis, st
     assert (item.type, item.confidence, item.created_by) == (MemoryType.FACT, 1.0, MemoryCreatedBy.HUMAN)
     history = last_history(item)
     assert (history.history_user_id, history.history_change_reason) == (staff_user.pk, "客户电话中确认")
+    # and it says what the guess said, without the guess's 「可能」; the audit keeps both wordings
+    assert item.content == "在陆家嘴上班"
     audit = last_audit("memory_item_confirmed")
-    assert audit.payload == {"item_id": item.pk, "type": "fact", "previous_type": "hypothesis"}
+    assert audit.payload == {
+        "item_id": item.pk,
+        "type": "fact",
+        "previous_type": "hypothesis",
+        "hypothesis_content": "可能在陆家嘴上班",
+        "content": "在陆家嘴上班",
+        "wording_edited": False,
+    }
     snapshot = snapshot_current(customer)
     assert snapshot.version == 2 and "已确认事实" in snapshot.content and "待确认" not in snapshot.content
 
@@ -226,7 +235,7 @@ def test_memory_item_confirm_then_sweep_a_week_later_keeps_the_fact(customer, me
     unconfirmed.refresh_from_db()
     assert expired == 1
     assert (confirmed.status, unconfirmed.status) == (MemoryStatus.ACTIVE, MemoryStatus.SUPERSEDED)
-    assert "可能在陆家嘴上班" in snapshot_current(customer).content
+    assert "- 在陆家嘴上班" in snapshot_current(customer).content
 
 
 def test_memory_item_confirm_keeps_an_expiry_the_supervisor_sets(customer, messages, staff_user):
