@@ -107,3 +107,38 @@ def test_admin_confirm_with_edited_wording_in_the_queue_and_on_the_item_page(
     commute.refresh_from_db()
     assert (commute.type, commute.content) == (MemoryType.FACT, "客户在张江上班，地铁2号线通勤")
     assert not MemoryItem.objects.filter(customer=customer, type=MemoryType.HYPOTHESIS).exists()
+
+
+def test_admin_add_form_refused_for_a_missing_reason_keeps_the_ticked_messages(
+    page, browser_context, live_server, staff_user, guesses
+):
+    """The same afternoon (issue 39): the add-memory form sent without a reason came back with the
+    source messages unticked (the picker's script refilled them as select2 started)."""
+    from playwright.sync_api import expect
+
+    customer, _school, _commute = guesses
+    said = customer.messages.get()
+    other = MessageFactory(customer=customer, direction=MessageDirection.INBOUND, text="周末可以看房")
+    login(browser_context, live_server, staff_user)
+    page.goto(live_server.url + "/admin/")
+    page.select_option("#qiwei-account-select", "acme")
+    expect(page.locator("#qiwei-account-select")).to_have_value("acme")
+    # Given the add form for 王先生, one of his messages ticked and the item typed
+    page.goto(live_server.url + reverse("admin:memory_memoryitem_add") + f"?customer={customer.pk}")
+    page.locator(f"input[name=source_message_ids][value='{said.pk}']").check()
+    page.locator("textarea[name=content]").fill("客户在张江上班，需要地铁直达")
+    # When it is sent without a reason (the browser's own check set aside)
+    page.locator("#id_reason").evaluate("el => el.form.noValidate = true")
+    page.locator("input[name=_save]").click()
+    # Then the form asks for the reason and still has the tick and the words
+    expect(page.locator(".field-reason .errorlist")).to_be_visible()
+    page.wait_for_load_state("networkidle")
+    expect(page.locator(f"input[name=source_message_ids][value='{said.pk}']")).to_be_checked()
+    expect(page.locator(f"input[name=source_message_ids][value='{other.pk}']")).not_to_be_checked()
+    expect(page.locator("textarea[name=content]")).to_have_value("客户在张江上班，需要地铁直达")
+    # and with the reason it is saved with that message as its evidence
+    page.locator("#id_reason").fill("客户电话里说的")
+    page.locator("input[name=_save]").click()
+    expect(page.locator("ul.messagelist")).to_be_visible()
+    item = MemoryItem.objects.get(customer=customer, content="客户在张江上班，需要地铁直达")
+    assert item.source_message_ids == [said.pk]

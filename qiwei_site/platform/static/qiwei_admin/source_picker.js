@@ -5,6 +5,8 @@
   function picker() { return document.getElementById('id_source_message_ids'); }
 
   function render(box, messages) {
+    // Ticks survive a refill for messages still listed (the same customer chosen again).
+    const ticked = new Set(Array.from(box.querySelectorAll('input:checked')).map(function (input) { return input.value; }));
     box.textContent = '';
     if (!messages.length) {
       const empty = document.createElement('div');
@@ -21,6 +23,7 @@
       input.name = 'source_message_ids';
       input.value = String(message.id);
       input.id = 'id_source_message_ids_' + index;
+      input.checked = ticked.has(input.value);
       label.htmlFor = input.id;
       label.appendChild(input);
       label.appendChild(document.createTextNode(' ' + message.label));
@@ -43,11 +46,20 @@
   document.addEventListener('DOMContentLoaded', function () {
     const select = document.getElementById('id_customer');
     if (!select || !picker()) { return; }
+    // The page came with this customer's messages, ticked as the supervisor left them when a
+    // refused form comes back (issue 39): refill only when another customer is chosen. select2
+    // announces a change while it starts, for the customer already chosen.
+    let shown = select.value;
+    function changed() {
+      if (select.value === shown) { return; }
+      shown = select.value;
+      reload(select.value);
+    }
     // The customer field is an autocomplete (select2), which announces changes through jQuery.
     if (window.django && window.django.jQuery) {
-      window.django.jQuery(select).on('change', function () { reload(select.value); });
+      window.django.jQuery(select).on('change', changed);
     } else {
-      select.addEventListener('change', function () { reload(select.value); });
+      select.addEventListener('change', changed);
     }
   });
 })();
