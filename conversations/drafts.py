@@ -1,6 +1,12 @@
 """Drafts' writes (spec §6, §8): create (the turn pipeline's one way in), approve, reject, send —
 idempotently, one delivery per draft.
 
+Generating (issue 39): a draft the Workbench asked for is a `generating` row from the moment it is
+asked (`draft_generation_start`), so a reload shows it with its elapsed time; the turn fills that
+same row (`draft_generating` binds it, `draft_create` fills it). A new draft replaces the
+customer's failed ones (status `superseded`, `replaced_by` the new draft): one card per message,
+the failed ones kept with their history and audit.
+
 Sending claims the Delivery row (unique per draft and per idempotency key) BEFORE calling the
 upstream, so concurrent or repeated requests find the claim and never call the upstream twice.
 """
@@ -9,6 +15,9 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from django.conf import settings
@@ -31,18 +40,84 @@ from conversations.models import (
     SessionMode,
 )
 from conversations.received import stored_form
+from conversations.selectors import message_latest_inbound
 from qiwei_site.platform.audit import audit_record, context_read_record
 from qiwei_site.platform.errors import Conflict, ValidationFailed
 from qiwei_site.platform.errors import UpstreamUnavailable as UpstreamUnavailableError
 from qiwei_site.platform.history import Actor, actor_identity, stamp_history
 from qiwei_site.platform.models import ContextReadPurpose
 from qiwei_site.platform.tenancy import account_atomic
+from qiwei_site.reading.masking import mask_sensitive
 
 logger = logging.getLogger(__name__)
 
 # A claim older than this was left by a process that died mid-send; the upstream dedupes on the
 # idempotency key, so re-claiming it is safe.
 STALE_CLAIM_SECONDS = 300
+
+# A model client's error is its Chinese summary, then, after this mark, the raw words of the server
+# or CLI. `draft_create` keeps the summary as the draft's error and the raw words only in its trace
+# (`context_trace.model.error_detail`, masked and cut), so the Workbench and the API never show a
+# server's raw JSON as the reason.
+MODEL_ERROR_DETAIL_MARK = "\n--- 原始响应 (raw) ---\n"
+ERROR_DETAIL_CHARS = 1000
+
+# The generating draft the current turn fills (`draft_generating`), instead of saving a new row.
+_generating_draft: ContextVar[int | None] = ContextVar("generating_draft", default=None)
+
+
+def model_error_text(summary: str, detail: str = "") -> str:
+    """A client's error: the summary, and the raw words after the mark when there are any."""
+    detail = (detail or "").strip()
+    return f"{summary}{MODEL_ERROR_DETAIL_MARK}{detail}" if detail else summary
+
+
+def model_error_split(error: str) -> tuple[str, str]:
+    """(summary, raw words) of a client's error; an error without the mark is all summary."""
+    summary, _mark, detail = (error or "").partition(MODEL_ERROR_DETAIL_MARK)
+    return summary.strip(), detail.strip()
+
+
+def _trace_with_error_detail(trace: dict[str, Any], detail: str) -> dict[str, Any]:
+    if not detail:
+        return trace
+    found = trace.get("model")
+    model: dict[str, Any] = found if isinstance(found, dict) else {}
+    # Masked (a server may echo a key or a number) and cut: it is for whoever debugs the model server.
+    return {**trace, "model": {**model, "error_detail": mask_sensitive(detail[:ERROR_DETAIL_CHARS])}}
+
+
+def draft_generation_stale_after() -> dt.timedelta:
+    """How long a draft may say 生成中 before it counts as abandoned (its worker died): two model
+    calls (a turn retries once on an invalid session) and a margin."""
+    longest = max(settings.CLAUDE_CODE_TIMEOUT_SECONDS, settings.QIWEI_OPENAI_TIMEOUT_SECONDS)
+    return dt.timedelta(seconds=2 * longest + 60)
+
+
+def _is_stale(draft: Draft, now: dt.datetime | None = None) -> bool:
+    return draft.created_at < (now or timezone.now()) - draft_generation_stale_after()
+
+
+def _supersede(*, customer: Customer, by: Draft, actor: Actor, reason: str) -> list[int]:
+    """Mark the customer's failed drafts, and any generating one that was abandoned, as replaced by
+    `by`; returns their ids. Saved one by one, so each keeps a history row saying why."""
+    replaced: list[int] = []
+    candidates = (
+        Draft.objects.select_for_update()
+        .filter(customer=customer, status__in=[DraftStatus.FAILED, DraftStatus.GENERATING])
+        .exclude(pk=by.pk)
+        .order_by("id")
+    )
+    now = timezone.now()
+    for old in candidates:
+        if old.status == DraftStatus.GENERATING and not _is_stale(old, now):
+            continue
+        old.status = DraftStatus.SUPERSEDED
+        old.replaced_by = by
+        stamp_history(old, actor=actor, reason=f"已被草稿 #{by.pk} 替换（{reason}）")
+        old.save(update_fields=["status", "replaced_by", "updated_at"])
+        replaced.append(old.pk)
+    return replaced
 
 
 def draft_create(
@@ -66,27 +141,42 @@ def draft_create(
 ) -> Draft:
     """Save a generated draft with its trace and the prompt exactly as the model received it
     (pending review, or `failed` when the model gave no usable reply) and audit it. The prompt is
-    kept out of the draft's history, so forget has one copy to scrub."""
+    kept out of the draft's history, so forget has one copy to scrub.
+
+    A client's error is split: its summary is the draft's error, its raw words go to the trace.
+    Inside `draft_generating`, the generating row is filled instead of a new one saved. Either
+    way the customer's failed drafts are replaced by this one."""
+    summary, detail = model_error_split(error)
+    fields: dict[str, Any] = {
+        "reply_to": reply_to,
+        "session_id": session_id,
+        "client": client,
+        "reply": reply,
+        "confidence": confidence,
+        "requires_human": requires_human,
+        "reasons": reasons,
+        "profile_updates": profile_updates,
+        "dropped_updates": dropped_updates,
+        "error": summary[:2000],
+        "context_trace": _trace_with_error_detail(context_trace, detail),
+        "prompt": prompt,
+        "status": DraftStatus.FAILED if failed else DraftStatus.PENDING,
+    }
     with account_atomic():
-        draft = Draft(
-            customer=customer,
-            reply_to=reply_to,
-            session_id=session_id,
-            client=client,
-            reply=reply,
-            confidence=confidence,
-            requires_human=requires_human,
-            reasons=reasons,
-            profile_updates=profile_updates,
-            dropped_updates=dropped_updates,
-            error=error[:2000],
-            context_trace=context_trace,
-            prompt=prompt,
-            status=DraftStatus.FAILED if failed else DraftStatus.PENDING,
+        bound = _generating_draft.get()
+        draft = (
+            Draft.objects.select_for_update().filter(pk=bound, customer=customer, status=DraftStatus.GENERATING).first()
+            if bound is not None
+            else None
         )
+        if draft is None:
+            draft = Draft(customer=customer)
+        for name, value in fields.items():
+            setattr(draft, name, value)
         draft.full_clean()
         stamp_history(draft, actor=actor, reason=reason)
         draft.save()
+        replaced = _supersede(customer=customer, by=draft, actor=actor, reason=reason)
         audit_record(
             action=AuditAction.DRAFT_GENERATED,
             conversation_id=customer.conversation_id,
@@ -101,9 +191,85 @@ def draft_create(
                 "grounded_fields": sorted(profile_updates),
                 "dropped_fields": [item["field"] for item in draft.dropped_updates],
                 "error": bool(draft.error),
+                **({"replaces": replaced} if replaced else {}),
             },
         )
     return draft
+
+
+def draft_generation_start(*, customer: Customer, actor: Actor, reason: str, regenerate: bool = False) -> Draft:
+    """A `generating` draft for the customer's latest message, saved before the model is asked
+    (the caller queues the turn after commit), so every reload shows it with its elapsed time. It
+    replaces the customer's failed drafts at once (one card). Refused while another is generating,
+    and, unless `regenerate`, when the latest message was already answered (as the turn refuses)."""
+    with account_atomic():
+        # One generation at a time per customer: the customer's row is the lock.
+        Customer.objects.select_for_update().filter(pk=customer.pk).first()
+        running = Draft.objects.filter(customer=customer, status=DraftStatus.GENERATING).order_by("-id").first()
+        if running is not None and not _is_stale(running):
+            raise Conflict(
+                f"草稿 #{running.pk} 正在生成，请稍候 (a draft is being generated).",
+                code="draft_generating",
+                extra={"draft_id": running.pk},
+            )
+        latest = message_latest_inbound(customer)
+        if latest is not None and not regenerate:
+            answered = draft_answering(reply_to=latest)
+            if answered is not None:
+                raise Conflict(
+                    f"客户的最新消息已由草稿 #{answered.pk} 回复；"
+                    "如需重新生成，请点“重新生成”（接口参数 regenerate=true）"
+                    "(the latest customer message was already answered).",
+                    code="already_answered",
+                    extra={"draft_id": answered.pk},
+                )
+        draft = Draft(customer=customer, reply_to=latest, status=DraftStatus.GENERATING, requires_human=True)
+        draft.full_clean()
+        stamp_history(draft, actor=actor, reason=reason)
+        draft.save()
+        replaced = _supersede(customer=customer, by=draft, actor=actor, reason=reason)
+        audit_record(
+            action=AuditAction.DRAFT_GENERATED,
+            conversation_id=customer.conversation_id,
+            actor=actor,
+            reason=reason,
+            payload={"draft_id": draft.pk, "generating": True, "regenerate": regenerate, "replaces": replaced},
+        )
+    return draft
+
+
+@contextmanager
+def draft_generating(*, draft: Draft) -> Iterator[Draft]:
+    """Inside, the turn's `draft_create` fills this generating draft instead of saving a new one."""
+    token = _generating_draft.set(draft.pk)
+    try:
+        yield draft
+    finally:
+        _generating_draft.reset(token)
+
+
+def draft_generation_fail(*, draft: Draft, error: str, actor: Actor, reason: str) -> Draft:
+    """A turn that ended without filling its generating draft (it raised): the draft fails with the
+    summary. Nothing is written when the turn did fill it, or a newer draft replaced it."""
+    summary, detail = model_error_split(error)
+    with account_atomic():
+        locked = Draft.objects.select_for_update().get(pk=draft.pk)
+        if locked.status != DraftStatus.GENERATING:
+            return locked
+        locked.status = DraftStatus.FAILED
+        locked.error = (summary or "生成草稿失败")[:2000]
+        trace = locked.context_trace if isinstance(locked.context_trace, dict) else {}
+        locked.context_trace = _trace_with_error_detail(trace, detail)
+        stamp_history(locked, actor=actor, reason=reason)
+        locked.save(update_fields=["status", "error", "context_trace", "updated_at"])
+        audit_record(
+            action=AuditAction.DRAFT_GENERATED,
+            conversation_id=locked.customer.conversation_id,
+            actor=actor,
+            reason=reason,
+            payload={"draft_id": locked.pk, "error": True},
+        )
+    return locked
 
 
 def draft_context_read(*, draft: Draft, actor: Actor, purpose: ContextReadPurpose) -> None:
@@ -286,6 +452,10 @@ def _check_sendable(draft: Draft, *, auto: bool) -> None:
         raise Conflict("草稿已被拒绝，不能发送 (draft was rejected).", code="draft_rejected")
     if draft.status == DraftStatus.FAILED:
         raise Conflict("草稿生成失败，没有可发送的回复，请重新生成 (draft failed).", code="draft_failed")
+    if draft.status == DraftStatus.GENERATING:
+        raise Conflict("草稿正在生成，还没有可发送的回复 (draft is being generated).", code="draft_generating")
+    if draft.status == DraftStatus.SUPERSEDED:
+        raise Conflict("草稿已被新草稿替换，不能发送 (draft was replaced).", code="draft_superseded")
 
 
 def draft_send(*, draft: Draft, actor: Actor, reason: str = "发送回复", auto: bool = False) -> Delivery:

@@ -297,6 +297,12 @@ class DraftStatus(models.TextChoices):
     # The model gave no usable reply (not installed, unreachable, timed out, no valid output): never
     # approvable, not awaiting review; the Workbench offers 重新生成.
     FAILED = "failed", _("生成失败")
+    # The model is still working on it (the Workbench queued the turn): shown with its elapsed
+    # time, filled in place by the turn when it ends (conversations.drafts.draft_generating).
+    GENERATING = "generating", _("生成中")
+    # A failed (or abandoned) draft that a newer one replaced (`replaced_by`): kept with its history
+    # and audit, no longer a card in the Workbench.
+    SUPERSEDED = "superseded", _("已被替换")
 
 
 class Draft(TimeStampedModel):
@@ -323,6 +329,14 @@ class Draft(TimeStampedModel):
     prompt = models.TextField(_("模型收到的提示词"), blank=True)
     reviewed_by_id = models.IntegerField(_("审核人"), null=True, blank=True)
     reviewed_at = models.DateTimeField(_("审核时间"), null=True, blank=True)
+    replaced_by = models.ForeignKey(
+        "self",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="replaces",
+        verbose_name=_("被替换为"),
+    )
     history = account_history(excluded_fields=["prompt"])
 
     class Meta:
