@@ -2,6 +2,9 @@
 server for local models, and an offline client that drafts without a model and always asks for a human.
 
 A client only turns a prompt into a result; the pipeline validates and grounds what comes back.
+A failure is said in Chinese — what failed and a short reason (`http_error_summary`,
+`CLI_ERROR_REASONS`) — with the server's or CLI's raw words after `MODEL_ERROR_DETAIL_MARK`;
+`draft_create` shows the summary and keeps the raw words only in the draft's trace.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from typing import Any
 import requests
 from django.conf import settings
 
+from conversations.drafts import model_error_split, model_error_text
+
 logger = logging.getLogger(__name__)
 
 READ_ONLY_TOOLS = "Read,Grep,Glob"
@@ -29,6 +34,62 @@ _SESSION_INVALID_RE = re.compile(
 )
 _BUDGET_RE = re.compile(r"max[_ -]?budget|budget exceeded|exceeded .{0,20}budget", re.IGNORECASE)
 _CJK_RE = re.compile(r"[\u3400-\u9fff]")
+
+# An HTTP status from the model server, as an agent reads it. Unlisted: by class (4xx / 5xx).
+HTTP_STATUS_REASONS: dict[int, str] = {
+    400: "请求无效",
+    401: "鉴权失败，请检查 QIWEI_OPENAI_API_KEY",
+    403: "无权访问该模型",
+    404: "接口或模型不存在，请检查 QIWEI_OPENAI_BASE_URL 和 QIWEI_OPENAI_MODEL",
+    408: "请求超时",
+    413: "请求过大（提示词过长）",
+    422: "请求参数无效",
+    429: "请求过多或额度不足，请稍后重试",
+    500: "服务器内部错误",
+    502: "网关错误，模型服务可能未启动",
+    503: "服务暂不可用，模型可能正在加载",
+    504: "网关超时",
+}
+
+# What a CLI error says, read in order (the first match wins: the order is the precedence). Each
+# row: a name, what the CLI's words match, and the reason an agent reads.
+CLI_ERROR_REASONS: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    (
+        "auth",
+        re.compile(r"not logged in|/login|\blogin\b|api[ _-]?key|authenticat|unauthori[sz]ed|\b40[13]\b", re.I),
+        "未登录或 API 密钥无效，请在服务器上登录 Claude Code 或设置 ANTHROPIC_API_KEY",
+    ),
+    (
+        "rate_limit",
+        re.compile(r"rate[ _-]?limit|too many requests|overloaded|\b429\b|\b529\b", re.I),
+        "请求过多或服务繁忙，请稍后重试",
+    ),
+    (
+        "network",
+        re.compile(
+            r"ECONNREFUSED|ENOTFOUND|ETIMEDOUT|ECONNRESET|fetch failed|network|connection (?:refused|reset)", re.I
+        ),
+        "无法连接模型服务，请检查网络",
+    ),
+    ("server", re.compile(r"internal server error|api error|\b5\d\d\b", re.I), "模型服务内部错误"),
+)
+CLI_ERROR_FALLBACK = "模型调用失败"
+
+
+def http_error_summary(status: int) -> str:
+    """「模型服务返回错误（HTTP 500）：服务器内部错误」: the status and a short reason, never the body."""
+    reason = HTTP_STATUS_REASONS.get(status) or ("服务器错误" if status >= 500 else "请求被拒绝")
+    return f"模型服务返回错误（HTTP {status}）：{reason}"
+
+
+def cli_error_reason(text: str) -> str:
+    """The short reason for a CLI's error words (`CLI_ERROR_REASONS`, first match)."""
+    for _name, pattern, reason in CLI_ERROR_REASONS:
+        if pattern.search(text or ""):
+            return reason
+    return CLI_ERROR_FALLBACK
+
+
 _LATIN_RE = re.compile(r"[A-Za-z]")
 
 
@@ -56,6 +117,16 @@ class ModelResult:
     def ok(self) -> bool:
         return not self.error and self.output is not None
 
+    def fail(self, summary: str, detail: str = "") -> ModelResult:
+        """Record a failure: the Chinese summary, and the raw words (kept only in the draft's trace)."""
+        self.error = model_error_text(summary, detail)
+        return self
+
+    @property
+    def error_summary(self) -> str:
+        """What an agent reads of the error (without the raw words)."""
+        return model_error_split(self.error)[0]
+
 
 def parse_model_json(text: str) -> dict[str, Any]:
     """The JSON object in a model's answer, tolerating code fences and prose around it."""
@@ -77,7 +148,8 @@ def _with_parsed(result: ModelResult, text: str) -> ModelResult:
     try:
         result.output = parse_model_json(text)
     except ValueError as exc:  # json.JSONDecodeError is a ValueError
-        result.error = f"模型输出无法解析为 JSON：{exc}"
+        # The parser's words only: the model's own text may quote the customer (kept in raw_text).
+        result.fail("模型输出格式不正确：不是有效的 JSON 对象", str(exc))
     return result
 
 
@@ -136,17 +208,15 @@ class ClaudeCodeClient(ModelClient):
                 check=False,
             )
         except subprocess.TimeoutExpired:
-            result.error = f"Claude Code 超时（{self.timeout:g} 秒）(timed out)."
-            return result
+            return result.fail(f"Claude Code 超时：{self.timeout:g} 秒内没有完成 (timed out).")
         except FileNotFoundError:
-            result.error = (
+            return result.fail(
                 "未找到 Claude Code 命令行工具，没有连接模型：请安装 @anthropic-ai/claude-code，"
-                "或用 CLAUDE_CODE_BIN 指向它，或改用 QIWEI_MODEL_CLIENT=openai / offline。"
+                "或用 CLAUDE_CODE_BIN 指向它，或改用 QIWEI_MODEL_CLIENT=openai / offline。",
+                self.binary,
             )
-            return result
         except OSError as exc:
-            result.error = f"无法运行 Claude Code（{exc.__class__.__name__}），没有连接模型。"
-            return result
+            return result.fail(f"无法运行 Claude Code（{exc.__class__.__name__}），没有连接模型。", str(exc))
         stdout, stderr = completed.stdout or "", completed.stderr or ""
         envelope: dict[str, Any] | None = None
         try:
@@ -164,26 +234,24 @@ class ClaudeCodeClient(ModelClient):
             subtype = str(envelope.get("subtype") or "")
             if subtype == "error_max_budget_usd" or (envelope.get("is_error") and _BUDGET_RE.search(subtype)):
                 result.budget_exceeded = True
-                result.error = "Claude Code 本轮预算超限 (max budget exceeded)."
-                return result
+                return result.fail("Claude Code 本轮预算超限 (max budget exceeded).", stdout)
             if envelope.get("is_error") or subtype.startswith("error"):
                 result.session_invalid = bool(_SESSION_INVALID_RE.search(text_for_checks))
-                detail = str(envelope.get("result") or subtype or "error")[:300]
-                result.error = f"Claude Code 返回错误：{detail}"
-                return result
+                detail = str(envelope.get("result") or subtype or "error")
+                return result.fail(f"Claude Code 返回错误：{cli_error_reason(detail)}", detail)
             if completed.returncode == 0:
                 return _with_parsed(result, str(envelope.get("result") or ""))
+        tail = (stderr.strip() or stdout.strip())[-1000:]
         if _SESSION_INVALID_RE.search(text_for_checks):
             result.session_invalid = True
-            result.error = "Claude Code 会话无效 (session not found)."
+            result.fail("Claude Code 会话无效 (session not found).", tail)
         elif _BUDGET_RE.search(text_for_checks):
             result.budget_exceeded = True
-            result.error = "Claude Code 本轮预算超限 (max budget exceeded)."
+            result.fail("Claude Code 本轮预算超限 (max budget exceeded).", tail)
         elif completed.returncode != 0:
-            tail = (stderr.strip() or stdout.strip())[-300:]
-            result.error = f"Claude Code 退出码 {completed.returncode}：{tail}"
+            result.fail(f"Claude Code 异常退出（退出码 {completed.returncode}）：{cli_error_reason(tail)}", tail)
         else:
-            result.error = "Claude Code 输出不是 JSON (unexpected output format)."
+            result.fail("Claude Code 输出格式不正确：不是 JSON (unexpected output format).", stdout)
             result.raw_text = stdout[:2000]
         return result
 
@@ -232,25 +300,22 @@ class OpenAICompatibleClient(ModelClient):
                 # Some servers reject JSON mode; the prompt's output contract still asks for JSON.
                 body.pop("response_format")
                 response = self._post(body)
-        except requests.Timeout:
-            result.error = f"模型服务超时（{self.timeout:g} 秒）(timed out)."
-            return result
-        except requests.ConnectionError:
-            result.error = f"无法连接模型服务（{self.base_url}）：请确认服务已启动，或修改 QIWEI_OPENAI_BASE_URL。"
-            return result
+        except requests.Timeout as exc:
+            return result.fail(f"模型服务超时：{self.timeout:g} 秒内没有响应 (timed out).", str(exc))
+        except requests.ConnectionError as exc:
+            return result.fail(
+                f"无法连接模型服务（{self.base_url}）：请确认服务已启动，或修改 QIWEI_OPENAI_BASE_URL。", str(exc)
+            )
         except requests.RequestException as exc:
-            result.error = f"无法连接模型服务：{exc.__class__.__name__}"
-            return result
+            return result.fail(f"无法连接模型服务：请求出错（{exc.__class__.__name__}）", str(exc))
         if response.status_code >= 400:
-            result.error = f"模型服务返回 HTTP {response.status_code}：{response.text[:200]}"
-            return result
+            return result.fail(http_error_summary(response.status_code), response.text)
         try:
             payload = response.json()
             content = payload["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError):
-            result.error = "模型服务响应格式不正确 (unexpected response shape)."
             result.raw_text = response.text[:2000]
-            return result
+            return result.fail("模型服务响应格式不正确：缺少回复内容 (unexpected response shape).", response.text)
         usage = payload.get("usage")
         result.usage = usage if isinstance(usage, dict) else {}
         return _with_parsed(result, str(content or ""))
