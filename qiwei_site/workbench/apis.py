@@ -8,6 +8,7 @@ shows is read."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -21,12 +22,14 @@ from drf_spectacular.utils import (
     extend_schema_serializer,
     inline_serializer,
 )
-from rest_framework import permissions, serializers
+from rest_framework import permissions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from conversations.drafts import draft_generation_fail, draft_generation_start
 from conversations.models import AuditEvent, Customer, CustomerProfile, Message
+from conversations.selectors import customer_get, draft_get
 from conversations.serializers import (
     AlertOutputSerializer,
     DraftOutputSerializer,
@@ -37,6 +40,7 @@ from conversations.serializers import (
 from memory.models import MemorySnapshot
 from qiwei_site.platform.api import AccountAPIView
 from qiwei_site.platform.selectors import accounts_for_user
+from qiwei_site.platform.tenancy import on_account_commit
 from qiwei_site.reading.fields import PROFILE_FIELDS
 from qiwei_site.workbench.selectors import (
     memory_admin_url,
@@ -46,6 +50,9 @@ from qiwei_site.workbench.selectors import (
     workbench_overview,
     workbench_versions,
 )
+from qiwei_site.workbench.tasks import workbench_draft_generate_task
+
+logger = logging.getLogger(__name__)
 
 # Every browser revalidates (no-cache) and no shared cache keeps a user's answer (private).
 CACHE_CONTROL = "private, no-cache"
@@ -270,4 +277,47 @@ class WorkbenchVersionApi(AccountAPIView):
                 "conversation_id": versions.conversation_id,
                 "conversation": versions.conversation,
             },
+        )
+
+
+class WorkbenchDraftGenerateApi(AccountAPIView):
+    """生成（或重新生成）回复草稿：立即返回「生成中」的草稿，模型在后台生成。
+
+    The draft exists, as 生成中, before the model is asked, so a reload shows it with its elapsed
+    time; the turn runs in a worker and fills that same draft, which the page's poll then shows. A
+    regenerated draft replaces the customer's failed ones (`superseded`, kept in history)."""
+
+    class InputSerializer(serializers.Serializer):
+        regenerate = serializers.BooleanField(
+            required=False, default=False, help_text="客户的最新消息已回复时仍要重新生成（否则 409）"
+        )
+        reason = serializers.CharField(required=False, allow_blank=True, max_length=300)
+
+    @extend_schema(
+        request=InputSerializer,
+        responses={202: DraftOutputSerializer},
+        summary="工作台：生成回复草稿（后台生成，立即返回生成中的草稿）",
+    )
+    def post(self, request: Request, account_id: str, conversation_id: str) -> Response:
+        data = self.InputSerializer(data=request.data or {})
+        data.is_valid(raise_exception=True)
+        regenerate = data.validated_data["regenerate"]
+        reason = data.validated_data.get("reason") or ("客服重新生成回复草稿" if regenerate else "客服生成回复草稿")
+        customer = customer_get(conversation_id)
+        draft = draft_generation_start(customer=customer, actor=request.user, reason=reason, regenerate=regenerate)
+        user_id = request.user.pk
+        on_account_commit(lambda: _queue_generation(account_id, draft.pk, regenerate, reason, user_id))
+        return Response(DraftOutputSerializer(draft_get(draft.pk)).data, status=status.HTTP_202_ACCEPTED)
+
+
+def _queue_generation(account_id: str, draft_id: int, regenerate: bool, reason: str, user_id: int | None) -> None:
+    try:
+        workbench_draft_generate_task.delay(account_id, draft_id, regenerate=regenerate, reason=reason, user_id=user_id)
+    except Exception:  # a broker outage: the draft says so instead of 生成中 for ever
+        logger.exception("draft generation %s could not be queued", draft_id)
+        draft_generation_fail(
+            draft=draft_get(draft_id),
+            error="无法排队生成草稿：后台任务服务不可用，请稍后重新生成",
+            actor="workbench",
+            reason=reason,
         )

@@ -36,6 +36,7 @@ RECENT_MESSAGES = 30
 RECENT_AUDIT_EVENTS = 30
 RECENT_CLOSED_DRAFTS = 5
 CONVERSATION_LIST_LIMIT = 200
+OPEN_DRAFT_STATUSES = [DraftStatus.GENERATING, DraftStatus.PENDING, DraftStatus.APPROVED]
 
 
 @dataclass
@@ -67,12 +68,14 @@ def workbench_overview(*, conversation_id: str) -> ConversationOverview:
     """Everything the page shows for one customer, read from the account's local database."""
     customer = customer_get(conversation_id)
     newest = Message.objects.filter(customer=customer).order_by("-sent_at", "-id")[:RECENT_MESSAGES]
-    open_drafts = Draft.objects.filter(
-        customer=customer, status__in=[DraftStatus.PENDING, DraftStatus.APPROVED]
-    ).select_related("customer", "delivery")
+    # A generating draft is a card (生成中, with its elapsed time); a superseded one is not: it lives
+    # on in the draft's history and the audit, and in the API (?status=superseded).
+    open_drafts = Draft.objects.filter(customer=customer, status__in=OPEN_DRAFT_STATUSES).select_related(
+        "customer", "delivery"
+    )
     closed_drafts = (
         Draft.objects.filter(customer=customer)
-        .exclude(status__in=[DraftStatus.PENDING, DraftStatus.APPROVED])
+        .exclude(status__in=[*OPEN_DRAFT_STATUSES, DraftStatus.SUPERSEDED])
         .select_related("customer", "delivery")
         .order_by("-updated_at", "-id")[:RECENT_CLOSED_DRAFTS]
     )

@@ -23,6 +23,11 @@ urlpatterns = [
         name="workbench-overview",
     ),
     path(
+        "workbench/api/accounts/<str:account_id>/conversations/<str:conversation_id>/drafts/",
+        apis.WorkbenchDraftGenerateApi.as_view(),
+        name="workbench-draft-generate",
+    ),
+    path(
         "workbench/api/accounts/<str:account_id>/version/",
         apis.WorkbenchVersionApi.as_view(),
         name="workbench-version",

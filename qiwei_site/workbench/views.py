@@ -16,6 +16,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.views.decorators.csrf import ensure_csrf_cookie
 
+from conversations.drafts import draft_generation_stale_after
 from conversations.models import FeedbackSource, FeedbackVerdict
 from qiwei_site.platform.selectors import accounts_for_user
 from qiwei_site.workbench.selectors import memory_admin_url
@@ -46,13 +47,15 @@ def page_config(user: AbstractBaseUser | AnonymousUser) -> dict[str, object]:
     """What the script needs from the server: every time is shown in settings.TIME_ZONE (the
     offset is the fallback for a browser that cannot convert to a named zone, and what a typed
     due time is read in); the choices of the business forms, labelled as the models label them;
-    and, for staff, where the admin pages of the memory items and messages a prompt quotes are."""
+    and, for staff, where the admin pages of the memory items and messages a prompt quotes are;
+    after how long a draft still 生成中 counts as interrupted (the page offers 重新生成 then)."""
     offset = timezone.localtime(timezone.now(), ZoneInfo(settings.TIME_ZONE)).utcoffset()
     is_staff = bool(getattr(user, "is_staff", False))
     return {
         "time_zone": settings.TIME_ZONE,
         "utc_offset_minutes": int(offset.total_seconds() // 60) if offset is not None else 0,
         "is_staff": is_staff,
+        "draft_stale_seconds": int(draft_generation_stale_after().total_seconds()),
         "admin_urls": admin_url_templates() if is_staff else {},
         "admin_open_url": reverse("admin:open_in_account") if is_staff else "",
         "choices": {

@@ -12,6 +12,11 @@
  * own script, loaded after this one) registers itself and reads the overview it is given; helpers
  * for it are in `QiweiWorkbench.ui`. A script may also add a control to every draft with
  * `QiweiWorkbench.registerDraftAction` (prompt.js: 查看提示词).
+ *
+ * Drafts (issue 39): 生成草稿 and 重新生成 ask the Workbench's own endpoint, which answers at once
+ * with a 生成中 draft; the model works in the background and the poll shows the result. A generating
+ * draft is a card with its elapsed time (after a reload too: it is a row like any other); one
+ * generating longer than the server's `draft_stale_seconds` is shown as interrupted, with 重新生成.
  */
 (function (global) {
   "use strict";
@@ -38,6 +43,7 @@
     loadSeq: 0,
     editing: {},
     busy: {},
+    generating: false, // a 生成草稿 request on its way
     rendered: {}, // panel name → the data it last rendered
     known: { conversations: null, conversation: null }, // ETags of what the page holds
     upstream: { state: "checking", reason: "正在检查企微连接" },
@@ -283,12 +289,12 @@
         " · " +
         (SESSION_MODES[customer.session_mode] || customer.session_mode) +
         (customer.auto_send_whitelisted ? " · 自动发送白名单" : "");
-      $("wb-generate-draft").disabled = false;
+      applyGenerateState();
     },
     clear: function () {
       $("wb-customer-name").textContent = "请选择会话";
       $("wb-customer-meta").textContent = "";
-      $("wb-generate-draft").disabled = true;
+      applyGenerateState();
     },
   });
 
@@ -778,6 +784,66 @@
     });
     restoreFocus(list, focus);
     applySendState();
+    applyGenerateState();
+  }
+
+  // --- drafts being generated -------------------------------------------------------------
+
+  /** Seconds since `value` (an ISO time), never negative (the browser's clock may run behind). */
+  function secondsSince(value) {
+    var started = Date.parse(value || "");
+    return isNaN(started) ? 0 : Math.max(0, Math.floor((Date.now() - started) / 1000));
+  }
+
+  function elapsedText(seconds) {
+    if (seconds < 60) return seconds + " 秒";
+    var minutes = Math.floor(seconds / 60);
+    var rest = seconds % 60;
+    return minutes + " 分 " + (rest < 10 ? "0" : "") + rest + " 秒";
+  }
+
+  function staleAfterSeconds() {
+    return pageConfig().draft_stale_seconds || 300;
+  }
+
+  function generationStale(draft) {
+    return draft.status === "generating" && secondsSince(draft.created_at) > staleAfterSeconds();
+  }
+
+  /** A generating draft still being worked on (not one whose worker seems to have died). */
+  function generationRunning() {
+    return currentDrafts().some(function (draft) {
+      return draft.status === "generating" && !generationStale(draft);
+    });
+  }
+
+  /** 生成草稿 is off without a customer and while a draft is being generated (also after a reload). */
+  function applyGenerateState() {
+    var button = $("wb-generate-draft");
+    var running = !!state.conversation && !!state.overview && generationRunning();
+    button.disabled = !state.conversation || !state.overview || running || state.generating === true;
+    button.textContent = running || state.generating === true ? "生成中…" : "生成草稿";
+  }
+
+  function elapsedNode(draft) {
+    return el("span", {
+      className: "wb-draft-elapsed",
+      "data-generating-since": draft.created_at,
+      text: "已用时 " + elapsedText(secondsSince(draft.created_at)),
+    });
+  }
+
+  // Once a second: the elapsed time of each generating draft, and the stale ones re-rendered once.
+  function tickElapsed() {
+    var nodes = document.querySelectorAll("[data-generating-since]");
+    var restale = false;
+    Array.prototype.forEach.call(nodes, function (node) {
+      var seconds = secondsSince(node.getAttribute("data-generating-since"));
+      node.textContent = "已用时 " + elapsedText(seconds);
+      var item = node.closest("[data-draft]");
+      if (seconds > staleAfterSeconds() && item && item.getAttribute("data-stale") !== "1") restale = true;
+    });
+    if (restale) renderDrafts(currentDrafts());
   }
 
   function actionButton(label, action, draft, extraClass) {
@@ -818,6 +884,16 @@
       body.push(el("p", { className: "wb-muted wb-draft-reasons", text: "理由：" + draft.reasons.join("；") }));
     }
     if (draft.error) body.push(el("p", { className: "wb-inline-error", text: draft.error }));
+    var stale = generationStale(draft);
+    if (draft.status === "generating") {
+      body.push(
+        el("p", { className: stale ? "wb-inline-error wb-draft-generating" : "wb-muted wb-draft-generating" }, [
+          stale ? "生成似乎已中断（后台任务没有完成），可以重新生成。" : "模型正在生成回复…",
+          " ",
+          elapsedNode(draft),
+        ])
+      );
+    }
     var actions = [];
     if (state.editing[draft.id] !== undefined) {
       actions.push(actionButton("保存并批准", "approve-edited", draft, "wb-button--primary"));
@@ -827,9 +903,11 @@
       actions.push(actionButton("编辑", "edit", draft));
       actions.push(actionButton("拒绝", "reject", draft, "wb-button--danger"));
     } else if (draft.status === "failed") {
-      // No usable reply from the model: nothing to approve; generate again (or dismiss it).
+      // No usable reply from the model: nothing to approve; generate again (it replaces this card) or dismiss it.
       actions.push(actionButton("重新生成", "regenerate", draft, "wb-button--primary"));
       actions.push(actionButton("忽略", "reject", draft));
+    } else if (stale) {
+      actions.push(actionButton("重新生成", "regenerate", draft, "wb-button--primary"));
     } else if (draft.status === "approved") {
       actions.push(actionButton("发送", "send", draft, "wb-button--primary"));
       actions.push(actionButton("编辑", "edit", draft));
@@ -865,7 +943,16 @@
     }
     body.push(el("div", { className: "wb-draft-actions" }, actions));
     body.push(el("p", { className: "wb-inline-error", "data-draft-error": String(draft.id), hidden: true }));
-    return el("li", { className: "wb-draft wb-draft--" + draft.status, "data-draft": String(draft.id), "data-status": draft.status }, body);
+    return el(
+      "li",
+      {
+        className: "wb-draft wb-draft--" + draft.status,
+        "data-draft": String(draft.id),
+        "data-status": draft.status,
+        "data-stale": stale ? "1" : null,
+      },
+      body
+    );
   }
 
   function draftError(draftId, message) {
@@ -912,9 +999,7 @@
       pending = api("POST", accountUrl("drafts/" + draft.id + "/reject/"), { reason: "客服在智能会话中拒绝" });
     } else if (action === "regenerate") {
       label = "重新生成失败";
-      pending = api("POST", accountUrl("conversations/" + encodeURIComponent(state.conversation) + "/drafts/"), {
-        regenerate: true,
-      });
+      pending = requestGeneration(true);
     } else if (action === "send") {
       if (sendBlockedReason()) {
         draftError(draft.id, sendBlockedReason());
@@ -948,12 +1033,17 @@
     return api("POST", accountUrl("drafts/" + draftId + "/send/"), {});
   }
 
+  /** Ask for a draft (the Workbench's endpoint answers at once with the 生成中 draft). */
+  function requestGeneration(regenerate) {
+    var url = conversationUrl(state.account, state.conversation, "drafts/");
+    return api("POST", url, regenerate ? { regenerate: true } : {});
+  }
+
   function generateDraft() {
-    var button = $("wb-generate-draft");
     if (!state.conversation) return Promise.resolve();
-    button.disabled = true;
-    button.textContent = "生成中…";
-    return api("POST", accountUrl("conversations/" + encodeURIComponent(state.conversation) + "/drafts/"), {})
+    state.generating = true;
+    applyGenerateState();
+    return requestGeneration(false)
       .then(function () {
         showError("");
         return refreshAll();
@@ -962,8 +1052,8 @@
         showError(errorText("生成草稿失败", error));
       })
       .then(function () {
-        button.disabled = !state.conversation;
-        button.textContent = "生成草稿";
+        state.generating = false;
+        applyGenerateState();
       });
   }
 
@@ -1056,6 +1146,7 @@
     refreshAccounts();
     startLive();
     window.setInterval(checkStatus, STATUS_REFRESH_MS);
+    window.setInterval(tickElapsed, 1000);
   }
 
   global.QiweiWorkbench = {
