@@ -19,7 +19,6 @@ import logging
 import os
 import pkgutil
 import re
-import shutil
 import threading
 from collections.abc import Collection, Iterator
 from pathlib import Path
@@ -131,7 +130,12 @@ def account_layout() -> str:
 def account_role(database: str, account_id: str) -> str:
     """The account's own PostgreSQL role in the schema layout. Roles belong to the whole server, so
     the name carries the database's (hashed: 63 bytes at most); the schema is `acct_<id>`."""
-    return f"qiwei_{hashlib.sha256(database.encode()).hexdigest()[:8]}_{validate_account_id(account_id)}"
+    return f"{role_prefix(database)}{validate_account_id(account_id)}"
+
+
+def role_prefix(database: str) -> str:
+    """What every account role of `database` starts with (a template's role too)."""
+    return f"qiwei_{hashlib.sha256(database.encode()).hexdigest()[:8]}_"
 
 
 def is_schema_config(config: dict[str, Any]) -> bool:
@@ -561,8 +565,9 @@ def ensure_account_database(account_id: str, *, force_migrate: bool = False) -> 
     """Register the account's database and make sure it has the current migrations.
 
     First use in a process reads the migration fingerprint recorded in the database; only when it
-    differs (or is missing: a new database, or one migrated before fingerprints) does it migrate,
-    under a per-account lock (a thread lock plus a file lock), as `migrate_accounts` always does.
+    differs (or is missing: a new database, or one migrated before fingerprints) does it create or
+    migrate it, under a per-account lock (a thread lock plus a file lock), as `migrate_accounts`
+    always does. A new database is made from the migrated template (`_create_account_database`).
     """
     alias = register_account_database(account_id)
     if alias in _migrated and not force_migrate:
@@ -578,48 +583,42 @@ def ensure_account_database(account_id: str, *, force_migrate: bool = False) -> 
         config = connections.settings[alias]
         lock_path = Path(settings.QIWEI_DATA_DIR) / "locks" / f"{alias}.lock"
         with _file_lock(lock_path):
-            if is_sqlite_config(config):
-                _create_sqlite_from_template(alias, Path(config["NAME"]))
-            elif is_schema_config(config):
-                _ensure_account_schema(config)
-            else:
-                _ensure_postgres_database(config)
-            if force_migrate or not schema_is_current(alias):
-                _migrate_alias(alias)
+            _create_account_database(alias, config, force_migrate=force_migrate)
         _migrated.add(alias)
     return alias
 
 
-def _create_sqlite_from_template(alias: str, target: Path) -> None:
-    """Copy a migrated template file for a brand-new SQLite account (migrating is the slow part)."""
-    if target.exists():
+# How this process last made each account's database current: TEMPLATE, MIGRATE or CURRENT (found
+# so under the lock), for the onboarding command's summary.
+TEMPLATE, MIGRATE, CURRENT = "template", "migrate", "current"
+_made_by: dict[str, str] = {}
+
+
+def made_by(alias: str) -> str | None:
+    return _made_by.get(alias)
+
+
+def _create_account_database(alias: str, config: dict[str, Any], *, force_migrate: bool) -> None:
+    """A new account is made from the migrated template of this code's migrations and verified
+    against it (`account_template`); anything else, or a template refused, runs `migrate`."""
+    from qiwei_site.platform import account_template
+
+    if is_sqlite_config(config):
+        if not force_migrate and account_template.sqlite_from_template(alias, Path(config["NAME"])):
+            _made_by[alias] = TEMPLATE
+            return
+    elif is_schema_config(config):
+        _ensure_account_schema(config)
+    else:
+        _ensure_postgres_database(config)
+    if not force_migrate and schema_is_current(alias):
+        _made_by[alias] = CURRENT
         return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    template = Path(settings.QIWEI_ACCOUNT_TEMPLATE_DIR) / f"account-{account_template_fingerprint()}.sqlite3"
-    if not template.exists():
-        template.parent.mkdir(parents=True, exist_ok=True)
-        with _file_lock(template.with_suffix(".lock")):
-            if not template.exists():
-                tmp_alias = f"{alias}__template"
-                building = template.with_suffix(".building")
-                building.unlink(missing_ok=True)
-                config = dict(connections.settings[alias])
-                config["NAME"] = str(building)
-                config["OPTIONS"] = {"timeout": 30}
-                with _registration_lock:
-                    new_settings = dict(connections.settings)
-                    new_settings[tmp_alias] = config
-                    connections.__dict__["settings"] = connections.configure_settings(new_settings)
-                try:
-                    _migrate_alias(tmp_alias)  # records the fingerprint: copies start current
-                finally:
-                    connections[tmp_alias].close()
-                    with _registration_lock:
-                        new_settings = dict(connections.settings)
-                        new_settings.pop(tmp_alias, None)
-                        connections.__dict__["settings"] = new_settings
-                building.rename(template)
-    shutil.copyfile(template, target)
+    if not force_migrate and not is_sqlite_config(config) and account_template.pg_from_template(alias):
+        _made_by[alias] = TEMPLATE
+        return
+    _migrate_alias(alias)
+    _made_by[alias] = MIGRATE
 
 
 def drop_account_database(account_id: str) -> None:
