@@ -64,6 +64,8 @@ def draft_list(*, customer: Customer, status: str | None = None) -> QuerySet[Dra
                 code="invalid_status",
             )
         drafts = drafts.filter(status=status)
+    else:  # a draft another replaced is history, not a draft to act on: asked for by its status only
+        drafts = drafts.exclude(status=DraftStatus.SUPERSEDED)
     return drafts
 
 

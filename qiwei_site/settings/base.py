@@ -260,6 +260,8 @@ SPECTACULAR_SETTINGS = {
         "MessageDirectionEnum": "conversations.models.MessageDirection",
         "MemoryDirectionEnum": "memory.models.MemoryDirection",
         "DraftStatusEnum": "conversations.models.DraftStatus",
+        "MemoryStatusEnum": "memory.models.MemoryStatus",
+        "MemoryTypeEnum": "memory.models.MemoryType",
     },
 }
 

@@ -279,3 +279,18 @@ def test_draft_send_refuses_a_draft_without_a_reply_of_its_own(customer, staff_u
     with pytest.raises(Conflict) as refused:
         draft_send(draft=draft, actor=staff_user)
     assert refused.value.code == code
+
+
+def test_draft_list_leaves_out_replaced_drafts_unless_asked_for(customer):
+    # Given a failed draft that a regenerated one replaced
+    from conversations.selectors import draft_list
+
+    old = _failed(customer)
+    fresh = DraftFactory(customer=customer, reply="王先生您好，张江有两套两居室。")
+    Draft.objects.filter(pk=old.pk).update(status=DraftStatus.SUPERSEDED, replaced_by=fresh)
+    # When the drafts are listed without a status, and then by the replaced status
+    default = list(draft_list(customer=customer).values_list("pk", flat=True))
+    replaced = list(draft_list(customer=customer, status=DraftStatus.SUPERSEDED).values_list("pk", flat=True))
+    # Then only the replacement is a draft to act on; the replaced one is reached by its status
+    assert default == [fresh.pk]
+    assert replaced == [old.pk]
