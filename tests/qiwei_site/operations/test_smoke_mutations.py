@@ -358,7 +358,11 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "backfill_profiles_and_customer_words_idempotent",
         "backfill revives a forgotten value",
-        lambda mp, settings: mp.setattr("memory.decisions.FINAL_KINDS", (DecisionKind.REJECTED,)),
+        lambda mp, settings: (
+            mp.setattr("memory.decisions.FINAL_KINDS", (DecisionKind.REJECTED,)),
+            # the value check reads its own tuple (a declined proposal rules out its value only)
+            mp.setattr("memory.decisions.FINAL_VALUE_KINDS", (DecisionKind.REJECTED, DecisionKind.DECLINED)),
+        ),
         "回填恢复了被遗忘的记忆",
     ),
     Mutation(
