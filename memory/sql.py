@@ -12,7 +12,7 @@ the same rows and require the same answer. Nothing here uses Django's private qu
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from conversations.models import (
@@ -82,13 +82,45 @@ _WINDOW_FIELDS = [
     *fields(MessageRecallFeatures, _FEATURE_NAMES),
 ]
 _WINDOW_NEWEST = Statement(_WINDOW_SELECT + _WINDOW_ORDER, _WINDOW_FIELDS)
-_WINDOW_UP_TO = Statement(
-    _WINDOW_SELECT
-    + f" AND m.{name(Message, 'sent_at')} <= %s"
-    + f" AND NOT (m.{name(Message, 'sent_at')} = %s AND m.{name(Message, 'pk')} > %s)"
-    + _WINDOW_ORDER,
+_UP_TO = (
+    f" AND m.{name(Message, 'sent_at')} <= %s"
+    f" AND NOT (m.{name(Message, 'sent_at')} = %s AND m.{name(Message, 'pk')} > %s)"
+)
+_WINDOW_UP_TO = Statement(_WINDOW_SELECT + _UP_TO + _WINDOW_ORDER, _WINDOW_FIELDS)
+
+
+def _after(alias: str) -> str:
+    """`alias` comes after the message: three parameters (its `sent_at` twice, its id). Written as
+    a range on `sent_at` and a tie-break, so the (customer, sent_at, id) index bounds the scan."""
+    sent_at, pk = f"{alias}.{name(Message, 'sent_at')}", f"{alias}.{name(Message, 'pk')}"
+    return f"{sent_at} >= %s AND NOT ({sent_at} = %s AND {pk} <= %s)"
+
+
+def _replies_after() -> str:
+    """`m` is one of our messages (not the customer's) after the message, sent no later than the
+    customer's next effective message after it (read once, an indexed scan forward from the
+    message; none: the far-future parameter). Ten parameters: the message, the customer, the
+    inbound direction, the message, the far future, the inbound direction."""
+    customer, effective = name(Message, "customer"), name(Message, "is_effective")
+    sent_at, pk, direction = name(Message, "sent_at"), name(Message, "pk"), name(Message, "direction")
+    following = (
+        f"SELECT n.{sent_at} FROM {_M} n WHERE n.{customer} = %s AND n.{effective} AND n.{direction} = %s"
+        f" AND {_after('n')} ORDER BY n.{sent_at} ASC, n.{pk} ASC LIMIT 1"
+    )
+    return f" AND {_after('m')} AND m.{sent_at} <= COALESCE(({following}), %s) AND m.{direction} <> %s"
+
+
+# The window up to the message and, in the same statement, the newest of our messages after it,
+# up to the customer's next one: what our side already said to it (issue 39). Each half is an
+# indexed range read newest first with its own limit; the union is ordered newest first again.
+_WINDOW_AROUND = Statement(
+    f"SELECT * FROM ({_WINDOW_SELECT}{_replies_after()}{_WINDOW_ORDER}) a"
+    f" UNION ALL SELECT * FROM ({_WINDOW_SELECT}{_UP_TO}{_WINDOW_ORDER}) w"
+    f" ORDER BY {name(Message, 'sent_at')} DESC, {name(Message, 'pk')} DESC",
     _WINDOW_FIELDS,
 )
+# What "no next message" compares as: later than any message.
+_FAR_FUTURE = datetime(9999, 12, 31, tzinfo=UTC)
 
 
 def window_newest(customer_id: int, size: int) -> list[Row]:
@@ -97,10 +129,17 @@ def window_newest(customer_id: int, size: int) -> list[Row]:
     return _WINDOW_NEWEST.rows(customer_id, size)
 
 
-def window_up_to(customer_id: int, sent_at: datetime, message_id: int, size: int) -> list[Row]:
+def window_up_to(customer_id: int, sent_at: datetime, message_id: int, size: int, after: int = 0) -> list[Row]:
     """As `window_newest`, up to and including the message (`sent_at`, `message_id`): an older turn
-    sees its conversation as it was. Twin: `reads._window_up_to`."""
-    return _WINDOW_UP_TO.rows(customer_id, sent_at, sent_at, message_id, size)
+    sees its conversation as it was. With `after`, first, the newest `after` effective messages of
+    ours (outbound or system) after it and sent no later than the customer's next message (the
+    replies it already had), in one statement. Twin: `reads._window_up_to`."""
+    if after <= 0:
+        return _WINDOW_UP_TO.rows(customer_id, sent_at, sent_at, message_id, size)
+    position = (sent_at, sent_at, message_id)
+    inbound = MessageDirection.INBOUND.value
+    replies = (*position, customer_id, inbound, *position, _FAR_FUTURE, inbound, after)
+    return _WINDOW_AROUND.rows(customer_id, *replies, customer_id, *position, size)
 
 
 _T = table(Task)

@@ -12,10 +12,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db.models import Q
+
 from conversations.drafts import draft_answering, draft_auto_send_blockers, draft_create, draft_send
-from conversations.models import AuditAction, Customer, Draft, Message
+from conversations.models import AuditAction, Customer, Draft, Message, MessageDirection
 from conversations.selectors import message_latest_inbound
-from memory.context.builder import AgentContextBuilder, MemoryFailure
+from memory.context.builder import REPLIES_AFTER_LIMIT, AgentContextBuilder, MemoryFailure
 from memory.providers import CaptureTurn, MemoryProvider, PrefetchRequest, TurnHypothesis, get_provider
 from qiwei_site.platform.audit import audit_record, context_read_record
 from qiwei_site.platform.errors import Conflict, UpstreamUnavailable
@@ -30,6 +32,10 @@ from sessions_epoch.services import epoch_count_turn, epoch_for_turn, epoch_rota
 logger = logging.getLogger(__name__)
 
 PIPELINE_ACTOR = "pipeline"
+
+# Put first among a draft's reasons when our side already replied after the message it answers
+# (issue 39): the agent sees it on the draft, and the pipeline never sends it by itself.
+ALREADY_ANSWERED_REASON = "系统提示：客服已在这条客户消息之后回复过，本草稿不会自动发送，请确认是否还需要发送"
 
 
 # The model's `hypotheses` (output contract): bounded so a chatty model cannot flood the review queue.
@@ -296,6 +302,20 @@ def _build_context(customer: Customer, latest: Message | None, actor: Actor) -> 
     return built.prompt, trace
 
 
+def _answered_by(customer: Customer, latest: Message | None, trace: dict[str, Any]) -> list[int]:
+    """Our replies after the message being answered, oldest first: as the builder saw them, or,
+    when its trace does not say (a degraded context), read here, so auto-send is held either way."""
+    if latest is None:
+        return []
+    seen = trace.get("answered_by_message_ids")
+    if isinstance(seen, list):
+        return [message_id for message_id in seen if isinstance(message_id, int)]
+    later = Q(sent_at__gt=latest.sent_at) | Q(sent_at=latest.sent_at, id__gt=latest.pk)
+    replies = Message.objects.filter(customer=customer, is_effective=True, direction=MessageDirection.OUTBOUND)
+    newest = replies.filter(later).order_by("-sent_at", "-id").values_list("id", flat=True)[:REPLIES_AFTER_LIMIT]
+    return list(reversed(newest))
+
+
 def _run_client(
     *, client: ModelClient, customer: Customer, prompt: str, hints: dict[str, str], actor: Actor
 ) -> tuple[ModelResult, SessionEpoch, dict[str, Any]]:
@@ -333,6 +353,9 @@ def draft_generate(
 
     A message we already answered (a sent draft replies to it) gets no second draft unless the
     caller asks to `regenerate`, so an agent never answers the same words twice by accident.
+    When our side replied after the message some other way (or the caller regenerates), the
+    model sees those replies and is told so, and the draft says so (first reason, trace
+    `already_answered`) and is never sent automatically (issue 39).
     """
     client = client or get_client()
     latest = message_latest_inbound(customer)
@@ -346,6 +369,7 @@ def draft_generate(
                 extra={"draft_id": answered.pk},
             )
     prompt, trace = _build_context(customer, latest, actor)
+    answered_by = _answered_by(customer, latest, trace)
     profile = getattr(customer, "profile", None)
     hints = {
         "preferred_name": profile.preferred_name if profile is not None else "",
@@ -364,6 +388,8 @@ def draft_generate(
     )
     trace = {
         **trace,
+        "already_answered": bool(answered_by),
+        "answered_by_message_ids": answered_by,
         "model": {
             "client": result.client,
             "session_id": epoch.session_id,
@@ -390,7 +416,7 @@ def draft_generate(
         reply=output.reply,
         confidence=output.confidence,
         requires_human=output.requires_human or bool(output.error),
-        reasons=output.reasons,
+        reasons=[ALREADY_ANSWERED_REASON, *output.reasons] if answered_by else output.reasons,
         profile_updates=grounded,
         dropped_updates=output.dropped + dropped,
         error=output.error,
@@ -433,7 +459,10 @@ def draft_generate(
         actor=actor,
         proposed=proposed,
     )
-    _maybe_auto_send(draft=draft, customer=customer)
+    if answered_by:
+        logger.info("draft %s not sent automatically: already answered by %s", draft.pk, answered_by)
+    else:
+        _maybe_auto_send(draft=draft, customer=customer)
     draft.refresh_from_db()
     return draft
 

@@ -4,6 +4,12 @@ Sections, in order: instructions (persona, rules, safety boundary) · core memor
 recalled older history · business state · recent conversation · the latest customer message ·
 the output contract. The same inputs give a byte-identical prompt and trace.
 
+The recent conversation ends at the newest message (issue 39): what our side said after the
+message being answered (before the customer's next one) is in it, in order, and the latest
+message section then says it was already replied to (`ALREADY_ANSWERED_NOTE`; trace
+`already_answered`, `answered_by_message_ids`). The latest message section still holds the
+message being answered.
+
 Memory is data in the prompt. Quoted history and core memory go through one function
 (`quoted_text`: NFKC, then `neutralise`), so no customer- or model-derived text can form one of
 our section headers, a delimiter, a code fence, a Markdown heading, a role turn or a closing
@@ -68,6 +74,7 @@ from memory.context.builder.layout import (
     _SAFETY_HEADING_RE,
     _SECTION_ORDER,
     _SNAPSHOT_HEADING_TYPES,
+    ALREADY_ANSWERED_NOTE,
     BACKGROUND,
     BUSINESS_STATE,
     CORE_MEMORY,
@@ -132,6 +139,7 @@ from memory.context.builder.quoting import (
 from memory.context.builder.reads import (
     _ITEM_COLUMNS,
     LATEST_SLACK,
+    REPLIES_AFTER_LIMIT,
     _active_items,
     _current_snapshot,
     _human_items,
@@ -163,6 +171,7 @@ from qiwei_site.reading.quoting import (
 )
 
 __all__ = [
+    "ALREADY_ANSWERED_NOTE",
     "BACKGROUND",
     "BUSINESS_STATE",
     "CONTEXT_CACHE_BYTES_DEFAULT",
@@ -186,6 +195,7 @@ __all__ = [
     "QUOTE_NOTICE",
     "RECALLED_HISTORY",
     "RECENT_CONVERSATION",
+    "REPLIES_AFTER_LIMIT",
     "RULES",
     "SAFETY",
     "TITLES",

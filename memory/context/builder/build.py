@@ -28,6 +28,7 @@ from conversations.selectors import message_latest_inbound
 from memory import sql
 from memory.context import recall as recall_module
 from memory.context.builder.layout import (
+    ALREADY_ANSWERED_NOTE,
     BUSINESS_STATE,
     CORE_MEMORY,
     DEGRADED_NOTICE,
@@ -55,6 +56,7 @@ from memory.context.builder.quoting import (
 )
 from memory.context.builder.reads import (
     LATEST_SLACK,
+    REPLIES_AFTER_LIMIT,
     _message_from_row,
     _Read,
     _recent_message,
@@ -249,7 +251,7 @@ class AgentContextBuilder:
         instructions, knowledge_report, _version = self._instructions(trace)
         expiries: list[datetime] = []
         core = self._guarded(customer, trace, "snapshot", lambda: self._core_read(customer, trace, expiries), None)
-        latest, window = self._window(customer, latest_message)
+        latest, window, after = self._window(customer, latest_message)
         return _Read(
             instructions=instructions,
             knowledge_report=knowledge_report,
@@ -258,14 +260,20 @@ class AgentContextBuilder:
             window_rows=window,
             business=self._business_read(customer, profile),
             valid_until=min(expiries) if expiries else None,
+            after=after,
         )
 
     def _gather(self, customer: Customer, read: _Read, trace: dict[str, Any]) -> _Gathered:
         """Every section's text from what was read; a failing recall is audited and left empty."""
         latest = read.latest
-        recent_size = settings.QIWEI_AGENT_MEMORY_RECENT_MESSAGES
+        # The recent window is what followed the latest message (our replies to it) and the
+        # RECENT_MESSAGES up to it; the recall candidates are the rows before those, as before.
+        recent_size = read.after + settings.QIWEI_AGENT_MEMORY_RECENT_MESSAGES
         window = read.window()
         candidates = window[recent_size:]
+        replies = [row[0] for row in reversed(window[: read.after]) if row[1] == MessageDirection.OUTBOUND]
+        trace["already_answered"] = bool(replies)
+        trace["answered_by_message_ids"] = replies
         no_recall: list[recall_module.RecalledMessage] = []
         recalled = self._guarded(
             customer,
@@ -285,6 +293,7 @@ class AgentContextBuilder:
             recent=_messages_block(RECENT_CONVERSATION, [m for m in recent if latest is None or m.id != latest.id]),
             latest_line=_quote(latest) if latest is not None else "",
             state_refs=state_refs,
+            latest_note=ALREADY_ANSWERED_NOTE if replies and latest is not None else "",
         )
 
     def _assemble(self, gathered: _Gathered, latest: Message | None, trace: dict[str, Any]) -> BuiltContext:
@@ -399,30 +408,43 @@ class AgentContextBuilder:
         trace["memory_item_ids"] = sorted(item_ids)
         return (version, content, tuple(item_ids), tuple(sorted(human)))
 
-    def _window(self, customer: Customer, latest: Message | None) -> tuple[Message | None, list[tuple[Any, ...]]]:
-        """The message being answered and, in one query, the newest effective messages up to it,
-        newest first: the first RECENT_MESSAGES are the recent window (the latest one included),
-        the next HISTORY_SCAN_LIMIT the recall candidates, the same rows `recall_for` would read.
+    def _window(self, customer: Customer, latest: Message | None) -> tuple[Message | None, list[tuple[Any, ...]], int]:
+        """The message being answered, in one query the window around it, newest first, and how
+        many of its rows come after the message: the newest REPLIES_AFTER_LIMIT messages after it
+        and before the customer's next one (what we already replied: issue 39), then the newest
+        effective messages up to it, the first RECENT_MESSAGES of which are the recent window (the
+        latest one included) and the next HISTORY_SCAN_LIMIT the recall candidates, the same rows
+        `recall_for` would read.
 
         With no message given, the latest inbound one is found among the newest LATEST_SLACK
-        extra rows of the same query; only when it lies further back is it read on its own."""
+        extra rows of the same query (the rows before it are the replies after it); only when it
+        lies further back is it read on its own."""
         recent = settings.QIWEI_AGENT_MEMORY_RECENT_MESSAGES
         scan = settings.QIWEI_AGENT_MEMORY_HISTORY_SCAN_LIMIT
         size = recent + (scan if settings.QIWEI_AGENT_MEMORY_RECALL_LIMIT > 0 else 0)
         if latest is not None:
-            return latest, sql.window_up_to(customer.pk, latest.sent_at, latest.pk, size)
+            return latest, *self._around(customer, latest, size)
         limit = size + LATEST_SLACK
         rows = sql.window_newest(customer.pk, limit)
         complete = len(rows) < limit  # every effective message was read
         first = next((index for index, row in enumerate(rows) if row[1] == MessageDirection.INBOUND), None)
         if first is None and complete:
-            return None, rows[:size]
+            return None, rows[:size], 0
         if first is not None and (complete or first + size <= len(rows)):
-            return _message_from_row(customer, rows[first], current_alias()), rows[first : first + size]
+            after = min(first, REPLIES_AFTER_LIMIT)
+            message = _message_from_row(customer, rows[first], current_alias())
+            return message, rows[:after] + rows[first : first + size], after
         found = message_latest_inbound(customer)
         if found is None:
-            return None, rows[:size]
-        return found, sql.window_up_to(customer.pk, found.sent_at, found.pk, size)
+            return None, rows[:size], 0
+        return found, *self._around(customer, found, size)
+
+    @staticmethod
+    def _around(customer: Customer, latest: Message, size: int) -> tuple[list[tuple[Any, ...]], int]:
+        rows = sql.window_up_to(customer.pk, latest.sent_at, latest.pk, size, REPLIES_AFTER_LIMIT)
+        position = (latest.sent_at, latest.pk)
+        after = next((index for index, row in enumerate(rows) if (row[4], row[0]) <= position), len(rows))
+        return rows, after
 
     def _business_read(self, customer: Customer, profile: tuple[str, ...] | None) -> _Business:
         """Profile, open tasks, open alerts and the open recommendations with their latest

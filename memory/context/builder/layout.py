@@ -53,6 +53,12 @@ DEGRADED_NOTICE = (
     "（记忆系统暂时不可用：本轮没有客户记忆、历史和业务状态，只能依据客户的最新一条消息回复；"
     "不确定时 requiresHuman 设为 true。）"
 )
+# Said under the latest customer message when our side already replied after it (issue 39): the
+# replies are in the recent conversation, and the model is not to answer the same words again.
+ALREADY_ANSWERED_NOTE = (
+    "注意：客服已在该消息之后回复过（见“近期有效会话”中该消息之后的客服消息），请勿重复回答；"
+    "只补充尚未回答的内容，没有需要补充的就把 requiresHuman 设为 true 并在 reasons 中说明。"
+)
 # Room kept for the latest customer message block before the instructions are fitted (step 2).
 LATEST_RESERVE_CHARS = 300
 # The knowledge base is read whole and fitted here; this only bounds a misconfigured file.
@@ -352,12 +358,14 @@ class _Gathered:
     recent: _Quoted
     latest_line: str
     state_refs: list[_StateRef] = field(default_factory=list)
+    latest_note: str = ""  # ALREADY_ANSWERED_NOTE, or nothing
 
 
-def _latest_block(latest_line: str) -> str:
+def _latest_block(latest_line: str, note: str = "") -> str:
+    """The latest message quoted, then our own note on it (outside the quote: it is not their words)."""
     if not latest_line:
         return ""
-    return "\n".join([_header(LATEST_MESSAGE), QUOTE_NOTICE, latest_line, QUOTE_END])
+    return "\n".join([_header(LATEST_MESSAGE), QUOTE_NOTICE, latest_line, QUOTE_END, *([note] if note else [])])
 
 
 class _Layout:
@@ -369,7 +377,8 @@ class _Layout:
         self.instructions = gathered.instructions
         contract = output_contract()
         prompt = budgets["prompt"]
-        full_latest = _latest_block(gathered.latest_line)
+        self.latest_note = gathered.latest_note
+        full_latest = _latest_block(gathered.latest_line, self.latest_note)
         reserve = min(len(full_latest), LATEST_RESERVE_CHARS, budgets["conversation"])
         # Separators: a blank line between instructions, the latest message and the contract.
         instructions_budget = min(budgets[INSTRUCTIONS], prompt - len(contract) - reserve - (4 if reserve else 2))
@@ -402,7 +411,7 @@ class _Layout:
         excess = len(self.latest_block) - limit
         if excess > 0 and self.latest_block:
             self.latest_line = _cut(self.latest_line, max(len(self.latest_line) - excess, 0), LATEST_TRUNCATED)
-            self.latest_block = _latest_block(self.latest_line)
+            self.latest_block = _latest_block(self.latest_line, self.latest_note)
             self.latest_truncated = True
 
     def conversation_chars(self) -> int:

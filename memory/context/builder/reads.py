@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import F, OuterRef, Subquery
+from django.db.models import F, OuterRef, Q, Subquery
 
 from conversations.models import (
     Alert,
@@ -21,6 +21,7 @@ from conversations.models import (
     CustomerContextVersion,
     CustomerProfile,
     Message,
+    MessageDirection,
     Recommendation,
     RecommendationStatus,
     Task,
@@ -52,9 +53,19 @@ def _version_and_profile(customer_id: int) -> tuple[int, tuple[str, ...] | None]
     return row[0] or 0, (tuple(row[2:]) if row[1] is not None else None)
 
 
-def _window_up_to(customer_id: int, sent_at: datetime, message_id: int, size: int) -> Any:
+def _window_up_to(customer_id: int, sent_at: datetime, message_id: int, size: int, after: int = 0) -> Any:
     latest = Message(id=message_id, sent_at=sent_at)
-    return messages_up_to(Customer(pk=customer_id), latest).values_list(*recall_module.RECALL_COLUMNS)[:size]
+    window = messages_up_to(Customer(pk=customer_id), latest).values_list(*recall_module.RECALL_COLUMNS)[:size]
+    if after <= 0:
+        return window
+    later = Q(sent_at__gt=sent_at) | Q(sent_at=sent_at, id__gt=message_id)
+    effective = Message.objects.filter(customer_id=customer_id, is_effective=True).filter(later)
+    inbound = effective.filter(direction=MessageDirection.INBOUND)
+    replies = effective.exclude(direction=MessageDirection.INBOUND).order_by("-sent_at", "-id")
+    following = inbound.order_by("sent_at", "id").values_list("sent_at", flat=True).first()
+    if following is not None:
+        replies = replies.filter(sent_at__lte=following)
+    return [*replies.values_list(*recall_module.RECALL_COLUMNS)[:after], *window]
 
 
 def _window_newest(customer_id: int, size: int) -> Any:
@@ -122,6 +133,9 @@ def _human_items(customer_id: int) -> Any:
 # not given: it is found among the newest messages (usually the first or second), so one query
 # reads it, its window and its candidates. Further back than this, it is read on its own.
 LATEST_SLACK = 8
+# At most this many messages after the one being answered (our replies to it, newest kept) join
+# the recent window (issue 39): the same bound as the slack, so both ways of reading agree.
+REPLIES_AFTER_LIMIT = LATEST_SLACK
 
 
 @dataclass
@@ -132,12 +146,14 @@ class _Read:
     knowledge_report: dict[str, Any]
     core: tuple[Any, ...] | None  # (snapshot version, content, item ids, human item ids); None: failed
     latest: Message | None
-    # The newest effective messages up to `latest` (RECALL_COLUMNS), newest first.
+    # The effective messages (RECALL_COLUMNS), newest first: the `after` newest ones follow
+    # `latest` (what was said after it, before the customer's next message), then up to `latest`.
     window_rows: list[tuple[Any, ...]]
     business: _Business
     # When the context stops being what these reads give with nothing written: the earliest expiry
     # among the items rendered without a snapshot (a snapshot's content is fixed); None: never.
     valid_until: datetime | None = None
+    after: int = 0
 
     def window(self) -> list[tuple[Any, ...]]:
         return self.window_rows

@@ -284,11 +284,14 @@ def test_build_for_a_customer_without_messages(customer):
     assert built.trace["latest_message_id"] is None
 
 
-def test_build_for_an_earlier_message_sees_only_what_came_before(rich_customer):
+def test_build_for_an_earlier_message_sees_what_came_before_and_the_reply_to_it(rich_customer):
     customer, old, _latest = rich_customer
     built = build(customer, latest_message=old[0])
     assert built.trace["latest_message_id"] == old[0].id
-    assert built.trace["recent_message_ids"] == []
+    # Only our reply to it (issue 39), nothing the customer said next
+    assert built.trace["recent_message_ids"] == [old[1].id]
+    assert built.trace["already_answered"] is True
+    assert old[2].text not in built.prompt
     assert "那套是顶楼吗" not in built.prompt
 
 
