@@ -42,6 +42,7 @@ from memory.governance.services import (
     memory_items_expire_due,
     memory_proposal_accept,
 )
+from memory.governance.wording import confirmed_wording
 from memory.models import MemoryCreatedBy, MemoryItem, MemoryStatus, MemoryType
 from memory.profile import customer_profile_update
 from qiwei_site.reading.fields import PROFILE_FIELD_LABELS, profile_item_value
@@ -216,8 +217,11 @@ class ProfileAndMemory(RuleBasedStateMachine):
     @rule(choice=st.integers(0, len(HUNCHES) - 1))
     def supervisor_supposes(self, choice: int) -> None:
         content = HUNCHES[choice]
-        if MemoryItem.objects.filter(customer=self.customer, content=content, status=MemoryStatus.ACTIVE).exists():
-            return  # re-supposing a confirmed fact would be a human downgrade, not what this checks
+        # Confirming states the guess as a fact without its hedge (可能…): either wording active means
+        # the supervisor already knows it, and re-supposing it would be a human downgrade, not what this checks.
+        said = (content, confirmed_wording(content))
+        if MemoryItem.objects.filter(customer=self.customer, content__in=said, status=MemoryStatus.ACTIVE).exists():
+            return
         memory_item_add(
             customer=self.customer, type=MemoryType.HYPOTHESIS, content=content, actor=SUPERVISOR, reason="待核实"
         )

@@ -100,9 +100,11 @@ def test_hypothesis_from_openai_server_is_stored_confirmed_and_shown_as_fact(cus
     assert response.status_code == 200, response.content
     item.refresh_from_db()
     assert (item.type, item.created_by, item.confidence) == (MemoryType.FACT, MemoryCreatedBy.HUMAN, 1.0)
+    # stated as a fact: the guess's hedge (可能) is gone (issue 39, item 3)
+    assert item.content == COMMUTE.replace("可能", "")
     draft_generate(customer=customer, actor="pipeline", client=_openai_client(json_server), regenerate=True)
     core = _core_memory(json_server.requests[-1][2]["messages"][-1]["content"])
-    assert f"- 主管备注（事实）：{COMMUTE}" in core
+    assert f"- 主管备注（事实）：{item.content}" in core
     assert "- 待确认推断：" not in core
 
 
