@@ -21,7 +21,7 @@ def test_audit_payload_html_names_keys_in_chinese_and_links_ids(account):
     # Then keys and category codes read in Chinese, ids open their admin pages, flags read 是/否
     assert "记忆条目：" in html and '<a href="/admin/memory/memoryitem/12/change/">#12</a>' in html
     assert '<a href="/admin/conversations/message/3/change/">#3</a>' in html
-    assert "类别：提示注入" in html and "forced：是" in html
+    assert "类别：提示注入" in html and "强制：是" in html
 
 
 def test_audit_payload_html_names_every_key_services_write_in_chinese(account):
