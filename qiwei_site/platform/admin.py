@@ -4,17 +4,25 @@ pages that come from libraries (users, groups, sign-in records), with every labe
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from axes.admin import AccessAttemptAdmin, AccessFailureLogAdmin, AccessLogAdmin
 from axes.models import AccessAttempt, AccessFailureLog, AccessLog
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.contrib.admin.models import ADDITION, CHANGE, DELETION, LogEntry
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group, Permission, User
+from django.contrib.contenttypes.models import ContentType
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+from rest_framework.authtoken.admin import TokenAdmin
+from rest_framework.authtoken.models import Token, TokenProxy
 
 from qiwei_site.platform.admin_site import ReadOnlyAdminMixin, ServiceFormAdminMixin, TitledChangeFormMixin
 from qiwei_site.platform.models import AccountMembership, RegistryAuditEvent, WeComAccount
@@ -68,14 +76,61 @@ class AccountMembershipAdmin(admin.ModelAdmin):
             membership_revoke(membership=membership, actor=request.user, reason="后台批量撤销账号权限")
 
 
+# The registry journal's payloads (qiwei_site.platform.services): every key by its Chinese name.
+REGISTRY_PAYLOAD_LABELS = {
+    "account_id": "账号",
+    "name": "名称",
+    "is_active": "启用",
+    "user_id": "用户",
+    "registry_rows": "删除的登记记录",
+}
+
+
+def registry_payload_html(payload: dict[str, Any]) -> SafeString:
+    """A registry audit payload as a supervisor reads it: Chinese keys, a user by name linked to
+    their staff page, flags as 是/否 (never `{"user_id": 2}`)."""
+    rows: list[tuple[str, SafeString]] = []
+    for key, value in (payload or {}).items():
+        if key == "user_id" and isinstance(value, int) and not isinstance(value, bool):
+            user = User.objects.filter(pk=value).first()
+            shown = (
+                format_html('<a href="{}">{}</a>', reverse("admin:auth_user_change", args=[value]), user.username)
+                if user is not None
+                else format_html("用户 #{}", value)
+            )
+        elif isinstance(value, bool):
+            shown = format_html("{}", "是" if value else "否")
+        elif value is None or value == "":
+            shown = format_html("{}", "无")
+        else:
+            shown = format_html("{}", value)
+        rows.append((REGISTRY_PAYLOAD_LABELS.get(key, key), shown))
+    return format_html_join("；", "{}：{}", rows) if rows else format_html("{}", "无")
+
+
 @admin.register(RegistryAuditEvent)
 class RegistryAuditEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["created_at", "action", "account_id", "actor_name", "reason"]
+    list_display = ["created_at", "action", "account_id", "actor", "reason", "details"]
     list_filter = ["action", "created_at"]
     search_fields = ["=account_id", "actor_name", "reason"]
     date_hierarchy = "created_at"
-    fields = ("created_at", "action", "account_id", "actor_id", "actor_name", "reason", "payload")
+    fields = ("created_at", "action", "account_id", "actor", "reason", "details")
     readonly_fields = fields
+
+    @admin.display(description="操作人", ordering="actor_name")
+    def actor(self, obj: RegistryAuditEvent) -> SafeString:
+        if obj.actor_id:
+            url = reverse("admin:auth_user_change", args=[obj.actor_id])
+            return format_html('<a href="{}">{}</a>', url, obj.actor_name or f"用户 #{obj.actor_id}")
+        return format_html("{}", SYSTEM_ACTOR_LABELS.get(obj.actor_name, obj.actor_name) or "无")
+
+    @admin.display(description="详情")
+    def details(self, obj: RegistryAuditEvent) -> SafeString:
+        return registry_payload_html(obj.payload)
+
+
+# Who changed the registry when it was not a person (a command, the system).
+SYSTEM_ACTOR_LABELS = {"manage.py": "命令行", "system": "系统", "api": "接口", "seed_demo": "演示数据"}
 
 
 # --- Sign-in records (django-axes): its model and field names are translated in locale/zh_Hans;
@@ -165,3 +220,68 @@ class StaffGroupAdmin(ChinesePermissionsMixin, GroupAdmin):
 
 _reregister(User, StaffUserAdmin)
 _reregister(Group, StaffGroupAdmin)
+
+
+# --- API tokens: shown whole once, when made; masked everywhere after (list, title, history, delete).
+
+TOKEN_SHOWN_CHARS = 4
+
+
+def masked_token(key: str) -> str:
+    return f"{key[:TOKEN_SHOWN_CHARS]}…（已隐藏）" if key else "无"
+
+
+class MaskedTokenAdmin(TitledChangeFormMixin, TokenAdmin):
+    """DRF's token admin names a token by its key (list, title, messages, the admin log): a token is
+    a password, so ours shows its first characters only, and the whole key once, as it is made."""
+
+    list_display = ("masked_key", "user", "created")
+    delete_confirmation_template = "admin/qiwei/token_delete_confirmation.html"
+
+    @admin.display(description="令牌")
+    def masked_key(self, obj: Token) -> str:
+        return masked_token(obj.key)
+
+    def record_title(self, obj: Any) -> str:
+        return f"{obj.user} 的令牌 {masked_token(obj.key)}"
+
+    def response_add(self, request: HttpRequest, obj: Any, post_url_continue: str | None = None) -> HttpResponse:
+        self.message_user(
+            request,
+            f"已为 {obj.user} 创建令牌：{obj.key} 。请现在复制保存：离开此页后只显示前 {TOKEN_SHOWN_CHARS} 位。",
+            messages.SUCCESS,
+        )
+        return HttpResponseRedirect(reverse("admin:authtoken_tokenproxy_changelist"))
+
+    def response_delete(self, request: HttpRequest, obj_display: str, obj_id: Any) -> HttpResponse:
+        return super().response_delete(request, masked_token(obj_display), obj_id)
+
+    def delete_view(self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None) -> Any:
+        obj = self.get_object(request, object_id)
+        extra = {**(extra_context or {}), "masked_title": self.record_title(obj) if obj else ""}
+        return super().delete_view(request, object_id, extra)
+
+    def _log(self, request: HttpRequest, obj: Any, flag: int, message: Any) -> LogEntry:
+        return LogEntry.objects.create(
+            user_id=int(request.user.pk or 0),
+            content_type_id=ContentType.objects.get_for_model(obj, for_concrete_model=False).pk,
+            object_id=str(obj.pk),
+            object_repr=self.record_title(obj)[:200],
+            action_flag=flag,
+            change_message=message if isinstance(message, str) else json.dumps(message),
+        )
+
+    def log_addition(self, request: HttpRequest, obj: Any, message: Any) -> LogEntry:
+        return self._log(request, obj, ADDITION, message)
+
+    def log_change(self, request: HttpRequest, obj: Any, message: Any) -> LogEntry:
+        return self._log(request, obj, CHANGE, message)
+
+    def log_deletions(self, request: HttpRequest, queryset: Any) -> Any:
+        return [self._log(request, obj, DELETION, "") for obj in queryset]
+
+    def log_deletion(self, request: HttpRequest, obj: Any, object_repr: str) -> LogEntry:
+        return self._log(request, obj, DELETION, "")
+
+
+_reregister(TokenProxy, MaskedTokenAdmin)
