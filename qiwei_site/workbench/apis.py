@@ -213,7 +213,9 @@ class OverviewOutputSerializer(serializers.Serializer):
     snapshot = SnapshotOutputSerializer(allow_null=True)
     drafts = DraftOutputSerializer(many=True)
     audit = AuditOutputSerializer(many=True)
-    memory_admin_url = serializers.CharField()
+    memory_admin_url = serializers.CharField(
+        help_text="记忆条目管理的后台地址；无权打开时为空 (empty when the user cannot open it)"
+    )
 
 
 class WorkbenchOverviewApi(AccountAPIView):
@@ -224,10 +226,10 @@ class WorkbenchOverviewApi(AccountAPIView):
     )
     def get(self, request: Request, account_id: str, conversation_id: str) -> Response | HttpResponseNotModified:
         token = workbench_conversation_version(conversation_id=conversation_id)
-        return conditional(request, token, lambda: self.overview(account_id, conversation_id))
+        return conditional(request, token, lambda: self.overview(account_id, conversation_id, request.user))
 
     @staticmethod
-    def overview(account_id: str, conversation_id: str) -> dict[str, Any]:
+    def overview(account_id: str, conversation_id: str, user: Any) -> dict[str, Any]:
         overview = workbench_overview(conversation_id=conversation_id)
         return {
             "account_id": account_id,
@@ -240,7 +242,7 @@ class WorkbenchOverviewApi(AccountAPIView):
             "snapshot": SnapshotOutputSerializer(overview.snapshot).data if overview.snapshot else None,
             "drafts": DraftOutputSerializer(overview.drafts, many=True).data,
             "audit": AuditOutputSerializer(overview.audit, many=True).data,
-            "memory_admin_url": memory_admin_url(),
+            "memory_admin_url": memory_admin_url(user),
         }
 
 

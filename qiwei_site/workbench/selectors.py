@@ -97,7 +97,11 @@ def workbench_overview(*, conversation_id: str) -> ConversationOverview:
     )
 
 
-def memory_admin_url() -> str:
+def memory_admin_url(user: Any) -> str:
+    """Where the user curates memory in admin, or "" when they cannot open it (an agent is no staff
+    member; a staff member needs the view permission): the page offers no link a user cannot open."""
+    if not (user.is_active and user.is_staff and user.has_perm("memory.view_memoryitem")):
+        return ""
     try:
         return reverse("admin:memory_memoryitem_changelist")
     except NoReverseMatch:

@@ -34,7 +34,7 @@ def workbench_page(request: HttpRequest) -> HttpResponse:
         "workbench/index.html",
         {
             "accounts": accounts,
-            "memory_admin_url": memory_admin_url(),
+            "memory_admin_url": memory_admin_url(request.user),
             "admin_url": reverse("admin:index"),
             "config": page_config(request.user),
             "time_zone": settings.TIME_ZONE,

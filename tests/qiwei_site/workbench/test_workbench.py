@@ -118,7 +118,23 @@ def test_overview_returns_local_customer_data(agent_client, renting_customer):
     assert statuses == ["pending", "sent"]
     assert data["drafts"][1]["delivery"]["status"] == "sent"
     assert [event["action"] for event in data["audit"]] == ["memory_item_added"]
-    assert data["memory_admin_url"].startswith("/admin/")
+    assert data["memory_admin_url"] == ""  # an agent cannot open memory in admin: no link to it
+
+
+def test_workbench_links_memory_admin_only_for_those_who_can_open_it(agent_user, staff_user, renting_customer):
+    # Given an agent (a member, not staff) and a supervisor (staff, with the memory permissions)
+    agent, supervisor = Client(), Client()
+    agent.force_login(agent_user)
+    supervisor.force_login(staff_user)
+    # When each opens the page and a customer's overview
+    agent_page, supervisor_page = agent.get("/").content.decode(), supervisor.get("/").content.decode()
+    agent_url = client_for(agent_user).get(OVERVIEW.format(account="acme", cid="wm_wang_001")).json()
+    supervisor_url = client_for(staff_user).get(OVERVIEW.format(account="acme", cid="wm_wang_001")).json()
+    # Then only the supervisor is offered the 记忆条目管理 link; the agent is told whom to ask
+    assert 'id="wb-memory-admin"' not in agent_page and "请联系主管" in agent_page
+    assert 'id="wb-memory-admin"' in supervisor_page
+    assert agent_url["memory_admin_url"] == ""
+    assert supervisor_url["memory_admin_url"].startswith("/admin/")
 
 
 def test_overview_of_customer_without_snapshot_has_null_snapshot(agent_client, account):

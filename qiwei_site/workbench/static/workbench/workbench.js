@@ -400,7 +400,8 @@
       $("wb-snapshot-version").textContent = snapshot
         ? "v" + snapshot.version + " · " + snapshot.char_count + " 字 · " + formatTime(snapshot.created_at)
         : "";
-      if (slice.admin) $("wb-memory-admin").setAttribute("href", slice.admin);
+      var link = $("wb-memory-admin");
+      if (slice.admin && link) link.setAttribute("href", slice.admin);
     },
     clear: function () {
       renderSnapshot($("wb-snapshot"), "暂无快照。");
