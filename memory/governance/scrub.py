@@ -242,8 +242,8 @@ def reasons_scrub(customer: Customer, quotes: Quotes) -> int:
     """Replace quotes in the reasons and explanations kept about a customer; returns rows changed.
 
     Audit rows (reason and payload), snapshot reasons, every history row's change reason, draft
-    reasons and errors (and their history), capture job errors, and the prompts kept on drafts
-    (`prompts_scrub`).
+    reasons, errors and the model's raw error words in their traces (and their history), capture job
+    errors, and the prompts kept on drafts (`prompts_scrub`).
     """
     if not quotes:
         return 0
@@ -260,8 +260,19 @@ def reasons_scrub(customer: Customer, quotes: Quotes) -> int:
     for rows in drafts:
         changed += _scrub_column(rows, "reasons", quotes, is_json=True)
         changed += _scrub_column(rows, "error", quotes)
+        changed += column_rewrite(rows, "context_trace", lambda trace: _error_detail_scrub(trace, quotes))
     changed += prompts_scrub(customer, quotes)
     return changed
+
+
+def _error_detail_scrub(trace: Any, quotes: Quotes) -> Any:
+    """A draft's trace with the model's raw error words (`model.error_detail`, which may echo the
+    customer's words back) scrubbed of the quotes; the rest of the trace is ids and offsets."""
+    model = trace.get("model") if isinstance(trace, dict) else None
+    detail = model.get("error_detail") if isinstance(model, dict) else None
+    if not isinstance(detail, str) or (scrubbed := quotes.scrub(detail)) == detail:
+        return trace
+    return {**trace, "model": {**model, "error_detail": scrubbed}}
 
 
 # The sections of a stored prompt that are ours (the knowledge base and the output contract), not

@@ -97,6 +97,25 @@ def test_message_forget_removes_its_words_from_a_later_drafts_prompt(customer, s
         assert 0 <= section["start"] <= section["end"] <= len(draft.prompt)
 
 
+def test_message_forget_scrubs_the_models_raw_error_words_in_a_failed_drafts_trace(customer, staff_user):
+    # Given a failed draft whose model echoed the customer's words in its raw error body (kept only in
+    # the trace: the draft's error is the Chinese summary)
+    said = MessageFactory(customer=customer, text=SAID)
+    MessageFactory(customer=customer, text="周六上午可以看房吗")
+    draft = draft_generate(customer=customer, actor="pipeline", client=ScriptedClient(_answer("好的")))
+    trace = {**draft.context_trace, "model": {"client": "openai", "error_detail": f'{{"error": "bad input: {SAID}"}}'}}
+    Draft.objects.filter(pk=draft.pk).update(context_trace=trace, reply="", error="模型服务返回错误（HTTP 500）")
+    Draft.history.filter(id=draft.pk).update(context_trace=trace)
+    # When the message is forgotten
+    message_forget(message=said, actor=staff_user, reason=REASON)
+    # Then its words are gone from the trace's error words, in the row and its history
+    draft.refresh_from_db()
+    assert SAID not in draft.context_trace["model"]["error_detail"]
+    assert "bad input" in draft.context_trace["model"]["error_detail"]
+    history = Draft.history.filter(id=draft.pk).values_list("context_trace", flat=True)
+    assert history and not any(SAID in str(row) for row in history)
+
+
 def test_message_forget_leaves_other_customers_drafts_alone(customer, staff_user):
     # Given another customer whose draft says the same words
     said = MessageFactory(customer=customer, text=SAID)
