@@ -269,7 +269,9 @@ def _error_detail_scrub(trace: Any, quotes: Quotes) -> Any:
     """A draft's trace with the model's raw error words (`model.error_detail`, which may echo the
     customer's words back) scrubbed of the quotes; the rest of the trace is ids and offsets."""
     model = trace.get("model") if isinstance(trace, dict) else None
-    detail = model.get("error_detail") if isinstance(model, dict) else None
+    if not isinstance(model, dict):
+        return trace
+    detail = model.get("error_detail")
     if not isinstance(detail, str) or (scrubbed := quotes.scrub(detail)) == detail:
         return trace
     return {**trace, "model": {**model, "error_detail": scrubbed}}
