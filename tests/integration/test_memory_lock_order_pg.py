@@ -34,7 +34,7 @@ def _race(account_id: str, work: list) -> list[BaseException]:
             with use_account(account_id):
                 barrier.wait()
                 step()
-        except BaseException as exc:  # noqa: BLE001 - every failure is the finding
+        except BaseException as exc:  # every failure is the finding
             errors.append(exc)
         finally:
             connections.close_all()
@@ -77,7 +77,9 @@ def test_concurrent_captures_and_an_edit_neither_fail_nor_duplicate_a_proposal_o
         # When the four captures and the edit run at once, each on its own connection
         work = [lambda m=message: capture_message(message=m) for message in questions]
         work.append(
-            lambda: memory_item_edit(item=item, content="偏好：朝南，采光好", actor=staff, reason="客户补充说明")
+            lambda item=item: memory_item_edit(
+                item=item, content="偏好：朝南，采光好", actor=staff, reason="客户补充说明"
+            )
         )
         errors = _race(account_id, work)
 
