@@ -117,6 +117,11 @@ def test_workbench_prompt_view_shows_sections_of_a_draft_generated_from_the_page
         expect(row.locator("[data-cell=chars]")).to_have_text(str(section.chars))
         expect(row.locator("[data-cell=budget]")).to_contain_text(_budget_text(section))
         expect(row.locator("[data-cell=trimmed]")).to_contain_text("已截断" if section.trimmed else "未截断")
+    # and each section is headed by its Chinese title alone, never by its code (issue 39, item 4)
+    for section in view.sections:
+        heading = dialog.locator(f"h3.wb-prompt-section-title[data-section='{section.key}']")
+        expect(heading).to_have_text(section.title)
+    assert "core_memory" not in dialog.inner_text() and "recent_conversation" not in dialog.inner_text()
     # and each section's text is exactly its part of the prompt the model received
     for section, text in view.section_texts():
         if text:

@@ -195,7 +195,7 @@
     ];
     if (section.trimmed) stats.push(" · ", el("span", { className: "wb-badge wb-badge--alert", "data-stat": "trimmed", text: "已截断" }));
     var children = [
-      el("h3", { id: headingId, className: "wb-prompt-section-title" }, [section.title + " ", el("code", { className: "wb-muted", text: section.key })]),
+      el("h3", { id: headingId, className: "wb-prompt-section-title", "data-section": section.key, text: section.title }),
       el("p", { className: "wb-prompt-stats" }, stats),
       trimmedRefs(section, view),
       section.left_out && section.left_out.length
