@@ -242,8 +242,8 @@ def reasons_scrub(customer: Customer, quotes: Quotes) -> int:
     """Replace quotes in the reasons and explanations kept about a customer; returns rows changed.
 
     Audit rows (reason and payload), snapshot reasons, every history row's change reason, draft
-    reasons, errors and the model's raw error words in their traces (and their history), capture job
-    errors, and the prompts kept on drafts (`prompts_scrub`).
+    reasons, replies, final texts, errors and the model's raw error words in their traces (and their
+    history), capture job errors, and the prompts kept on drafts (`prompts_scrub`).
     """
     if not quotes:
         return 0
@@ -260,6 +260,9 @@ def reasons_scrub(customer: Customer, quotes: Quotes) -> int:
     for rows in drafts:
         changed += _scrub_column(rows, "reasons", quotes, is_json=True)
         changed += _scrub_column(rows, "error", quotes)
+        # a model's reply may quote what was forgotten (a supervisor's note read in its prompt)
+        changed += _scrub_column(rows, "reply", quotes)
+        changed += _scrub_column(rows, "final_text", quotes)
         changed += column_rewrite(rows, "context_trace", lambda trace: _error_detail_scrub(trace, quotes))
     changed += prompts_scrub(customer, quotes)
     return changed

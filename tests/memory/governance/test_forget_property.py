@@ -304,11 +304,6 @@ def test_forgotten_and_erased_words_are_nowhere_after_any_sequence(account):
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="memory_item_forget scrubs a draft's reasons and prompt but not its reply (nor the reply in "
-    "its history rows): a model's reply quoting a forgotten supervisor note keeps the note's words",
-)
 def test_forgetting_a_note_scrubs_a_draft_reply_that_quotes_it(account):
     # Given a supervisor's note, and a draft whose model quoted it in the reply
     machine = ForgetAndErase()
