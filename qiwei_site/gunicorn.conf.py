@@ -8,7 +8,7 @@ workers = int(os.environ.get("GUNICORN_WORKERS", min(4, multiprocessing.cpu_coun
 threads = int(os.environ.get("GUNICORN_THREADS", 4))
 worker_class = "gthread"
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", 120))
-graceful_timeout = 20
+graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT", 20))
 keepalive = 5
 max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", 2000))
 max_requests_jitter = 200
@@ -40,3 +40,16 @@ def on_starting(server):
         raise SystemExit(1) from None
     finally:
         connections.close_all()
+
+
+def worker_int(worker):
+    """A quick stop (SIGINT, SIGQUIT: Ctrl-C reaches every process of the terminal's group, the
+    master's quick stop follows): gunicorn drops requests in hand then, so leave at once instead of
+    through the interpreter's exit, which a second signal arriving during it can hang until the master
+    kills the worker after graceful_timeout ("was sent SIGKILL! Perhaps out of memory?")."""
+    import sys
+
+    worker.log.info("Worker exiting (pid: %s)", worker.pid)
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(0)

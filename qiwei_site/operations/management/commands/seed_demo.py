@@ -109,6 +109,15 @@ class Command(BaseCommand):
         self.stdout.write(
             self.style.WARNING(
                 f"\n管理员登录 (staff login, shown once): 用户名 {username}  密码 {password}\n"
-                "登录地址: http://127.0.0.1:4320/admin/\n"
+                f"登录地址: {served_base_url()}/admin/\n"
             )
         )
+
+
+def served_base_url() -> str:
+    """The address run.sh serves on (QIWEI_BIND, default 127.0.0.1:4320); a wildcard bind is
+    reached on the loopback."""
+    host, _, port = os.environ.get("QIWEI_BIND", "127.0.0.1:4320").rpartition(":")
+    if host in ("", "0.0.0.0", "[::]"):  # the address to open, not to bind
+        host = "127.0.0.1"
+    return f"http://{host}:{port}"

@@ -1,6 +1,7 @@
 """`manage.py setup`: every step before the first start, in one process (issue 24, item 5) —
 migrations of the registry and of every account, static files, the knowledge index and the demo
-data — each skipping what is already current, then whether a model is connected."""
+data — each skipping what is already current, then whether a model is connected. Once every step has
+passed it stamps the data dir, so the next `./run.sh` skips it while nothing changed (setup_stamp)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from django.conf import settings
 from django.contrib.staticfiles.finders import get_finders
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connections
 
+from qiwei_site.operations import setup_stamp
 from qiwei_site.platform.keyfiles import KeysRefused, startup_keys_check
 from sessions_epoch.health import model_health
 
@@ -29,6 +32,11 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         started = time.monotonic()
+        # Taken before the first step (run.sh hands over the digest of what it checked): a file
+        # edited meanwhile fails the next check instead of being stamped as seen.
+        inputs = os.environ.get(setup_stamp.INPUTS_ENV) or setup_stamp.inputs_digest()
+        data_dir = Path(settings.QIWEI_DATA_DIR)
+        setup_stamp.forget(data_dir)
         steps = (
             ("迁移主库", lambda: call_command("migrate", interactive=False, verbosity=0)),
             ("迁移账号库", lambda: call_command("migrate_accounts", stdout=self.stdout)),
@@ -41,6 +49,8 @@ class Command(BaseCommand):
             begun = time.monotonic()
             step()
             self.stdout.write(f"✓ {label}（{time.monotonic() - begun:.1f} 秒）")
+        connections.close_all()
+        setup_stamp.write(inputs=inputs, data_dir=data_dir, knowledge_dir=Path(settings.QIWEI_KNOWLEDGE_DIR))
         health = model_health(fresh=True)
         self.stdout.write(("✓ " if health.ok else "! ") + health.line())
         self.stdout.write(f"准备完成，用时 {time.monotonic() - started:.1f} 秒 (setup done).")
