@@ -36,7 +36,7 @@ INPUTS_ENV = "QIWEI_SETUP_INPUTS"
 STATIC_STAMP = "static/.collected-sources"  # commands/setup.py: STATIC_STAMP under STATIC_ROOT
 SETTINGS_PREFIXES = ("QIWEI_", "DJANGO_", "DATABASE_URL", "CELERY_")
 # Read by the settings but not by any step: a new port or password must not force a set-up.
-IGNORED_VARIABLES = frozenset({"QIWEI_BIND", "QIWEI_ADMIN_PASSWORD", INPUTS_ENV})
+IGNORED_VARIABLES = frozenset({"QIWEI_BIND", "QIWEI_ADMIN_PASSWORD", "QIWEI_INSTALLER", INPUTS_ENV})
 SERVER_DATABASE_VARIABLES = ("DATABASE_URL", "QIWEI_ACCOUNT_DATABASE_URL")
 # Folders whose files never change what a step does (or are the data itself).
 PRUNED = frozenset(
@@ -220,7 +220,7 @@ def main(argv: list[str]) -> int:
         return 1
     print(inputs)  # noqa: T201
     if reason:
-        print(reason, file=sys.stderr)  # noqa: T201
+        print(f"需要准备 (setup runs): {reason}", file=sys.stderr)  # noqa: T201
         return 1
     return 0
 

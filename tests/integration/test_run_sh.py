@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -72,6 +73,14 @@ class RunSh:
             time.sleep(0.2)
         raise AssertionError(f"no {what} within {timeout:.0f} s:\n{self.text()[-3000:]}")
 
+    def interrupt(self) -> float:
+        """Ctrl-C in a terminal: SIGINT to every process of the group; seconds until none is left."""
+        started = time.monotonic()
+        os.killpg(self.process.pid, signal.SIGINT)
+        while group_left(self.process.pid) and time.monotonic() - started < 30:
+            time.sleep(0.05)
+        return time.monotonic() - started
+
     def stop(self) -> list[int]:
         """SIGTERM to run.sh alone, as Ctrl-C reaches it; returns what is left of its group."""
         if self.process.poll() is None:
@@ -89,10 +98,10 @@ def start_run_sh(tmp_path) -> Iterator:
     started: list[RunSh] = []
     data_dir = tmp_path / "data"
 
-    def start(name: str) -> RunSh:
+    def start(name: str, **extra: str) -> RunSh:
         port = free_port()
         env = {key: value for key, value in os.environ.items() if not key.startswith(DROPPED_PREFIXES)}
-        env.update(QIWEI_DATA_DIR=str(data_dir), QIWEI_BIND=f"127.0.0.1:{port}", GUNICORN_WORKERS="2")
+        env.update(QIWEI_DATA_DIR=str(data_dir), QIWEI_BIND=f"127.0.0.1:{port}", GUNICORN_WORKERS="2", **extra)
         log = tmp_path / f"{name}.log"
         with open(log, "wb") as handle:
             process = subprocess.Popen(
@@ -123,15 +132,59 @@ def test_run_sh_sets_up_serves_and_stops_then_starts_warm(start_run_sh):
     assert get(first.base + "/static/admin/css/base.css") == 200
     first.wait_for(lambda: " ready." in first.text(), "celery worker ready")
     assert first.text().index("后台已启动") < first.text().index(" ready.")
+    # And the printed addresses follow QIWEI_BIND
+    output = first.text()
+    assert f"登录地址: {first.base}/admin/" in output and f"后台已启动: {first.base}/" in output
+    assert ":4320" not in output
     # And a stop leaves no process of the run behind
     assert first.stop() == []
 
     # When it starts again on the same data directory
     second = start_run_sh("warm")
     second.wait_for(lambda: get(second.base + "/healthz") == 200, "answer on /healthz")
-    # Then the static files and the demo data are skipped as current, and it still serves them
+    # Then setup is skipped whole (one Django start-up), and it still serves the static files
     output = second.text()
-    assert "静态文件未变，跳过收集" in output and "跳过演示数据" in output
+    assert "准备已是最新，跳过" in output and "准备完成" not in output
     assert get(second.base + "/static/admin/css/base.css") == 200
     assert get(second.base + "/login/") == 200
     assert second.stop() == []
+
+
+def test_run_sh_ctrl_c_stops_within_5_s_and_setup_reruns_on_a_migration_or_knowledge_change(start_run_sh, tmp_path):
+    # Given a set-up data dir and a knowledge dir of the test's own
+    knowledge = tmp_path / "knowledge"
+    shutil.copytree(ROOT / "knowledge_base", knowledge)
+    first = start_run_sh("fresh", QIWEI_KNOWLEDGE_DIR=str(knowledge))
+    first.wait_for(lambda: " ready." in first.text(), "celery worker ready")
+    assert first.stop() == []
+
+    # When it starts warm, serves a few pages, and Ctrl-C reaches the whole group
+    warm = start_run_sh("warm", QIWEI_KNOWLEDGE_DIR=str(knowledge))
+    warm.wait_for(lambda: " ready." in warm.text(), "celery worker ready")
+    assert "准备已是最新，跳过" in warm.text()
+    for path in ("/login/", "/admin/login/", "/static/admin/css/base.css"):
+        get(warm.base + path)
+    seconds = warm.interrupt()
+    # Then everything is gone within 5 s, without gunicorn's SIGKILL line
+    assert seconds <= 5, f"stopped in {seconds:.1f} s:\n{warm.text()[-2000:]}"
+    assert group_left(warm.process.pid) == []
+    assert "SIGKILL" not in warm.text() and "out of memory" not in warm.text()
+
+    # When a knowledge file is added, setup runs again (and indexes it)
+    (knowledge / "extra-faq.md").write_text("# 新增问答\n押金一般是一个月。\n", encoding="utf-8")
+    changed = start_run_sh("knowledge-changed", QIWEI_KNOWLEDGE_DIR=str(knowledge))
+    changed.wait_for(lambda: get(changed.base + "/healthz") == 200, "answer on /healthz")
+    assert "准备完成" in changed.text() and "准备已是最新" not in changed.text()
+    assert changed.stop() == []
+
+    # When a migration changes (its modification time, restored after), setup runs again
+    migration = sorted((ROOT / "memory" / "migrations").glob("0001_*.py"))[0]
+    before = migration.stat()
+    try:
+        os.utime(migration, ns=(before.st_atime_ns, before.st_mtime_ns + 10**9))
+        migrated = start_run_sh("migration-changed", QIWEI_KNOWLEDGE_DIR=str(knowledge))
+        migrated.wait_for(lambda: get(migrated.base + "/healthz") == 200, "answer on /healthz")
+    finally:
+        os.utime(migration, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert "准备完成" in migrated.text() and "准备已是最新" not in migrated.text()
+    assert migrated.stop() == []

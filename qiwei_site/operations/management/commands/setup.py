@@ -16,7 +16,6 @@ from django.conf import settings
 from django.contrib.staticfiles.finders import get_finders
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
-from django.db import connections
 
 from qiwei_site.operations import setup_stamp
 from qiwei_site.platform.keyfiles import KeysRefused, startup_keys_check
@@ -49,7 +48,6 @@ class Command(BaseCommand):
             begun = time.monotonic()
             step()
             self.stdout.write(f"✓ {label}（{time.monotonic() - begun:.1f} 秒）")
-        connections.close_all()
         setup_stamp.write(inputs=inputs, data_dir=data_dir, knowledge_dir=Path(settings.QIWEI_KNOWLEDGE_DIR))
         health = model_health(fresh=True)
         self.stdout.write(("✓ " if health.ok else "! ") + health.line())
