@@ -74,8 +74,14 @@ def test_admin_supervisor_confirms_rejects_and_forgets(
     expect(page.locator("#qiwei-account-select")).to_have_value("acme")
     expect(page.locator("body")).to_contain_text("已切换到账号 acme")
 
-    # when they confirm the hypothesis
+    # when they confirm the hypothesis, on the page that asks for the fact's wording (issue 39, item 3),
+    # pre-filled without the guess's hedge
     _run_action(page, hypothesis.pk, "confirm_selected", "客户电话里确认了学区需求")
+    wording = page.locator("textarea.qiwei-wording")
+    expect(wording).to_have_value("在为孩子上学找学区房")
+    if not page.locator("#id_reason").input_value():
+        page.locator("#id_reason").fill("客户电话里确认了学区需求")
+    page.locator("form input[type=submit]").first.click()
     expect(page.locator("ul.messagelist")).to_be_visible()
     # and reject the wrong preference
     _run_action(page, wrong.pk, "reject_selected", "客户说的是不要顶楼，提取错了")
@@ -93,6 +99,7 @@ def test_admin_supervisor_confirms_rejects_and_forgets(
     wrong.refresh_from_db()
     assert hypothesis.type == MemoryType.FACT
     assert hypothesis.confidence == 1.0
+    assert hypothesis.content == "在为孩子上学找学区房"
     assert wrong.status == MemoryStatus.REJECTED
     assert not MemoryItem.objects.filter(pk=secret.pk).exists()
 
