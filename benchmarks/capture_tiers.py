@@ -58,13 +58,13 @@ from zoneinfo import ZoneInfo
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import machine_line, write_json  # noqa: E402
+from benchmarks.common import datasets_dir, machine_line, require_dataset, write_json  # noqa: E402
 from benchmarks.extract_crosswoz import matches as crosswoz_matches  # noqa: E402
 from benchmarks.extract_crosswoz import slot_family  # noqa: E402
 from qiwei_site.reading.values import amounts_in  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data"
-SHARED = ROOT.parent / "shared" / "datasets"
+SHARED = datasets_dir()  # $QIWEI_DATASETS_DIR or shared/datasets beside the project (common.py)
 BEIKE = SHARED / "beike-dev" / "train.query.tsv"
 CROSSWOZ = SHARED / "crosswoz-dev" / "user_turns.jsonl"
 LABELS = DATA / "beike_sample_labels.json"
@@ -175,6 +175,7 @@ def matches(expected: str, content: str) -> bool:
 
 def beike_rows() -> tuple[list[int], list[Row]]:
     meta = json.loads(LABELS.read_text(encoding="utf-8"))
+    require_dataset("beike-dev")
     texts = dict(line.rstrip("\n").split("\t", 1) for line in BEIKE.read_text(encoding="utf-8").splitlines())
     drawn = sorted(random.Random(meta["seed"]).sample(range(len(texts)), meta["size"]))
     ids = [int(list(texts)[index]) for index in drawn]
@@ -209,6 +210,7 @@ def _raw(filename: str) -> list[dict[str, Any]]:
 
 
 def crosswoz_rows() -> list[Row]:
+    require_dataset("crosswoz-dev")
     turns = [json.loads(line) for line in CROSSWOZ.read_text(encoding="utf-8").splitlines() if line.strip()]
     return [Row(text=t["text"], expect=[], inform=t["inform"]) for t in turns]
 

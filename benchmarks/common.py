@@ -22,6 +22,53 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PG_BASE = os.environ.get("QIWEI_BENCH_POSTGRES", "postgres://postgres@127.0.0.1:5432")
 
+# The third-party data sets (crosswoz-dev/, locomo-dev/, beike-dev/), read in place and never
+# copied into the repository. One lookup for every benchmark that reads them: a `--datasets DIR`
+# given to run_all (which passes it on in this variable), else $QIWEI_DATASETS_DIR, else a
+# `shared/datasets` folder beside the project or one level further up (a clone under
+# /work/worktrees/NAME finds /work/shared/datasets as /work/main does).
+DATASETS_ENV = "QIWEI_DATASETS_DIR"
+DATASETS_CANDIDATES = (ROOT.parent / "shared" / "datasets", ROOT.parent.parent / "shared" / "datasets")
+
+
+def datasets_dir(explicit: Path | str | None = None) -> Path:
+    """The data-set folder: `explicit`, else $QIWEI_DATASETS_DIR, else the first candidate that
+    exists. A folder that was named (argument or variable) is used as is, never replaced by a
+    guess; with nothing named and nothing found, the first candidate (callers check `.exists()`
+    or call `require_dataset`, which says where it looked)."""
+    named = explicit or os.environ.get(DATASETS_ENV)
+    if named:
+        return Path(named).expanduser().resolve()
+    return next((path for path in DATASETS_CANDIDATES if path.is_dir()), DATASETS_CANDIDATES[0])
+
+
+def missing_datasets(names: Sequence[str], explicit: Path | str | None = None) -> str | None:
+    """None when every data set in `names` (sub-folders such as "locomo-dev") is there; otherwise a
+    message naming the missing ones, where they were looked for and how to point at them."""
+    root = datasets_dir(explicit)
+    missing = [name for name in names if not (root / name).is_dir() or not any((root / name).iterdir())]
+    if not missing:
+        return None
+    named = explicit or os.environ.get(DATASETS_ENV)
+    looked = (
+        f"{root} ({'--datasets' if explicit else '$' + DATASETS_ENV})"
+        if named
+        else " and ".join(str(path) for path in DATASETS_CANDIDATES)
+    )
+    return (
+        f"data set not found: {', '.join(missing)} (looked in {looked}); set {DATASETS_ENV}=DIR "
+        "or pass --datasets DIR to run_all.py, DIR holding crosswoz-dev/, locomo-dev/ and beike-dev/"
+    )
+
+
+def require_dataset(name: str) -> Path:
+    """`<data-set folder>/name`, or exit 2 with `missing_datasets`'s message (a benchmark run alone)."""
+    message = missing_datasets([name])
+    if message:
+        print(message, file=sys.stderr)
+        raise SystemExit(2)
+    return datasets_dir() / name
+
 
 # Where a committed revision's modules live now (issue 20 moved the reading of text into
 # `qiwei_site/reading/`): an older extractor or gate read with `git show` imports them by their old

@@ -46,11 +46,11 @@ from zoneinfo import ZoneInfo
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import machine_line, moved_imports, write_json  # noqa: E402
+from benchmarks.common import datasets_dir, machine_line, moved_imports, write_json  # noqa: E402
 from qiwei_site.reading.extract import ExtractContext, extract_candidates  # noqa: E402
 from qiwei_site.reading.values import amounts_in  # noqa: E402
 
-DEFAULT_DATA = ROOT.parent / "shared" / "datasets" / "crosswoz-dev" / "user_turns.jsonl"
+DEFAULT_DATA = datasets_dir() / "crosswoz-dev" / "user_turns.jsonl"  # $QIWEI_DATASETS_DIR or beside the project
 PACKAGE = "memory.capture.extract"  # its name at the revisions compared with
 PRICE_SLOTS = {("餐馆", "人均消费"), ("酒店", "价格"), ("景点", "门票")}
 AREA_SLOTS = {"区域", "地址", "area"}

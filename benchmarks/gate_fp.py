@@ -34,11 +34,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import moved_imports  # noqa: E402
+from benchmarks.common import datasets_dir, moved_imports, require_dataset  # noqa: E402
 from qiwei_site.reading import safety as current  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data"
-SHARED = ROOT.parent / "shared" / "datasets"
+SHARED = datasets_dir()  # $QIWEI_DATASETS_DIR or shared/datasets beside the project (common.py)
 HOLDOUTS = ("gate_holdout.jsonl", "gate_holdout2.jsonl", "gate_holdout3.jsonl")
 
 Scan = Callable[[str], Any]
@@ -57,13 +57,13 @@ def committed_gate(ref: str) -> types.ModuleType:
 
 
 def crosswoz_turns() -> list[str]:
-    path = SHARED / "crosswoz-dev" / "user_turns.jsonl"
+    path = require_dataset("crosswoz-dev") / "user_turns.jsonl"
     return [json.loads(line)["text"] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def locomo_turns() -> list[str]:
     turns: list[str] = []
-    for path in sorted(glob.glob(str(SHARED / "locomo-dev" / "*.json"))):
+    for path in sorted(glob.glob(str(require_dataset("locomo-dev") / "*.json"))):
         conversation = json.loads(Path(path).read_text(encoding="utf-8"))
         for key, value in conversation.items():
             if key.startswith("session_") and isinstance(value, list):

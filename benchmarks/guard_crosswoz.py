@@ -27,11 +27,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.common import datasets_dir  # noqa: E402
 from qiwei_site.reading import extract as extract_package  # noqa: E402
 from qiwei_site.reading.extract import Candidate, address, extract_candidates, statements  # noqa: E402
 from qiwei_site.reading.guard import item_refusal  # noqa: E402
 
-DEFAULT_DATA = ROOT.parent / "shared" / "datasets" / "crosswoz-dev" / "user_turns.jsonl"
+DEFAULT_DATA = datasets_dir() / "crosswoz-dev" / "user_turns.jsonl"  # $QIWEI_DATASETS_DIR or beside the project
 
 
 @contextlib.contextmanager

@@ -40,8 +40,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.common import datasets_dir  # noqa: E402
+
 DATA = ROOT / "benchmarks" / "data"
-SHARED = ROOT.parent / "shared" / "datasets"
+SHARED = datasets_dir()  # $QIWEI_DATASETS_DIR or shared/datasets beside the project (common.py)
 DEFAULT_REV = "d1d2adf"  # main before this work
 
 # Reads both sets with whichever reader is importable, JSON in and out: for each hypothesis the

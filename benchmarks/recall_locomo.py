@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from rank_bm25 import BM25Okapi  # noqa: E402
 
-from benchmarks.common import write_json  # noqa: E402
+from benchmarks.common import datasets_dir, missing_datasets, write_json  # noqa: E402
 from memory.recall import document, features, rank, rank_documents, tokens  # noqa: E402
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -195,15 +195,20 @@ def evaluate(files: list[Path], k: int, depth: int, old: ModuleType) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "datasets" / "locomo-dev")
+    parser.add_argument("--data", type=Path, help="the locomo-dev folder (default: in the data-set folder, common.py)")
     parser.add_argument("--k", type=int, default=6)
     parser.add_argument("--depth", type=int, default=50, help="ranking depth used for MRR")
     parser.add_argument("--old-ref", default=DEFAULT_OLD_REF, help="git revision of the ranker to compare with")
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args()
+    if args.data is None:
+        if message := missing_datasets(["locomo-dev"]):
+            print(message, file=sys.stderr)
+            return 2
+        args.data = datasets_dir() / "locomo-dev"
     files = sorted(args.data.glob("*.json"))
     if not files:
-        print(f"没有找到数据文件 (no *.json under {args.data}); use --data.", file=sys.stderr)
+        print(f"没有找到数据文件 (no *.json under {args.data}); use --data or set QIWEI_DATASETS_DIR.", file=sys.stderr)
         return 2
     old, old_commit = load_old_ranker(args.old_ref)
 

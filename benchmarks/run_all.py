@@ -2,6 +2,7 @@
 benchmarks/RESULTS.md (figures, machine, date, and the command that reproduces them).
 
     .venv/bin/python benchmarks/run_all.py [--quick] [--only context recall api capture language scale] [--output PATH]
+        [--datasets DIR]
 
 `--quick` shrinks every group (smaller data, shorter loads, fewer rounds; each figure still beside
 its baseline in the same run) and, unless `--output` is given, writes its report to
@@ -9,7 +10,10 @@ QUICK_OUTPUT (in the system's temporary folder), never over the full run's bench
 
 Each benchmark runs in its own process (Django is configured once per process) and hands its
 figures back as JSON. PostgreSQL (127.0.0.1:5432) and Redis (127.0.0.1:6379) parts are skipped,
-and say so, when the server is not reachable.
+and say so, when the server is not reachable. The third-party data sets (LoCoMo, CrossWOZ, beike)
+are found by `benchmarks.common.datasets_dir`: `--datasets DIR`, else $QIWEI_DATASETS_DIR, else
+`shared/datasets` beside the project or one level up; a benchmark whose data set is absent is
+reported as "skipped: data set not found" and the run goes on.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -27,7 +32,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import ROOT, machine_line, postgres_available, redis_available
+from benchmarks.common import (
+    DATASETS_ENV,
+    ROOT,
+    datasets_dir,
+    machine_line,
+    missing_datasets,
+    postgres_available,
+    redis_available,
+)
 
 HERE = Path(__file__).resolve().parent
 PYTHON = sys.executable
@@ -39,17 +52,17 @@ TODAY_REF = "b40be73"  # the code the context build is compared with (issue 13's
 # Where --quick writes its report unless --output is given: the full figures in RESULTS.md stay.
 QUICK_OUTPUT = Path(tempfile.gettempdir()) / "qiwei-bench-quick" / "RESULTS.md"
 
-FULL = {
-    "context": {"total": 1_000_000, "sizes": "1000,10000,100000", "rounds": 40, "naive_rounds": 6},
+FULL: dict[str, dict[str, Any]] = {
+    "context": {"total": 1_000_000, "sizes": "1000,10000,100000", "rounds": 40, "naive_rounds": 6, "stage_runs": 30},
     "api": {"seconds": 10, "clients": [8, 32]},
     "capture": {"messages": 1000, "filesystem_messages": 240},
 }
 # --quick: a few minutes in all (see README). Smaller customers in a smaller account, fewer rounds,
 # shorter loads at 8 clients only, fewer messages; every baseline still runs beside its figure.
-QUICK = {
-    "context": {"total": 50_000, "sizes": "1000,10000,30000", "rounds": 8, "naive_rounds": 2},
+QUICK: dict[str, dict[str, Any]] = {
+    "context": {"total": 50_000, "sizes": "1000,10000,30000", "rounds": 8, "naive_rounds": 2, "stage_runs": 10},
     "api": {"seconds": 2, "clients": [8]},
-    "capture": {"messages": 100, "filesystem_messages": 20},
+    "capture": {"messages": 100, "filesystem_messages": 10},
 }
 
 
@@ -77,12 +90,16 @@ def bench_context(params: dict[str, Any], tmp: Path) -> dict[str, Any]:
         command = [PYTHON, str(HERE / "context_build.py"), "--backend", backend, "--total", str(params["total"])]
         command += ["--sizes", params["sizes"]]
         command += ["--rounds", str(params["rounds"]), "--naive-rounds", str(params["naive_rounds"])]
+        command += ["--stage-runs", str(params["stage_runs"])]
         command += ["--today", TODAY_REF, "--json", str(out)]
         results[backend] = run(f"context build ({backend})", command, out) or "failed (see the log above)"
     return results
 
 
 def bench_recall(tmp: Path) -> Any:
+    if message := missing_datasets(["locomo-dev"]):
+        print(f"\n### recall (LoCoMo): skipped: {message}", flush=True)
+        return f"skipped: {message}"
     out = tmp / "recall.json"
     return run("recall (LoCoMo)", [PYTHON, str(HERE / "recall_locomo.py"), "--json", str(out)], out) or "failed"
 
@@ -227,6 +244,16 @@ SCALE_QUICK = (
 # fmt: on
 
 
+# The third-party data sets each script of the language group reads (the others read only
+# benchmarks/data/, or leave an absent pool out by themselves).
+NEEDS_DATASETS = {
+    "capture_tiers.py": ["beike-dev", "crosswoz-dev"],
+    "gate_fp.py": ["crosswoz-dev", "locomo-dev"],
+    "extract_crosswoz.py": ["crosswoz-dev"],
+    "secret_shapes36.py": ["crosswoz-dev", "beike-dev", "locomo-dev"],
+}
+
+
 def pgbouncer_installed() -> bool:
     return bool(shutil.which("pgbouncer")) or Path("/usr/sbin/pgbouncer").exists()
 
@@ -238,10 +265,14 @@ def bench_printed(benchmarks: tuple[tuple[str, str, list[str]], ...]) -> dict[st
     for key, title, argv in benchmarks:
         print(f"\n### {title}: {' '.join(argv)}", flush=True)
         started = time.monotonic()
+        skipped = None
         if argv[0] == "connection_floor.py" and not pgbouncer_installed():
             # It times PgBouncer beside the direct connections and cannot run without it (api_load
             # skips its pgbouncer backend by itself).
             skipped = "skipped: PgBouncer is not installed (Debian package `pgbouncer`, as .ci/run installs it)"
+        elif message := missing_datasets(NEEDS_DATASETS.get(argv[0], [])):
+            skipped = f"skipped: {message}"
+        if skipped:
             print(skipped, flush=True)
             results[key] = {
                 "title": title,
@@ -474,7 +505,7 @@ def render_recall(result: Any) -> list[str]:
     old = result.get("old_ref", "?")
     lines += [
         f"{result['conversations']} conversations, {result['turns']:,} turns, k = {k}, MRR depth {result['depth']}; "
-        "category 5 (adversarial) left out. Data read in place from `/work/shared/datasets/locomo-dev`. "
+        f"category 5 (adversarial) left out. Data read in place from `{result.get('data', 'locomo-dev')}`. "
         f'"old" is `memory/context/recall.py` at {old}, run in the same process.',
         "",
     ]
@@ -622,8 +653,15 @@ def render(
     seconds: float,
     date: str,
     group_seconds: dict[str, float] | None = None,
+    load: list[list[float]] | None = None,
 ) -> str:
     by_group = ", ".join(f"{group} {sec / 60:.1f}" for group, sec in (group_seconds or {}).items())
+    load_text = (
+        f"; load average (1/5/15 min) {' / '.join(f'{v:.1f}' for v in load[0])} at the start, "
+        f"{' / '.join(f'{v:.1f}' for v in load[1])} at the end"
+        if load
+        else ""
+    )
     lines = [
         "# Benchmark results" + (" (quick run)" if quick else ""),
         "",
@@ -636,7 +674,9 @@ def render(
             if quick
             else ""
         ),
-        f"- Wall time of the whole run: {seconds / 60:.1f} min" + (f" ({by_group} min)" if by_group else ""),
+        f"- Wall time of the whole run: {seconds / 60:.1f} min"
+        + (f" ({by_group} min)" if by_group else "")
+        + load_text,
         "- The machine is shared (other processes were running), so absolute times are noisy; every figure "
         "sits beside its baseline measured in the same run.",
         "",
@@ -675,7 +715,15 @@ def main() -> int:
         help=f"the report (its figures beside it as .json); default {HERE / 'RESULTS.md'}, with --quick {QUICK_OUTPUT}",
     )
     parser.add_argument("--render-only", action="store_true", help="rewrite the report from its .json")
+    parser.add_argument(
+        "--datasets",
+        type=Path,
+        help=f"the folder holding locomo-dev/, crosswoz-dev/ and beike-dev/ (passed on as ${DATASETS_ENV}); "
+        f"default ${DATASETS_ENV}, else shared/datasets beside the project or one level up",
+    )
     args = parser.parse_args()
+    if args.datasets:
+        os.environ[DATASETS_ENV] = str(args.datasets.expanduser().resolve())
     if args.output is None:
         args.output = QUICK_OUTPUT if args.quick else HERE / "RESULTS.md"
     args.output.parent.mkdir(parents=True, exist_ok=True)
@@ -689,6 +737,9 @@ def main() -> int:
     params = QUICK if args.quick else FULL
     wanted = args.only or GROUPS
     print(f"machine: {machine_line()}", flush=True)
+    data_message = missing_datasets(["locomo-dev", "crosswoz-dev", "beike-dev"])
+    print(f"data sets: {data_message or datasets_dir()}", flush=True)
+    load_start = os.getloadavg()
     started = time.monotonic()
     results: dict[str, Any] = {}
     group_seconds: dict[str, float] = {}
@@ -722,13 +773,15 @@ def main() -> int:
         "seconds": time.monotonic() - started,
         "date": f"{dt.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}",
         "group_seconds": group_seconds,
+        "load": [list(load_start), list(os.getloadavg())],
     }
     text = render(results, **meta)
     args.output.write_text(text, encoding="utf-8")
     json_path.write_text(json.dumps({**results, "meta": meta}, ensure_ascii=False, indent=1), encoding="utf-8")
     print("\n" + text)
     print("wall time: " + ", ".join(f"{group} {sec:.0f} s" for group, sec in group_seconds.items()), end="")
-    print(f"; whole run {meta['seconds'] / 60:.1f} min")
+    print(f"; whole run {meta['seconds'] / 60:.1f} min ({meta['seconds']:.0f} s)")
+    print("load average (1/5/15 min): " + " → ".join(" / ".join(f"{v:.1f}" for v in ends) for ends in meta["load"]))
     print(f"written: {args.output}")
     failed = [name for name, value in results.items() if _has_failure(value)]
     if "api" in results and not results["api"]["rows"]:

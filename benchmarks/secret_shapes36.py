@@ -36,10 +36,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.common import datasets_dir, require_dataset  # noqa: E402
 from qiwei_site.reading import masking  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data"
-SHARED = ROOT.parent / "shared" / "datasets"
+SHARED = datasets_dir()  # $QIWEI_DATASETS_DIR or shared/datasets beside the project (common.py)
 DEFAULT_FILES = ("secret_shapes36_issue.jsonl", "secret_shapes36.jsonl")
 DEFAULT_REV = "7dedc7b"  # main before this work (issue 36 measured 5804d3c; the masker is the same)
 PERSONAL_NUMBERS = {"id_card", "bank_card", "mobile"}
@@ -123,18 +124,18 @@ def score(data: list[dict[str, Any]], results: Masked, *, verbose: bool) -> dict
 
 
 def crosswoz_turns() -> list[str]:
-    path = SHARED / "crosswoz-dev" / "user_turns.jsonl"
+    path = require_dataset("crosswoz-dev") / "user_turns.jsonl"
     return [json.loads(line)["text"] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def beike_queries() -> list[str]:
-    path = SHARED / "beike-dev" / "train.query.tsv"
+    path = require_dataset("beike-dev") / "train.query.tsv"
     return [line.split("\t", 1)[1] for line in path.read_text(encoding="utf-8").splitlines() if "\t" in line]
 
 
 def locomo_turns() -> list[str]:
     turns: list[str] = []
-    for path in sorted(glob.glob(str(SHARED / "locomo-dev" / "*.json"))):
+    for path in sorted(glob.glob(str(require_dataset("locomo-dev") / "*.json"))):
         conversation = json.loads(Path(path).read_text(encoding="utf-8"))
         for key, value in conversation.items():
             if key.startswith("session_") and isinstance(value, list):

@@ -47,6 +47,7 @@ from benchmarks.common import (
     ROOT,
     bench_environment,
     child_pids,
+    datasets_dir,
     machine_line,
     percentile,
     revision_tree,
@@ -59,7 +60,7 @@ from benchmarks.common import (
 
 ACCOUNT = "bench"
 TARGET = 0.20  # issue 13: RSS growth from request 1,000 to request 10,000 at most 20%
-DATA = ROOT.parent / "shared" / "datasets"
+DATA = datasets_dir()  # $QIWEI_DATASETS_DIR or shared/datasets beside the project (common.py)
 PLACES = [
     "浦东", "徐汇", "静安", "闵行", "杨浦", "长宁", "普陀", "虹口", "宝山", "嘉定", "松江", "青浦",
     "朝阳", "海淀", "丰台", "通州", "望京", "中关村", "西二旗", "回龙观", "天通苑", "亦庄", "南山",
