@@ -169,7 +169,15 @@ def draft_create(
             if bound is not None
             else None
         )
+        if draft is None and bound is not None:
+            # The generating draft this turn was to fill was replaced (重新生成 after it looked
+            # interrupted) or erased: its late answer is not saved as another draft for the message.
+            raise Conflict(
+                f"草稿 {bound} 已被替换或删除，本次生成的结果不再保存 (the draft this turn was filling is gone).",
+                code="draft_generation_abandoned",
+            )
         if draft is None:
+            _refuse_while_generating(customer)  # a turn outside the Workbench's: not a second draft
             draft = Draft(customer=customer)
         for name, value in fields.items():
             setattr(draft, name, value)
@@ -197,21 +205,27 @@ def draft_create(
     return draft
 
 
+def _refuse_while_generating(customer: Customer) -> None:
+    """One generation at a time per customer (the customer's row is the lock): refused while a draft
+    is 生成中 and not yet past its stale time, whichever path asks (the Workbench's queued turn, the
+    API's turn in the request, an automatic turn)."""
+    Customer.objects.select_for_update().filter(pk=customer.pk).first()
+    running = Draft.objects.filter(customer=customer, status=DraftStatus.GENERATING).order_by("-id").first()
+    if running is not None and not _is_stale(running):
+        raise Conflict(
+            f"草稿 #{running.pk} 正在生成，请稍候 (a draft is being generated).",
+            code="draft_generating",
+            extra={"draft_id": running.pk},
+        )
+
+
 def draft_generation_start(*, customer: Customer, actor: Actor, reason: str, regenerate: bool = False) -> Draft:
     """A `generating` draft for the customer's latest message, saved before the model is asked
     (the caller queues the turn after commit), so every reload shows it with its elapsed time. It
     replaces the customer's failed drafts at once (one card). Refused while another is generating,
     and, unless `regenerate`, when the latest message was already answered (as the turn refuses)."""
     with account_atomic():
-        # One generation at a time per customer: the customer's row is the lock.
-        Customer.objects.select_for_update().filter(pk=customer.pk).first()
-        running = Draft.objects.filter(customer=customer, status=DraftStatus.GENERATING).order_by("-id").first()
-        if running is not None and not _is_stale(running):
-            raise Conflict(
-                f"草稿 #{running.pk} 正在生成，请稍候 (a draft is being generated).",
-                code="draft_generating",
-                extra={"draft_id": running.pk},
-            )
+        _refuse_while_generating(customer)
         latest = message_latest_inbound(customer)
         if latest is not None and not regenerate:
             answered = draft_answering(reply_to=latest)

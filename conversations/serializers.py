@@ -63,9 +63,21 @@ class DraftOutputSerializer(serializers.ModelSerializer):
     reasons = serializers.ListField(child=serializers.CharField())
     profile_updates = serializers.DictField(child=serializers.CharField())
     dropped_updates = serializers.ListField(child=serializers.DictField())
-    context_trace = serializers.DictField()
+    context_trace = serializers.SerializerMethodField(
+        help_text="本轮上下文的追踪（ids 与各段字数）；模型出错时的原始应答不在此处 (the model's raw error body is never shown)"
+    )
     delivery = serializers.SerializerMethodField()
     prompt_available = serializers.SerializerMethodField(help_text="是否保存了模型收到的提示词（见 …/prompt/）")
+
+    def get_context_trace(self, draft: Draft) -> dict[str, Any]:
+        """The trace without the model's raw error words (`model.error_detail`, which may echo the
+        customer or the prompt): the agent reads the Chinese summary in `error`; staff read the raw
+        words on the draft's trace page in admin."""
+        trace = draft.context_trace if isinstance(draft.context_trace, dict) else {}
+        model = trace.get("model")
+        if isinstance(model, dict) and "error_detail" in model:
+            trace = {**trace, "model": {key: value for key, value in model.items() if key != "error_detail"}}
+        return trace
 
     class Meta:
         model = Draft

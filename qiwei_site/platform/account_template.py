@@ -228,6 +228,10 @@ def sqlite_from_template(alias: str, target: Path) -> bool:
         logger.warning("account %s: template %s refused (%s); migrating instead", alias, template.path.name, exc)
         _set_aside(template.path)
         return False
+    except FileNotFoundError:
+        # another process set the template aside while this one copied it: migrate instead
+        logger.warning("account %s: template %s went away while copied; migrating instead", alias, template.path.name)
+        return False
     finally:
         copying.unlink(missing_ok=True)
 

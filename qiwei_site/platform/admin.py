@@ -25,6 +25,7 @@ from rest_framework.authtoken.admin import TokenAdmin
 from rest_framework.authtoken.models import Token, TokenProxy
 
 from qiwei_site.platform.admin_site import ReadOnlyAdminMixin, ServiceFormAdminMixin, TitledChangeFormMixin
+from qiwei_site.platform.authentication import TOKEN_SHOWN_CHARS, masked_token
 from qiwei_site.platform.models import AccountMembership, RegistryAuditEvent, WeComAccount
 from qiwei_site.platform.services import account_create, account_update, membership_grant, membership_revoke
 
@@ -223,12 +224,6 @@ _reregister(Group, StaffGroupAdmin)
 
 
 # --- API tokens: shown whole once, when made; masked everywhere after (list, title, history, delete).
-
-TOKEN_SHOWN_CHARS = 4
-
-
-def masked_token(key: str) -> str:
-    return f"{key[:TOKEN_SHOWN_CHARS]}…（已隐藏）" if key else "无"
 
 
 class MaskedTokenAdmin(TitledChangeFormMixin, TokenAdmin):

@@ -23,4 +23,7 @@ class PlatformConfig(AppConfig):
     def ready(self) -> None:
         from rest_framework.authtoken.models import Token
 
+        from qiwei_site.platform.authentication import token_str
+
         post_save.connect(_token_made, sender=Token, dispatch_uid="qiwei.token_made")
+        Token.__str__ = token_str  # type: ignore[method-assign,assignment]

@@ -78,3 +78,19 @@ def token_known_valid(token: bytes | str) -> bool:
 def token_remember_valid(token: bytes | str) -> None:
     text = token.decode("utf-8", "replace") if isinstance(token, bytes) else token
     caches[KNOWN_TOKENS_CACHE].set(_known_key(text), True, KNOWN_TOKEN_SECONDS)
+
+
+# --- a token is a password: named by its first characters only, wherever Django names it ----------
+
+TOKEN_SHOWN_CHARS = 4
+
+
+def masked_token(key: str) -> str:
+    return f"{key[:TOKEN_SHOWN_CHARS]}…（已隐藏）" if key else "无"
+
+
+def token_str(token: Any) -> str:
+    """`Token.__str__` (set in `PlatformConfig.ready`): DRF names a token by its whole key, and
+    Django puts a model's name in page titles, history pages, delete confirmations (a user's
+    lists their token) and the admin log; ours shows the first characters only."""
+    return masked_token(token.key)

@@ -43,6 +43,20 @@ def test_token_delete_page_names_it_masked(admin_client, staff_user):
     assert token.key not in done.content.decode() and not Token.objects.filter(user=agent).exists()
 
 
+def test_token_history_and_its_users_delete_page_name_it_masked(admin_client, staff_user):
+    # Given an agent with a token (found by the review: both pages named it by its whole key)
+    agent = UserFactory(username="li_agent")
+    token = Token.objects.create(user=agent)
+    # When the supervisor opens the token's history and the agent's delete confirmation
+    history = admin_client.get(reverse("admin:authtoken_tokenproxy_history", args=[agent.pk]))
+    delete = admin_client.get(reverse("admin:auth_user_delete", args=[agent.pk]))
+    # Then both name the token by its first characters only
+    for response in (history, delete):
+        body = response.content.decode()
+        assert response.status_code == 200
+        assert token.key not in body and f"{token.key[:4]}…（已隐藏）" in body
+
+
 def test_admin_shows_no_memory_link_to_staff_without_memory_permissions(account):
     # given a staff member of the account who may only read the audit
     clerk = UserFactory(username="audit_clerk", is_staff=True)

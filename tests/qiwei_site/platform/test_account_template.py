@@ -239,3 +239,54 @@ def test_accounts_onboard_refuses_bad_arguments(db, tmp_path):
         onboard("--prefix", "Shop-", "--count", "2")
     with pytest.raises(CommandError, match="无法读取"):
         onboard("--from", str(tmp_path / "missing.csv"))
+
+
+def test_account_template_fingerprint_covers_every_project_module_a_migration_imports():
+    # Given the account apps' migration files (some import the SQL of their triggers from the code)
+    import ast
+    from pathlib import Path
+
+    from qiwei_site.platform.tenancy import ACCOUNT_APPS, MIGRATION_SQL_MODULES
+
+    root = Path(__file__).resolve().parents[3]
+    project = {"conversations", "memory", "knowledge", "sessions_epoch", "qiwei_site"}
+    imported: set[str] = set()
+    for app in ACCOUNT_APPS:
+        folder = root / app.replace(".", "/") / "migrations"
+        for path in folder.glob("*.py") if folder.is_dir() else ():
+            # module-level imports: the SQL a migration runs (a data step's import inside its function
+            # runs on existing rows only, of which a template has none)
+            for node in ast.parse(path.read_text(encoding="utf-8")).body:
+                if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in project:
+                    imported |= {f"{node.module}.{alias.name}" for alias in node.names}
+    # Then the template's fingerprint reads each (a change there must not reuse an old template)
+    assert imported and imported <= set(MIGRATION_SQL_MODULES), imported - set(MIGRATION_SQL_MODULES)
+
+
+def test_account_template_fingerprint_changes_with_the_sql_a_migration_imports(monkeypatch):
+    # Given today's fingerprint
+    from qiwei_site.platform import tenancy
+
+    before = tenancy.account_template_fingerprint()
+    # When a module whose SQL the migrations import reads differently (here: another module's file)
+    monkeypatch.setattr(
+        tenancy, "MIGRATION_SQL_MODULES", ("qiwei_site.platform.audit_chain", "qiwei_site.platform.sql")
+    )
+    # Then the fingerprint is another one
+    assert tenancy.account_template_fingerprint() != before
+
+
+def test_account_template_gone_mid_copy_falls_back_to_migrate(db, template_dir, monkeypatch, caplog):
+    # Given a template, and another process setting it aside just as this one copies it (review)
+    account_create(account_id="pudong", name="浦东门店")
+
+    def vanished(source, target):
+        raise FileNotFoundError(source)
+
+    monkeypatch.setattr(account_template.shutil, "copyfile", vanished)
+    # When an account is created
+    account_create(account_id="xuhui", name="徐汇门店")
+    # Then it was migrated the plain way instead of failing, and is current
+    assert "went away" in caplog.text
+    assert tenancy.made_by(alias_for("xuhui")) == tenancy.MIGRATE
+    assert recorded_fingerprint("xuhui") == tenancy.migration_fingerprint()
