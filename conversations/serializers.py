@@ -64,7 +64,7 @@ class DraftOutputSerializer(serializers.ModelSerializer):
     profile_updates = serializers.DictField(child=serializers.CharField())
     dropped_updates = serializers.ListField(child=serializers.DictField())
     context_trace = serializers.SerializerMethodField(
-        help_text="本轮上下文的追踪（ids 与各段字数）；模型出错时的原始应答不在此处 (the model's raw error body is never shown)"
+        help_text="本轮上下文的追踪（ids 与各段字数）；模型出错时的原始应答不在此处 (no raw model error body)"
     )
     delivery = serializers.SerializerMethodField()
     prompt_available = serializers.SerializerMethodField(help_text="是否保存了模型收到的提示词（见 …/prompt/）")

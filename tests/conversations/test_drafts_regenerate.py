@@ -285,7 +285,7 @@ def test_draft_list_leaves_out_replaced_drafts_unless_asked_for(customer):
 
 def test_draft_create_refuses_a_late_turn_whose_generating_draft_was_replaced(customer):
     # Given a turn that looked interrupted, and the agent's 重新生成 that replaced its generating draft
-    from conversations.drafts import draft_generating, draft_generation_start, draft_generation_stale_after
+    from conversations.drafts import draft_generating, draft_generation_stale_after, draft_generation_start
 
     first = draft_generation_start(customer=customer, actor="张客服", reason="生成回复草稿")
     long_ago = timezone.now() - draft_generation_stale_after() - dt.timedelta(seconds=1)
