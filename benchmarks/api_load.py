@@ -455,7 +455,15 @@ class PrivatePostgres:
 class PgBouncer:
     """Debian's pgbouncer in transaction pooling in front of `server`."""
 
-    def __init__(self, server_port: int, server_connections: int, users: tuple[str, ...] = ("postgres",)) -> None:
+    def __init__(
+        self,
+        server_port: int,
+        server_connections: int,
+        users: tuple[str, ...] = ("postgres",),
+        pools: dict[str, int] | None = None,
+    ) -> None:
+        """`pools`: a server-connection pool size per database (`pool_size`), for a database every
+        account shares (the schema layout: deploy/pgbouncer.ini's formula); others keep 2 each."""
         import tempfile
 
         self.folder = Path(tempfile.mkdtemp(prefix="qiwei-bench-pgbouncer-"))
@@ -464,6 +472,7 @@ class PgBouncer:
         (self.folder / "userlist.txt").write_text("".join(f'"{user}" ""\n' for user in users))
         lines = [
             "[databases]",
+            *(f"{name} = host=127.0.0.1 port={server_port} pool_size={size}" for name, size in (pools or {}).items()),
             f"* = host=127.0.0.1 port={server_port}",
             "[pgbouncer]",
             "listen_addr = 127.0.0.1",

@@ -453,7 +453,15 @@ def main() -> None:
         for route in [] if args.day_only else args.routes:
             port = server.port
             if route == "pgbouncer":
-                bouncer = PgBouncer(server.port, server_connections=80, users=("postgres", LOGIN))
+                # The schema database's pool sized as deploy/pgbouncer.ini says: every process's
+                # account connection cap (gunicorn workers here) — with PgBouncer's default of 2 it
+                # queued every phase on two server connections (issue 38, item 4).
+                bouncer = PgBouncer(
+                    server.port,
+                    server_connections=80,
+                    users=("postgres", LOGIN),
+                    pools={SCHEMA_DB: args.workers * args.cap},
+                )
                 port = bouncer.port
             servers: dict[str, tuple[Any, str]] = {}
             try:
