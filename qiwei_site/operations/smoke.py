@@ -46,6 +46,12 @@ from memory.governance.services import (
 from memory.models import MemoryCreatedBy, MemoryItem, MemorySnapshot, MemoryStatus, MemoryType
 from memory.profile import customer_profile_update
 from memory.snapshots import snapshot_current
+from qiwei_site.operations.smoke_properties import (
+    context_promises_hold,
+    decisions_hold_on_every_path,
+    forgotten_words_nowhere,
+    recall_window_holds,
+)
 from qiwei_site.operations.smoke_steps import step_epoch_rotation_by_age_and_pruning, step_grounding_customer_words
 from qiwei_site.operations.smoke_support import (
     ACTOR,
@@ -160,6 +166,7 @@ def step_injection_and_credentials_kept_out() -> str:
 def step_recall_older_history() -> str:
     recent = settings.QIWEI_AGENT_MEMORY_RECENT_MESSAGES
     limit = settings.QIWEI_AGENT_MEMORY_RECALL_LIMIT
+    windows = recall_window_holds()  # the property first, then the named case
     old = ingest("smoke_recall", [("inbound", "我家里养了一只布偶猫，房东必须同意养宠物")])[0]
     # More older messages than recall may return, all newer than the relevant one: recall that took
     # the newest older messages instead of the relevant ones would miss it.
@@ -175,7 +182,14 @@ def step_recall_older_history() -> str:
     check(old.pk in recalled, f"较早的相关消息 {old.pk} 未被召回（召回 {recalled}）")
     check(old.pk not in context.trace.get("recent_message_ids", []), "该消息应在近期窗口之外")
     check(len(recalled) <= limit, f"召回 {len(recalled)} 条，超过上限 {limit}")
-    return f"message {old.pk} recalled from beyond the {recent}-message window, past {count - recent + 1} newer ones"
+    return (
+        f"message {old.pk} recalled from beyond the {recent}-message window, past {count - recent + 1} newer ones; "
+        + windows
+    )
+
+
+def step_context_within_budgets() -> str:
+    return context_promises_hold()
 
 
 def step_core_snapshot_limit() -> str:
@@ -355,7 +369,9 @@ def step_human_governance(account_id: str) -> str:
             AuditEvent.objects.filter(action=action, conversation_id=customer.conversation_id).exists(),
             f"缺少审计 {action}",
         )
-    return "add, edit, confirm, reject and forget audited with history"
+    forgotten = forgotten_words_nowhere()
+    decided = decisions_hold_on_every_path()
+    return f"add, edit, confirm, reject and forget audited with history; {forgotten}; {decided}"
 
 
 def step_temporary_memory_expires() -> str:
@@ -466,6 +482,7 @@ STEPS: list[tuple[str, Callable[..., str]]] = [
     ("explicit_fact_preference_constraint_capture", step_explicit_capture),
     ("injection_and_credentials_kept_out_of_memory", step_injection_and_credentials_kept_out),
     ("older_relevant_history_recalled", step_recall_older_history),
+    ("context_sections_within_budgets_latest_kept_in_order", step_context_within_budgets),
     ("core_snapshot_within_limit", step_core_snapshot_limit),
     ("epoch_rotation_by_turns_keeps_parent_and_history", step_epoch_rotation_by_turns),
     ("epoch_rotation_by_age_keeps_last_50_closed", step_epoch_rotation_by_age_and_pruning),

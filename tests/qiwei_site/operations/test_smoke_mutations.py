@@ -388,6 +388,122 @@ MUTATIONS: list[Mutation] = [
 ]
 
 
+# --- regressions of families no step names (issue 40 item 3) -------------------------------------
+# Written before the smoke's property checks: the old smoke, whose steps checked named cases, caught
+# 0 of these 5; the property checks (qiwei_site/operations/smoke_properties.py) catch all of them.
+
+
+def _state_budget_plus_one(original: Callable[[], dict[str, int]]) -> Callable[[], dict[str, int]]:
+    """The builder's budget lookup with the business state's budget one character larger."""
+
+    def budgets() -> dict[str, int]:
+        from memory.context.builder import BUSINESS_STATE
+
+        found = original()
+        return {**found, BUSINESS_STATE: found[BUSINESS_STATE] + 1}
+
+    return staticmethod(budgets)  # type: ignore[return-value]
+
+
+def _latest_dropped_when_long(original: Callable[..., str]) -> Callable[..., str]:
+    """The latest message's block left out when its quoted line is longer than 1000 characters."""
+    return lambda latest_line, note="": "" if len(latest_line) > 1000 else original(latest_line, note)
+
+
+def _recall_scans_half(original: Callable[..., Any]) -> Callable[..., Any]:
+    """Recall ranking only the newer half of the scan window (rows come oldest first)."""
+    return lambda text, rows, limit, **kwargs: original(text, list(rows)[len(rows) // 2 :], limit, **kwargs)
+
+
+def _scrub_skips_draft_reasons(original: Callable[..., int]) -> Callable[..., int]:
+    """The scrub of one target lost: a draft's reasons keep the forgotten words."""
+    return lambda queryset, field, quotes, *, is_json=False: (
+        0 if field == "reasons" else original(queryset, field, quotes, is_json=is_json)
+    )
+
+
+def _refusal_skipped_on_model_turns(original: Callable[..., str | None]) -> Callable[..., str | None]:
+    """The decision check skipped on one automatic path: what a model turn writes."""
+
+    def refusal(**kwargs: Any) -> str | None:
+        frame = sys._getframe(1)
+        while frame is not None:
+            if frame.f_code.co_name == "draft_generate":
+                return None
+            frame = frame.f_back  # type: ignore[assignment]
+        return original(**kwargs)
+
+    return refusal
+
+
+def _patch(target: str, wrap: Callable[[Any], Any]) -> Callable[[pytest.MonkeyPatch, Any], None]:
+    module, name = target.rsplit(".", 1)
+
+    def mutate(mp: pytest.MonkeyPatch, settings: Any) -> None:
+        import importlib
+
+        owner: Any = importlib.import_module(module)
+        if "." in name:
+            raise ValueError(name)
+        mp.setattr(target, wrap(getattr(owner, name)))
+
+    return mutate
+
+
+def _patch_budgets(mp: pytest.MonkeyPatch, settings: Any) -> None:
+    from memory.context.builder.build import AgentContextBuilder
+
+    mp.setattr(AgentContextBuilder, "_budgets", _state_budget_plus_one(AgentContextBuilder._budgets))
+
+
+UNNAMED_MUTATIONS: list[Mutation] = [
+    Mutation(
+        "context_sections_within_budgets_latest_kept_in_order",
+        "a section budget one character larger",
+        _patch_budgets,
+        "超过预算",
+    ),
+    Mutation(
+        "context_sections_within_budgets_latest_kept_in_order",
+        "the latest message dropped when long",
+        _patch("memory.context.builder.layout._latest_block", _latest_dropped_when_long),
+        "最新客户消息",
+    ),
+    Mutation(
+        "older_relevant_history_recalled",
+        "recall scans half the window",
+        _patch("memory.context.recall.recall_from_rows", _recall_scans_half),
+        "扫描窗口内",
+    ),
+    Mutation(
+        "human_add_edit_confirm_reject_forget",
+        "forgetting leaves a draft's reasons unscrubbed",
+        _patch("memory.governance.scrub._scrub_column", _scrub_skips_draft_reasons),
+        "遗忘的内容仍在",
+    ),
+    Mutation(
+        "human_add_edit_confirm_reject_forget",
+        "model turns skip the supervisor's decisions",
+        _patch("memory.items.automatic_write_refusal", _refusal_skipped_on_model_turns),
+        "自动路径",
+    ),
+]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("mutation", UNNAMED_MUTATIONS, ids=[m.breakage for m in UNNAMED_MUTATIONS])
+def test_whole_smoke_fails_on_a_regression_no_step_names(monkeypatch, settings, mutation):
+    # given a regression of a family no step was written against
+    mutation.mutate(monkeypatch, settings)
+    out = io.StringIO()
+    # when the whole smoke check runs, then it fails, on the property check meant for it
+    with pytest.raises(CommandError, match=mutation.step):
+        call_command("agent_console_smoke", stdout=out)
+    failed = [line for line in out.getvalue().splitlines() if line.startswith(f"FAIL {mutation.step}")]
+    assert failed, (mutation.breakage, out.getvalue())
+    assert mutation.detail in failed[0], (mutation.breakage, failed[0])
+
+
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("mutation", MUTATIONS, ids=[f"{m.step}:{m.breakage}" for m in MUTATIONS])
 def test_smoke_step_fails_when_its_behaviour_is_broken(monkeypatch, settings, mutation):
@@ -407,7 +523,7 @@ def test_smoke_step_fails_when_its_behaviour_is_broken(monkeypatch, settings, mu
 def test_smoke_covers_every_step_with_a_mutation():
     from qiwei_site.operations.smoke import STEPS
 
-    assert {name for name, _func in STEPS} == {mutation.step for mutation in MUTATIONS}
+    assert {name for name, _func in STEPS} == {mutation.step for mutation in [*MUTATIONS, *UNNAMED_MUTATIONS]}
 
 
 @pytest.mark.django_db(transaction=True)
