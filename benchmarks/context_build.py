@@ -278,14 +278,17 @@ def recent_window_prompt(customer: Any) -> str:
 
 
 def _clear_caches(builder_module: Any) -> None:
-    """What a cold build must not find: the context answer cache and recall's query-side caches
-    (today's tokenisation cache included). The knowledge cache stays: it is one per index version,
+    """What a cold build must not find: the context answer cache, recall's decoded candidates and
+    its query-side caches (today's tokenisation cache included). The knowledge cache stays: it is one per index version,
     shared by every customer."""
     from memory.context import recall
 
     clear = getattr(builder_module, "context_cache_clear", None)
     if clear is not None:
         clear()
+    decoded_clear = getattr(recall, "decoded_cache_clear", None)  # the decoded candidates (issue 38)
+    if decoded_clear is not None:
+        decoded_clear()
     for name in ("features", "_cn_value_cached", "_tokens"):
         function = getattr(recall, name, None)
         if hasattr(function, "cache_clear"):

