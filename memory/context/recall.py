@@ -194,6 +194,13 @@ class _DecodedCache:
         with self._lock:
             self._entries.clear()
 
+    def forget(self, account: str | None, message_ids: set[int]) -> int:
+        with self._lock:
+            gone = [key for key in self._entries if key[0] == account and key[1] in message_ids]
+            for key in gone:
+                del self._entries[key]
+            return len(gone)
+
     def __len__(self) -> int:
         return len(self._entries)
 
@@ -204,6 +211,15 @@ _DECODED = _DecodedCache(DECODED_CACHE_SIZE)
 def decoded_cache_clear() -> None:
     """Empty this process's cache of decoded candidates (tests; a cold benchmark build)."""
     _DECODED.clear()
+
+
+def decoded_cache_forget(*, message_ids: Iterable[int]) -> int:
+    """Drop this process's decoded entries of the selected account's messages (forget, erase, a
+    mask): nothing would be served from them (their rows are gone or rewritten), but their words
+    need not wait in memory for the LRU to push them out. Other processes' entries age out."""
+    from qiwei_site.platform.tenancy import current_account
+
+    return _DECODED.forget(current_account(), set(message_ids))
 
 
 def _candidate_document(

@@ -8,7 +8,8 @@ replaced (rule: `memory.governance.scrub.Quotes`).
 
 from __future__ import annotations
 
-from conversations.models import AuditAction, Customer
+from conversations.models import AuditAction, Customer, Message
+from memory.context.recall import decoded_cache_forget
 from memory.governance.scrub import (
     Quotes,
     audit_scrub,
@@ -36,7 +37,9 @@ def customer_erase(*, customer: Customer, actor: Actor, reason: str) -> dict[str
         # Every word kept about the customer, read before it goes: the audit rows that stay must not quote it.
         quotes = Quotes(customer_texts(customer))
         audit_scrub(conversation_id, quotes)
+        message_ids = list(Message.objects.filter(customer_id=customer_pk).values_list("pk", flat=True))
         _total, per_model = Customer.objects.filter(pk=customer_pk).delete()
+        decoded_cache_forget(message_ids=message_ids)
         counts = {label: n for label, n in per_model.items() if n}
         history_rows = 0
         # Deleting wrote "-" history rows too; remove every past version of the customer's data.

@@ -19,6 +19,7 @@ from typing import Any
 
 from conversations.models import AuditAction, Delivery, Draft, Message, MessageDirection, MessageSecret
 from conversations.received import received_text
+from memory.context.recall import decoded_cache_forget
 from memory.governance.scrub import (
     FORGOTTEN_MARK,
     WHOLE_MIN_CHARS,
@@ -203,6 +204,7 @@ def message_forget(*, message: Message, actor: Actor, reason: str) -> dict[str, 
         drafts_scrubbed = drafts_scrub_for_message(customer=customer, message_id=message_id, words=words)
         sealed = MessageSecret.objects.filter(message_id=message_id).exists()
         Message.objects.filter(pk=message_id).delete()
+        decoded_cache_forget(message_ids=[message_id])
         search_index_purge()
         reasons_scrub(customer, quotes)
         audit_record(

@@ -31,7 +31,7 @@ from conversations.models import (
     MessageSecret,
 )
 from memory.capture.ingest import ANNOUNCEMENT_WINDOW
-from memory.context.recall import recall_features_store
+from memory.context.recall import decoded_cache_forget, recall_features_store
 from memory.governance.scrub import column_rewrite, prompt_redact, search_index_purge, secure_delete_on, wal_truncate
 from memory.models import MemoryItem, MessageReading
 from qiwei_site.platform.audit import audit_record
@@ -149,6 +149,7 @@ def _seal_batch(found: list[tuple[int, int, str, str, tuple[str, ...]]], actor: 
             masked_messages.append(Message(pk=pk, text=masked))
             per_customer[customer_id].append((pk, categories))
         recall_features_store(messages=masked_messages)
+        decoded_cache_forget(message_ids=[message.pk for message in masked_messages])
         # A reading kept before the gate knew this shape may hold the secret in a value or clause:
         # it goes, and the message is read again when next needed (issue 36, item 9).
         MessageReading.objects.filter(message_id__in=[message.pk for message in masked_messages]).delete()

@@ -112,6 +112,19 @@ def test_recall_from_rows_never_recalls_a_forgotten_message_from_the_cache(histo
     assert history[2].pk not in recalled_ids("顶楼的就别推荐了", customer)
 
 
+def test_forgetting_a_message_drops_its_decoded_entry_from_this_process(history, staff_user):
+    customer = history[0].customer
+    # Given every candidate decoded and cached
+    recalled_ids("顶楼的就别推荐了", customer)
+    cached = {key[1] for key in recall_module._DECODED._entries}
+    assert history[2].pk in cached
+    # When the message is forgotten
+    message_forget(message=history[2], actor=staff_user, reason="客户要求删除")
+    # Then its words no longer wait in this process's memory for the LRU; the others stay
+    cached = {key[1] for key in recall_module._DECODED._entries}
+    assert history[2].pk not in cached and history[0].pk in cached
+
+
 def test_recall_from_rows_serves_a_masked_message_with_its_new_features(history, staff_user, decoded):
     customer, phone = history[0].customer, history[3]
     # Given a message recalled by the number it holds (and so cached)
