@@ -110,6 +110,7 @@ INSTALLED_APPS = [
     "sessions_epoch",
     "qiwei_site.workbench",
     "qiwei_site.operations",
+    "qiwei_site.apps.ShellConfig",  # loads the Celery app (qiwei_site/__init__.py imports nothing)
 ]
 
 MIDDLEWARE = [
