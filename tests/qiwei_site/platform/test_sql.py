@@ -8,6 +8,7 @@ import datetime as dt
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import models
 from rest_framework.authtoken.models import Token
 
 from qiwei_site.platform.models import WeComAccount
@@ -70,3 +71,28 @@ def test_sql_account_access_equals_its_orm_twin(account):
     answers = [account_access(*case[:2], superuser=case[2]) for case in cases]
     assert answers == [_account_access_orm(*case[:2], superuser=case[2]) for case in cases]
     assert answers == [True, True, False, False, False, False, False, True, False, False, False, False]
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        models.DateField(),
+        models.DecimalField(max_digits=8, decimal_places=2),
+        models.UUIDField(),
+        "TimeField",
+    ],
+    ids=["date", "decimal", "uuid", "time"],
+)
+def test_sql_statement_refuses_a_column_kind_it_does_not_convert(db, field):
+    # Given a hand-written statement reading a kind the converter has no rule for (issue 39, item 7:
+    # on SQLite a date or a decimal would come back as text without a word)
+    from django.db import connection
+
+    from qiwei_site.platform.sql import Statement
+
+    statement = Statement("SELECT 1", [field])
+    # When its rows are read
+    with pytest.raises(TypeError, match="does not convert"):
+        statement._converters_for(connection)
+    # Then it is refused at once, naming the kind; the kinds it converts or passes still work
+    assert Statement("SELECT 1", ["DateTimeField", "BooleanField", "CharField", None])._converters_for(connection)
