@@ -34,6 +34,7 @@ from memory.context.builder import (
     BuiltContext,
     context_cache_clear,
 )
+from memory.context.builder import build as build_module
 from memory.governance.services import memory_item_add, memory_item_forget
 from memory.models import MemoryCreatedBy, MemoryItem, MemorySnapshot, MemoryType
 from memory.snapshots import snapshot_refresh
@@ -436,16 +437,16 @@ def test_build_cache_stays_within_its_byte_budget(customer_factory_pair, setting
     first_customer, second_customer = customer_factory_pair
     context_cache_clear()
     build(first_customer)
-    one_answer = builder_module._ANSWERS._bytes
+    one_answer = build_module._ANSWERS._bytes
     settings.QIWEI_AGENT_CONTEXT_CACHE_BYTES = one_answer * 3 // 2
     context_cache_clear()
     # When two customers' contexts are built in turn
     build(first_customer)
     build(second_customer)
     # Then the older answer made room for the newer one
-    cached_customers = [key[4] for key in builder_module._ANSWERS._entries]
+    cached_customers = [key[4] for key in build_module._ANSWERS._entries]
     assert cached_customers == [second_customer.pk]
-    assert builder_module._ANSWERS._bytes <= settings.QIWEI_AGENT_CONTEXT_CACHE_BYTES
+    assert build_module._ANSWERS._bytes <= settings.QIWEI_AGENT_CONTEXT_CACHE_BYTES
 
 
 @pytest.fixture
