@@ -181,17 +181,11 @@ def draft_create(
             draft = Draft(customer=customer)
         for name, value in fields.items():
             setattr(draft, name, value)
-        draft.full_clean()
-        stamp_history(draft, actor=actor, reason=reason)
-        draft.save()
-        replaced = _supersede(customer=customer, by=draft, actor=actor, reason=reason)
-        audit_record(
-            action=AuditAction.DRAFT_GENERATED,
-            conversation_id=customer.conversation_id,
+        _generated_save(
+            draft,
             actor=actor,
             reason=reason,
             payload={
-                "draft_id": draft.pk,
                 "client": client,
                 "session_id": session_id,
                 "confidence": draft.confidence,
@@ -199,10 +193,27 @@ def draft_create(
                 "grounded_fields": sorted(profile_updates),
                 "dropped_fields": [item["field"] for item in draft.dropped_updates],
                 "error": bool(draft.error),
-                **({"replaces": replaced} if replaced else {}),
             },
         )
     return draft
+
+
+def _generated_save(
+    draft: Draft, *, actor: Actor, reason: str, payload: dict[str, Any], replaces_always: bool = False
+) -> None:
+    """Save a draft a turn made or started (validated, its history row stamped), replace the
+    customer's failed drafts with it, and audit `draft_generated` with its id and what it replaced."""
+    draft.full_clean()
+    stamp_history(draft, actor=actor, reason=reason)
+    draft.save()
+    replaced = _supersede(customer=draft.customer, by=draft, actor=actor, reason=reason)
+    audit_record(
+        action=AuditAction.DRAFT_GENERATED,
+        conversation_id=draft.customer.conversation_id,
+        actor=actor,
+        reason=reason,
+        payload={"draft_id": draft.pk, **payload, **({"replaces": replaced} if replaced or replaces_always else {})},
+    )
 
 
 def _refuse_while_generating(customer: Customer) -> None:
@@ -238,16 +249,12 @@ def draft_generation_start(*, customer: Customer, actor: Actor, reason: str, reg
                     extra={"draft_id": answered.pk},
                 )
         draft = Draft(customer=customer, reply_to=latest, status=DraftStatus.GENERATING, requires_human=True)
-        draft.full_clean()
-        stamp_history(draft, actor=actor, reason=reason)
-        draft.save()
-        replaced = _supersede(customer=customer, by=draft, actor=actor, reason=reason)
-        audit_record(
-            action=AuditAction.DRAFT_GENERATED,
-            conversation_id=customer.conversation_id,
+        _generated_save(
+            draft,
             actor=actor,
             reason=reason,
-            payload={"draft_id": draft.pk, "generating": True, "regenerate": regenerate, "replaces": replaced},
+            payload={"generating": True, "regenerate": regenerate},
+            replaces_always=True,
         )
     return draft
 
