@@ -336,6 +336,9 @@ def draft_auto_send_blockers(draft: Draft, customer: Customer | None = None) -> 
         blockers.append("草稿内容为空")
     if draft.status != DraftStatus.PENDING:
         blockers.append(f"草稿状态为「{draft.get_status_display()}」")
+    refusal = upstream.get_gateway().send_refusal(customer.conversation_id)
+    if refusal:
+        blockers.append(f"上游不允许发送：{refusal}")
     return blockers
 
 
@@ -485,18 +488,20 @@ def draft_send(*, draft: Draft, actor: Actor, reason: str = "发送回复", auto
     if existing is not None and existing.status == DeliveryStatus.SENT:
         return existing
     draft = Draft.objects.select_related("customer").get(pk=draft.pk)
+    conversation_id = draft.customer.conversation_id
+    gateway = upstream.get_gateway()
     if existing is None or existing.status == DeliveryStatus.FAILED:
         _sendable_text(draft, auto=auto)  # refuse early, before any lock
+        refusal = gateway.send_refusal(conversation_id)
+        if refusal:
+            raise Conflict(f"无法发送：{refusal}", code="upstream_refused", extra={"draft_id": draft.pk})
     delivery, claimed = _claim(draft, auto=auto)
     if not claimed:
         return delivery
     text = delivery.text
 
-    conversation_id = draft.customer.conversation_id
     try:
-        upstream_id = upstream.get_gateway().send(
-            conversation_id=conversation_id, text=text, idempotency_key=delivery.idempotency_key
-        )
+        upstream_id = gateway.send(conversation_id=conversation_id, text=text, idempotency_key=delivery.idempotency_key)
     except upstream.UpstreamError as exc:
         detail = str(exc)
         with account_atomic():
@@ -510,7 +515,11 @@ def draft_send(*, draft: Draft, actor: Actor, reason: str = "发送回复", auto
                 reason=reason,
                 payload={"draft_id": draft.pk, "auto": auto, "error": detail[:200]},
             )
-        upstream.upstream_mark_unreachable(detail)
+        if isinstance(exc, upstream.UpstreamRefused):
+            # The upstream is up and said no to this one reply: the draft keeps the reason; the
+            # status stays online, so sending to other customers goes on.
+            raise Conflict(f"无法发送：{detail}", code=exc.code, extra={"draft_id": draft.pk}) from None
+        upstream.upstream_mark_unreachable(detail, scope=gateway.status_scope)
         raise UpstreamUnavailableError(
             f"企微上游不可用，消息未发送：{detail}。草稿已保留，可稍后重试 (upstream unavailable, nothing was sent).",
             extra={"draft_id": draft.pk},

@@ -2,7 +2,10 @@
 it at once, and the one place a reply leaves the building.
 
 `LoopbackGateway` (no `QIWEI_UPSTREAM_URL`) is always online and records sends locally;
-`HttpGateway` talks to a real gateway. When the upstream is unreachable only sending stops.
+`HttpGateway` talks to a real gateway; WeCom itself (the `wecom` app, issue 37) registers a
+resolver that answers for the accounts connected to a WeCom kf account, so this layer never imports
+it. When the upstream is unreachable only sending stops; when it refuses one reply (WeCom's 48-hour
+window, its 5-message quota) only that reply stops, and the draft says why.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from django.conf import settings
 from django.core.cache import caches
 from django.utils import timezone
 
+from qiwei_site.platform.tenancy import current_account
+
 PROBE_TIMEOUT_CAP_SECONDS = 2.5
 SEND_TIMEOUT_SECONDS = 10.0
 STATUS_CACHE_ALIAS = "shared"
@@ -33,6 +38,15 @@ STATUS_STALE_AFTER_SECONDS = 120
 
 class UpstreamError(Exception):
     """The upstream could not be reached or refused; the message is shown to people (Chinese)."""
+
+
+class UpstreamRefused(UpstreamError):
+    """The upstream is up but will not deliver this reply (outside WeCom's 48-hour window, past its
+    5-message quota, a customer it does not know): the draft says why; sending to others goes on."""
+
+    def __init__(self, message: str, *, code: str = "upstream_refused") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 @dataclass(frozen=True)
@@ -72,6 +86,14 @@ class UpstreamStatus:
 
 class UpstreamGateway(ABC):
     name = ""
+    # Whose status this gateway reports: "" for the one shared upstream, an account id for an
+    # account's own (its WeCom kf connection).
+    status_scope = ""
+
+    def send_refusal(self, conversation_id: str) -> str | None:
+        """Why a reply to this conversation cannot be sent now (Chinese), known before trying; None:
+        nothing known against it. Checked before a send and by the auto-send gate."""
+        return None
 
     @abstractmethod
     def probe(self, timeout: float) -> UpstreamStatus:
@@ -225,9 +247,34 @@ class HttpGateway(UpstreamGateway):
         return str(upstream_id or "")[:100]
 
 
-def get_gateway() -> UpstreamGateway:
+GatewayResolver = Callable[[str | None], "UpstreamGateway | None"]
+_resolvers: list[GatewayResolver] = []
+
+
+def gateway_resolver_register(resolver: GatewayResolver) -> None:
+    """An app that is an upstream of its own (WeCom) answers for the accounts it serves; called from
+    its AppConfig.ready, so this layer never imports it."""
+    if resolver not in _resolvers:
+        _resolvers.append(resolver)
+
+
+def default_gateway() -> UpstreamGateway:
+    """The shared upstream: `QIWEI_UPSTREAM` (loopback or http), or by `QIWEI_UPSTREAM_URL` alone."""
     url = settings.QIWEI_UPSTREAM_URL
-    return HttpGateway(url) if url else LoopbackGateway()
+    if settings.QIWEI_UPSTREAM == "loopback" or not url:
+        return LoopbackGateway()
+    return HttpGateway(url)
+
+
+def get_gateway(account_id: str | None = None) -> UpstreamGateway:
+    """The upstream of `account_id` (default: the selected account, if any)."""
+    if account_id is None:
+        account_id = current_account()
+    for resolver in _resolvers:
+        gateway = resolver(account_id)
+        if gateway is not None:
+            return gateway
+    return default_gateway()
 
 
 # --- the cached status ------------------------------------------------------------------------
@@ -237,10 +284,16 @@ def _cache() -> Any:
     return caches[STATUS_CACHE_ALIAS]
 
 
-def upstream_status_cached() -> UpstreamStatus | None:
-    """The last probed status, shared by web and worker processes; never probes."""
+def _status_key(scope: str) -> str:
+    return f"{STATUS_CACHE_KEY}:{scope}" if scope else STATUS_CACHE_KEY
+
+
+def upstream_status_cached(account_id: str | None = None) -> UpstreamStatus | None:
+    """The last probed status of `account_id`'s upstream (the shared one when it has none of its
+    own), shared by web and worker processes; never probes."""
     try:
-        data = _cache().get(STATUS_CACHE_KEY)
+        scope = get_gateway(account_id).status_scope if account_id else ""
+        data = _cache().get(_status_key(scope))
     except Exception:  # a broken cache must not break the fast path
         return None
     if not isinstance(data, dict):
@@ -251,22 +304,25 @@ def upstream_status_cached() -> UpstreamStatus | None:
         return None
 
 
-def upstream_status_store(status: UpstreamStatus) -> None:
-    _cache().set(STATUS_CACHE_KEY, status.as_dict(), timeout=None)
+def upstream_status_store(status: UpstreamStatus, scope: str = "") -> None:
+    _cache().set(_status_key(scope), status.as_dict(), timeout=None)
 
 
-def upstream_status_refresh(*, gateway: UpstreamGateway | None = None) -> UpstreamStatus:
+def upstream_status_refresh(*, gateway: UpstreamGateway | None = None, account_id: str | None = None) -> UpstreamStatus:
     """Probe (within QIWEI_UPSTREAM_PROBE_TIMEOUT_SECONDS, ≤ 2.5 s) and cache the answer."""
-    gateway = gateway or get_gateway()
+    gateway = gateway or (get_gateway(account_id) if account_id else default_gateway())
     timeout = min(settings.QIWEI_UPSTREAM_PROBE_TIMEOUT_SECONDS, PROBE_TIMEOUT_CAP_SECONDS)
     status = gateway.probe(timeout)
-    upstream_status_store(status)
+    upstream_status_store(status, gateway.status_scope)
     return status
 
 
-def upstream_mark_unreachable(detail: str) -> None:
+def upstream_mark_unreachable(detail: str, *, scope: str = "") -> None:
     """A failed send is news about the upstream: record it so the Workbench disables sending at once."""
-    previous = upstream_status_cached()
+    try:
+        previous = UpstreamStatus.from_dict(_cache().get(_status_key(scope)) or {})
+    except (TypeError, ValueError):
+        previous = None
     upstream_status_store(
         UpstreamStatus(
             online=False,
@@ -274,5 +330,6 @@ def upstream_mark_unreachable(detail: str) -> None:
             subscription=previous.subscription if previous else None,
             checked_at=timezone.now(),
             detail=detail[:200],
-        )
+        ),
+        scope,
     )

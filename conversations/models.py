@@ -64,6 +64,11 @@ class Customer(TimeStampedModel):
     )
     auto_send_whitelisted = models.BooleanField(_("自动发送白名单"), default=False)
     last_message_at = models.DateTimeField(_("最近消息时间"), null=True, blank=True, db_index=True)
+    # From the upstream, not from what the customer said (issue 37): WeCom's nickname goes to
+    # display_name, its avatar here; the kf account (open_kfid) the customer last wrote to is where
+    # a reply must leave from.
+    avatar_url = models.URLField(_("头像"), max_length=500, blank=True)
+    upstream_channel = models.CharField(_("企微客服账号 (open_kfid)"), max_length=64, blank=True)
     history = account_history()
 
     class Meta:

@@ -10,10 +10,12 @@ from django.db import models
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from conversations.gateway import get_gateway
 from conversations.models import (
     Alert,
     Delivery,
     Draft,
+    DraftStatus,
     Recommendation,
     RecommendationFeedback,
     RecommendationStatus,
@@ -68,6 +70,9 @@ class DraftOutputSerializer(serializers.ModelSerializer):
     )
     delivery = serializers.SerializerMethodField()
     prompt_available = serializers.SerializerMethodField(help_text="是否保存了模型收到的提示词（见 …/prompt/）")
+    send_blocked_reason = serializers.SerializerMethodField(
+        help_text="上游此刻不允许发送这条回复的原因（如企业微信的 48 小时、5 条限制）；可发送时为 null"
+    )
 
     def get_context_trace(self, draft: Draft) -> dict[str, Any]:
         """The trace without the model's raw error words (`model.error_detail`, which may echo the
@@ -100,6 +105,7 @@ class DraftOutputSerializer(serializers.ModelSerializer):
             "context_trace",
             "delivery",
             "prompt_available",
+            "send_blocked_reason",
             "reviewed_at",
             "created_at",
             "updated_at",
@@ -109,6 +115,17 @@ class DraftOutputSerializer(serializers.ModelSerializer):
         # Lists annotate it (the prompt itself is deferred there); a single draft has its prompt.
         annotated = getattr(obj, "has_prompt", None)
         return bool(annotated) if annotated is not None else bool(obj.prompt)
+
+    def get_send_blocked_reason(self, obj: Draft) -> str | None:
+        """Known before trying: only for a draft that could still be sent; one answer per customer
+        per serialization (a list of drafts asks the upstream once per customer)."""
+        if obj.status not in (DraftStatus.PENDING, DraftStatus.APPROVED):
+            return None
+        answers = self.context.setdefault("_send_refusals", {}) if isinstance(self.context, dict) else {}
+        conversation_id = obj.customer.conversation_id
+        if conversation_id not in answers:
+            answers[conversation_id] = get_gateway().send_refusal(conversation_id)
+        return answers[conversation_id]
 
     @extend_schema_field(DeliveryOutputSerializer(allow_null=True))
     def get_delivery(self, obj: Draft) -> dict[str, Any] | None:

@@ -59,6 +59,38 @@ def customer_update(*, customer: Customer, changes: dict[str, Any], actor: Actor
     return current
 
 
+def customer_upstream_profile_update(
+    *, customer: Customer, display_name: str, avatar_url: str, actor: Actor, reason: str
+) -> Customer:
+    """The nickname and avatar the upstream (WeCom's `kf/customer/batchget`) keeps for a customer:
+    the customer record, never memory. A name staff already gave is kept; an empty value changes nothing."""
+    with account_atomic():
+        current = Customer.objects.select_for_update().get(pk=customer.pk)
+        changed: list[str] = []
+        if display_name and not current.display_name:
+            current.display_name = display_name
+            changed.append("display_name")
+        if avatar_url and avatar_url != current.avatar_url:
+            current.avatar_url = avatar_url
+            changed.append("avatar_url")
+        if not changed:
+            return current
+        try:
+            current.full_clean(exclude=["conversation_id"])
+        except DjangoValidationError as exc:
+            raise ValidationFailed("; ".join(exc.messages)) from None
+        stamp_history(current, actor=actor, reason=reason)
+        current.save(update_fields=[*changed, "updated_at"])
+        audit_record(
+            action=AuditAction.CUSTOMER_UPSTREAM_PROFILE,
+            conversation_id=current.conversation_id,
+            actor=actor,
+            reason=reason,
+            payload={"fields": changed},  # personal data: that it changed, not what it became
+        )
+    return current
+
+
 CUSTOMER_CREATE_ATTEMPTS = 3
 
 

@@ -21,5 +21,6 @@ urlpatterns = [
     path("api/", include("conversations.urls_global")),
     path("api/", include("sessions_epoch.urls_global")),
     path("api/accounts/<str:account_id>/", include(account_api)),
+    path("", include("wecom.urls")),
     path("", include("qiwei_site.workbench.urls")),
 ]

@@ -84,6 +84,10 @@ REGISTRY_PAYLOAD_LABELS = {
     "is_active": "启用",
     "user_id": "用户",
     "registry_rows": "删除的登记记录",
+    "corp_id": "企业 ID",
+    "open_kfids": "客服账号",
+    "upstream": "上游",
+    "changed": "修改的项",
 }
 
 
@@ -101,8 +105,10 @@ def registry_payload_html(payload: dict[str, Any]) -> SafeString:
             )
         elif isinstance(value, bool):
             shown = format_html("{}", "是" if value else "否")
-        elif value is None or value == "":
+        elif value is None or value == "" or value == []:
             shown = format_html("{}", "无")
+        elif isinstance(value, list):
+            shown = format_html("{}", "、".join(str(part) for part in value))
         else:
             shown = format_html("{}", value)
         rows.append((REGISTRY_PAYLOAD_LABELS.get(key, key), shown))

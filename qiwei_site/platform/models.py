@@ -135,6 +135,9 @@ class AuditAction(models.TextChoices):
     RECOMMENDATION_UPDATED = "recommendation_updated", _("修改推荐")
     RECOMMENDATION_RESOLVED = "recommendation_resolved", _("结束推荐")
     RECOMMENDATION_FEEDBACK_RECORDED = "recommendation_feedback_recorded", _("记录推荐反馈")
+    WECOM_CONNECTED = "wecom_connected", _("连接企业微信客服")
+    WECOM_DISCONNECTED = "wecom_disconnected", _("断开企业微信客服")
+    CUSTOMER_UPSTREAM_PROFILE = "customer_upstream_profile", _("从企业微信更新客户昵称头像")
 
 
 class AuditRecord(models.Model):

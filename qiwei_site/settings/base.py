@@ -76,6 +76,17 @@ QIWEI_READYZ_MIN_FREE_MB = env_int("QIWEI_READYZ_MIN_FREE_MB", 64, 0, 10**9)
 
 # --- Upstream WeCom gateway (spec §9) ---------------------------------------------------
 QIWEI_UPSTREAM_URL = env_str("QIWEI_UPSTREAM_URL", "")
+# Which upstream every account uses: "auto" (the HTTP gateway when QIWEI_UPSTREAM_URL is set, else
+# the loopback), "loopback", "http", or "wecom" (each account through its own WeCom kf connection,
+# issue 37; an account connected with `wecom_connect` uses WeCom whatever this says).
+QIWEI_UPSTREAM = env_choice("QIWEI_UPSTREAM", "auto", ("auto", "loopback", "http", "wecom"))
+if QIWEI_UPSTREAM == "http" and not QIWEI_UPSTREAM_URL:
+    from qiwei_site.conf import ConfigError
+
+    raise ConfigError("QIWEI_UPSTREAM=http needs QIWEI_UPSTREAM_URL (the gateway's address).")
+# WeCom's API (the stand-in's address in tests and the demo: `manage.py wecom_standin`).
+QIWEI_WECOM_API_BASE = env_str("QIWEI_WECOM_API_BASE", "https://qyapi.weixin.qq.com")
+QIWEI_WECOM_TIMEOUT_SECONDS = env_float("QIWEI_WECOM_TIMEOUT_SECONDS", 5.0, 0.5, 30.0)
 QIWEI_UPSTREAM_PROBE_TIMEOUT_SECONDS = env_float("QIWEI_UPSTREAM_PROBE_TIMEOUT_SECONDS", 2.5, 0.1, 2.5)
 
 # --- Caches: `shared` is seen by every web and worker process (the upstream status lives there).
@@ -108,6 +119,7 @@ INSTALLED_APPS = [
     "knowledge",
     "memory",
     "sessions_epoch",
+    "wecom",
     "qiwei_site.workbench",
     "qiwei_site.operations",
     "qiwei_site.apps.ShellConfig",  # loads the Celery app (qiwei_site/__init__.py imports nothing)
@@ -297,6 +309,11 @@ CELERY_BEAT_SCHEDULE: dict = {
     "storage-scrub": {"task": "memory.tasks.storage_scrub_all", "schedule": 60.0},
     "context-read-purge": {"task": "memory.tasks.context_reads_purge_all", "schedule": 3600.0},
     "upstream-status": {"task": "conversations.tasks.upstream_status_refresh", "schedule": 30.0},
+    # WeCom (issue 37): each connected account's status, and a pull from the cursor that catches up
+    # whatever a missed callback left behind.
+    "wecom-status": {"task": "wecom.tasks.wecom_status_refresh_all", "schedule": 30.0},
+    "wecom-catch-up": {"task": "wecom.tasks.wecom_catch_up_all", "schedule": 60.0},
+    "wecom-callbacks-prune": {"task": "wecom.tasks.wecom_callbacks_prune", "schedule": 3600.0},
     "knowledge-reindex": {"task": "knowledge.tasks.knowledge_reindex", "schedule": 60.0},
     "audit-anchor": {
         "task": "qiwei_site.operations.tasks.audit_anchor_all",
@@ -312,7 +329,11 @@ LOGGING = {
     },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("DJANGO_LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        # At DEBUG urllib3 logs each request's URL, and WeCom's gettoken carries the secret in it.
+        "urllib3.connectionpool": {"level": "WARNING"},
+    },
 }
 
 # --- API input limits (issue 11) ----------------------------------------------------------

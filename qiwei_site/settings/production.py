@@ -23,5 +23,5 @@ LOGGING = {
     "formatters": {"json": {"()": "qiwei_site.logging.JsonFormatter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json"}},
     "root": {"handlers": ["console"], "level": os.environ.get("DJANGO_LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {"django.db.backends": {"level": "WARNING"}, "urllib3.connectionpool": {"level": "WARNING"}},
 }

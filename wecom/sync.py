@@ -1,0 +1,278 @@
+"""Messages in from WeCom (issue 37): `kf/sync_msg` from the cursor stored per `open_kfid` until
+`has_more` is 0. Each page is ingested like any message (idempotent by msgid, masked, sealed,
+captured) and only then is the cursor advanced, so a crash between the two replays a page and never
+skips one. Customer text (origin 3) is inbound; the agent's messages from WeCom's own app (origin 5)
+outbound; events (origin 4) system lines; anything that is not text is a typed placeholder with
+what WeCom gave, stored as a system line so nothing reads it as the customer's words."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import F, Q
+from django.utils import timezone
+
+from conversations.models import Customer, MessageDirection
+from conversations.services import customer_upstream_profile_update
+from memory.capture.ingest import MAX_BATCH, MAX_TEXT_CHARS, messages_ingest
+from qiwei_site.platform.errors import NotFound
+from qiwei_site.platform.history import Actor
+from qiwei_site.platform.tenancy import use_account
+from wecom.client import WeComClient
+from wecom.gateway import CUSTOMER_PLACEHOLDER_SENDER
+from wecom.models import WeComCursor
+from wecom.selectors import connection_get, credentials_of
+
+logger = logging.getLogger(__name__)
+
+SYNC_ACTOR = "wecom"
+SYNC_REASON = "企业微信客服消息"
+LEASE_SECONDS = 300
+PAGE_LIMIT = 1000
+ORIGIN_CUSTOMER, ORIGIN_EVENT, ORIGIN_SERVICER = 3, 4, 5
+_UNPRINTABLE = re.compile(r"[\x00\ud800-\udfff]")
+
+# What a message that is not words is called in the thread: (label, the fields of WeCom's object shown).
+PLACEHOLDERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "image": ("图片", ()),
+    "voice": ("语音", ()),
+    "video": ("视频", ()),
+    "file": ("文件", ("file_name",)),
+    "location": ("位置", ("name", "address", "latitude", "longitude")),
+    "link": ("链接", ("title", "desc", "url")),
+    "miniprogram": ("小程序", ("title", "appid", "pagepath")),
+    "business_card": ("名片", ("userid",)),
+    "msgmenu": ("菜单消息", ("head_content",)),
+    "channels_shop_product": ("视频号商品", ("title", "sales_price")),
+    "channels_shop_order": ("视频号订单", ("order_id", "product_titles")),
+    "channels": ("视频号", ("nickname", "title")),
+    "merged_msg": ("聊天记录", ("title",)),
+    "note": ("笔记", ()),
+}
+EVENT_LABELS = {
+    "enter_session": "客户进入会话",
+    "msg_send_fail": "消息发送失败",
+    "servicer_status_change": "接待人员状态变更",
+    "session_status_change": "会话状态变更",
+    "user_recall_msg": "客户撤回了一条消息",
+    "servicer_recall_msg": "接待人员撤回了一条消息",
+    "reject_customer_msg_switch_change": "拒收客户消息开关变更",
+}
+
+
+@dataclass
+class SyncResult:
+    pages: int = 0
+    fetched: int = 0
+    stored: int = 0
+    duplicates: int = 0
+    skipped: int = 0  # events that name no customer
+    busy: bool = False  # another worker holds this open_kfid's sync; it will run once more for us
+
+
+def _clean_text(text: Any) -> str:
+    value = text if isinstance(text, str) else ""
+    return _UNPRINTABLE.sub("\ufffd", value)[:MAX_TEXT_CHARS].strip()
+
+
+def _sent_at(raw: Any, now: dt.datetime) -> dt.datetime:
+    try:
+        sent = dt.datetime.fromtimestamp(int(raw), tz=dt.UTC)
+    except (TypeError, ValueError, OverflowError, OSError):
+        return now
+    return min(sent, now)  # WeCom's clock ahead of ours must not put a message in the future
+
+
+def placeholder_text(msgtype: str, body: Any, *, who: str) -> str:
+    label, fields = PLACEHOLDERS.get(msgtype, (msgtype or "未知类型", ()))
+    detail = body if isinstance(body, dict) else {}
+    parts = [f"{detail[name]}" for name in fields if detail.get(name) not in (None, "", [])]
+    shown = "，".join(_clean_text(part)[:300] for part in parts)
+    return f"〔{who}发来{label}{'：' + shown if shown else ''}〕"
+
+
+def message_for(raw: dict[str, Any], now: dt.datetime) -> tuple[str, dict[str, Any]] | None:
+    """(the customer's external_userid, the message as ingest takes it), or None for what names no
+    customer."""
+    msgid = raw.get("msgid")
+    if not isinstance(msgid, str) or not msgid:
+        return None
+    origin = raw.get("origin")
+    raw_type = raw.get("msgtype")
+    msgtype: str = raw_type if isinstance(raw_type, str) else ""
+    body = raw.get(msgtype) if msgtype else None
+    sent_at = _sent_at(raw.get("send_time"), now)
+    external_userid = raw.get("external_userid")
+    if origin == ORIGIN_EVENT or msgtype == "event":
+        event = body if isinstance(body, dict) else {}
+        external_userid = event.get("external_userid") or external_userid
+        if not isinstance(external_userid, str) or not external_userid:
+            return None
+        kind = str(event.get("event_type") or "")
+        text = f"〔企业微信事件：{EVENT_LABELS.get(kind, kind or '未知事件')}〕"
+        return external_userid, {
+            "external_id": msgid,
+            "direction": MessageDirection.SYSTEM,
+            "sender": "企业微信",
+            "text": text,
+            "sent_at": sent_at,
+        }
+    if not isinstance(external_userid, str) or not external_userid:
+        return None
+    content = _clean_text(body.get("content")) if msgtype == "text" and isinstance(body, dict) else ""
+    menu_click = msgtype == "text" and isinstance(body, dict) and bool(body.get("menu_id"))
+    if origin == ORIGIN_SERVICER:
+        raw_servicer = raw.get("servicer_userid")
+        servicer: str = raw_servicer if isinstance(raw_servicer, str) else ""
+        if content:
+            return external_userid, {
+                "external_id": msgid,
+                "direction": MessageDirection.OUTBOUND,
+                "sender": servicer[:100],
+                "text": content,
+                "sent_at": sent_at,
+            }
+        text = placeholder_text(msgtype, body, who="客服")
+        return external_userid, {
+            "external_id": msgid,
+            "direction": MessageDirection.SYSTEM,
+            "sender": servicer[:100],
+            "text": text,
+            "sent_at": sent_at,
+        }
+    if content and not menu_click:
+        return external_userid, {
+            "external_id": msgid,
+            "direction": MessageDirection.INBOUND,
+            "sender": "",
+            "text": content,
+            "sent_at": sent_at,
+        }
+    text = f"〔客户点击菜单：{content}〕" if menu_click and content else placeholder_text(msgtype, body, who="客户")
+    return external_userid, {
+        "external_id": msgid,
+        "direction": MessageDirection.SYSTEM,
+        "sender": CUSTOMER_PLACEHOLDER_SENDER,
+        "text": text,
+        "sent_at": sent_at,
+    }
+
+
+def _lease(row: WeComCursor) -> bool:
+    """Take the open_kfid's sync lease (a conditional UPDATE: one winner on SQLite and PostgreSQL);
+    a loser marks `rerun` so the holder pulls once more for it."""
+    now = timezone.now()
+    taken = (
+        WeComCursor.objects.filter(pk=row.pk)
+        .filter(Q(leased_until__isnull=True) | Q(leased_until__lt=now))
+        .update(leased_until=now + dt.timedelta(seconds=LEASE_SECONDS), rerun=False)
+    )
+    if not taken:
+        WeComCursor.objects.filter(pk=row.pk).update(rerun=True)
+    return bool(taken)
+
+
+def _release(row: WeComCursor) -> bool:
+    """Let the lease go unless a sync asked for one more pull meanwhile (then True: pull again)."""
+    if WeComCursor.objects.filter(pk=row.pk, rerun=True).update(rerun=False):
+        WeComCursor.objects.filter(pk=row.pk).update(leased_until=timezone.now() + dt.timedelta(seconds=LEASE_SECONDS))
+        return True
+    WeComCursor.objects.filter(pk=row.pk).update(leased_until=None)
+    return False
+
+
+def _ingest_page(messages: list[dict[str, Any]], *, open_kfid: str, client: WeComClient, result: SyncResult) -> None:
+    now = timezone.now()
+    by_customer: dict[str, list[dict[str, Any]]] = {}
+    for raw in messages:
+        mapped = message_for(raw, now) if isinstance(raw, dict) else None
+        if mapped is None:
+            result.skipped += 1
+            continue
+        by_customer.setdefault(mapped[0], []).append(mapped[1])
+    fresh_customers: list[Customer] = []
+    for external_userid, batch in by_customer.items():
+        for start in range(0, len(batch), MAX_BATCH):
+            ingested = messages_ingest(
+                conversation_id=external_userid,
+                messages=batch[start : start + MAX_BATCH],
+                actor=SYNC_ACTOR,
+                reason=SYNC_REASON,
+            )
+            result.stored += len(ingested.created)
+            result.duplicates += len(ingested.duplicates)
+        customer = ingested.customer
+        if customer.upstream_channel != open_kfid:
+            Customer.objects.filter(pk=customer.pk).update(upstream_channel=open_kfid)
+            customer.upstream_channel = open_kfid
+        if not customer.avatar_url:
+            fresh_customers.append(customer)
+    _profiles_refresh(fresh_customers, client)
+
+
+def _profiles_refresh(customers: list[Customer], client: WeComClient) -> None:
+    """Nickname and avatar from `kf/customer/batchget` for customers we have none for: the profile
+    the upstream keeps, never memory. A failure here costs the nickname, never the messages."""
+    if not customers:
+        return
+    try:
+        found = {c.get("external_userid"): c for c in client.customers([c.conversation_id for c in customers])}
+    except Exception as exc:  # the messages are stored; the nickname can wait for the next message
+        logger.warning("wecom: customer profiles not refreshed (%s)", exc.__class__.__name__)
+        return
+    for customer in customers:
+        data = found.get(customer.conversation_id)
+        if not data:
+            continue
+        customer_upstream_profile_update(
+            customer=customer,
+            display_name=_clean_text(data.get("nickname"))[:100],
+            avatar_url=str(data.get("avatar") or "")[:500],
+            actor=SYNC_ACTOR,
+            reason="企业微信客服资料",
+        )
+
+
+def wecom_sync(
+    *, account_id: str, open_kfid: str, token: str = "", client: WeComClient | None = None, actor: Actor = SYNC_ACTOR
+) -> SyncResult:
+    """Pull one open_kfid's new messages into the account's store (see the module's note)."""
+    connection = connection_get(account_id)
+    if connection is None:
+        raise NotFound(f"账号 {account_id} 没有连接企业微信客服 (not connected).", code="wecom_not_connected")
+    client = client or WeComClient(credentials_of(connection))
+    result = SyncResult()
+    row, _created = WeComCursor.objects.get_or_create(account_id=account_id, open_kfid=open_kfid)
+    if not _lease(row):
+        result.busy = True
+        return result
+    try:
+        cursor = WeComCursor.objects.get(pk=row.pk).cursor
+        while True:
+            page = client.sync_msg(open_kfid=open_kfid, cursor=cursor, token=token, limit=PAGE_LIMIT)
+            listed = page.get("msg_list")
+            messages: list[dict[str, Any]] = listed if isinstance(listed, list) else []
+            result.pages += 1
+            result.fetched += len(messages)
+            with use_account(account_id):
+                _ingest_page(messages, open_kfid=open_kfid, client=client, result=result)
+            next_cursor = page.get("next_cursor")
+            cursor = next_cursor if isinstance(next_cursor, str) and next_cursor else cursor
+            # Only now: the page's messages are committed.
+            WeComCursor.objects.filter(pk=row.pk).update(
+                cursor=cursor, synced_at=timezone.now(), messages_synced=F("messages_synced") + len(messages)
+            )
+            if page.get("has_more"):
+                continue
+            if _release(row):
+                token = ""  # the waiting callback's token was not ours
+                continue
+            break
+    except BaseException:
+        WeComCursor.objects.filter(pk=row.pk).update(leased_until=None)
+        raise
+    return result

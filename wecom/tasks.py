@@ -1,0 +1,71 @@
+"""Celery tasks of WeCom (issue 37): a callback's pull, the beat's catch-up from every cursor, each
+connected account's status probe, and pruning the callbacks already taken."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from typing import Any
+
+from celery import shared_task
+from django.utils import timezone
+
+from conversations.gateway import upstream_status_refresh
+from wecom.client import WeComApiError
+from wecom.models import WeComCallback
+from wecom.selectors import connections_active, uses_wecom
+from wecom.sync import wecom_sync
+
+logger = logging.getLogger(__name__)
+CALLBACKS_KEPT = dt.timedelta(days=1)
+
+
+@shared_task(
+    name="wecom.tasks.wecom_sync_task",
+    bind=True,
+    ignore_result=True,
+    max_retries=5,
+    acks_late=True,
+)
+def wecom_sync_task(self: Any, account_id: str, open_kfid: str, token: str = "") -> dict[str, Any]:
+    """Pull one open_kfid's new messages; a WeCom or storage failure is retried (the cursor did not
+    move past anything not stored), and the beat's catch-up covers what retries do not."""
+    try:
+        result = wecom_sync(account_id=account_id, open_kfid=open_kfid, token=token)
+    except WeComApiError as exc:
+        if exc.kind in ("transient", "unreachable", "token"):
+            raise self.retry(exc=exc, countdown=min(60, 2 ** (self.request.retries + 1))) from None
+        logger.warning("wecom sync for %s/%s refused: %s", account_id, open_kfid, exc.errcode)
+        return {"error": exc.errcode}
+    return result.__dict__
+
+
+@shared_task(name="wecom.tasks.wecom_catch_up_all", ignore_result=True)
+def wecom_catch_up_all() -> int:
+    """Queue a pull for every served open_kfid of every active connected account."""
+    queued = 0
+    for connection in connections_active():
+        if not uses_wecom(connection):
+            continue
+        for open_kfid in connection.open_kfids or []:
+            wecom_sync_task.delay(connection.account_id, open_kfid, "")
+            queued += 1
+    return queued
+
+
+@shared_task(name="wecom.tasks.wecom_status_refresh_all", ignore_result=True)
+def wecom_status_refresh_all() -> int:
+    """Each connected account's WeCom status (a token fetch, ≤ 2.5 s), where `/api/status` reads it."""
+    probed = 0
+    for connection in connections_active():
+        if not uses_wecom(connection):
+            continue
+        upstream_status_refresh(account_id=connection.account_id)
+        probed += 1
+    return probed
+
+
+@shared_task(name="wecom.tasks.wecom_callbacks_prune", ignore_result=True)
+def wecom_callbacks_prune() -> int:
+    deleted, _ = WeComCallback.objects.filter(received_at__lt=timezone.now() - CALLBACKS_KEPT).delete()
+    return deleted
