@@ -27,10 +27,13 @@ class WeComApiError(Exception):
     people (Chinese); `kind` is the errcode's kind (token, transient, window, quota, config, request)
     or "unreachable"."""
 
-    def __init__(self, message: str, *, errcode: int | None = None, kind: str = "unreachable") -> None:
+    def __init__(
+        self, message: str, *, errcode: int | None = None, kind: str = "unreachable", errmsg: str = ""
+    ) -> None:
         super().__init__(message)
         self.errcode = errcode
         self.kind = kind
+        self.errmsg = errmsg  # WeCom's own words, for telling codes apart; never shown to people
 
 
 @dataclass(frozen=True)
@@ -151,9 +154,10 @@ class WeComClient:
     def _raise_for(body: dict[str, Any]) -> None:
         code = _errcode(body)
         if code:
-            errmsg = body.get("errmsg")
+            raw = body.get("errmsg")
+            errmsg = raw if isinstance(raw, str) else ""
             raise WeComApiError(
-                errcode_message(code, errmsg if isinstance(errmsg, str) else ""), errcode=code, kind=errcode_kind(code)
+                errcode_message(code, errmsg), errcode=code, kind=errcode_kind(code), errmsg=errmsg[:200]
             )
 
 

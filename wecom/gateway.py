@@ -16,6 +16,7 @@ from conversations.gateway import UpstreamError, UpstreamGateway, UpstreamRefuse
 from conversations.models import Customer, Message, MessageDirection
 from qiwei_site.platform.sealing import SealBroken
 from wecom.client import Credentials, WeComApiError, WeComClient
+from wecom.errcodes import INVALID_PARAMETER
 from wecom.selectors import connection_get, credentials_of, uses_wecom
 
 REPLY_WINDOW = dt.timedelta(hours=48)
@@ -34,6 +35,13 @@ def send_msgid(idempotency_key: str) -> str:
     return _MSGID_UNSAFE.sub("_", idempotency_key)[:32]
 
 
+def already_sent(exc: WeComApiError) -> bool:
+    """WeCom's answer to a msgid it has already delivered for this kf account: its send_msg page
+    says a repeated msgid is an error without naming the code; it comes as the invalid-parameter
+    code (40058) naming the msgid."""
+    return exc.errcode == INVALID_PARAMETER and "msgid" in exc.errmsg.lower()
+
+
 def customer_messages(customer: Customer) -> Q:
     return Q(customer=customer) & (
         Q(direction=MessageDirection.INBOUND) | Q(direction=MessageDirection.SYSTEM, sender=CUSTOMER_PLACEHOLDER_SENDER)
@@ -43,7 +51,7 @@ def customer_messages(customer: Customer) -> Q:
 def reply_refusal(customer: Customer, *, now: dt.datetime | None = None) -> str | None:
     """Why WeCom will not take a reply to `customer` now (Chinese), or None."""
     now = now or timezone.now()
-    last = Message.objects.filter(customer_messages(customer)).order_by("-sent_at", "-id").only("sent_at").first()
+    last = Message.objects.filter(customer_messages(customer)).order_by("-sent_at", "-id").only("pk", "sent_at").first()
     if last is None:
         return "该客户还没有通过企业微信客服发来消息，企业微信不允许主动发送 (no customer message to reply to)."
     if now - last.sent_at > REPLY_WINDOW:
@@ -52,11 +60,13 @@ def reply_refusal(customer: Customer, *, now: dt.datetime | None = None) -> str 
             f"客户最后一条消息（{local}）已超过 48 小时，企业微信不允许再回复；请等客户再次来信 "
             "(outside WeCom's 48-hour reply window)."
         )
+    # Our replies stored after her message was (WeCom's send_time has whole seconds only, so a
+    # reply in the same second would look older or newer than it is by time).
     replies = Message.objects.filter(
         customer=customer,
         direction=MessageDirection.OUTBOUND,
         external_id__startswith="delivery-",
-        sent_at__gte=last.sent_at,
+        pk__gt=last.pk,
     ).count()
     if replies >= REPLIES_PER_CUSTOMER_MESSAGE:
         return (
@@ -123,6 +133,10 @@ class WeComGateway(UpstreamGateway):
                     msgid=send_msgid(idempotency_key),
                 )
             except WeComApiError as exc:
+                if already_sent(exc):
+                    # An earlier attempt of this delivery reached WeCom (its answer was lost): WeCom
+                    # refuses a msgid it has seen, so the reply is out, once.
+                    return send_msgid(idempotency_key)
                 if exc.kind == "transient" and attempt < TRANSIENT_RETRIES:
                     time.sleep(0.3 * (attempt + 1))
                     continue

@@ -118,7 +118,7 @@ def wecom_connect(
             actor=actor,
             reason=reason,
             # What changed, never a credential's value.
-            payload={"corp_id": corp_id, "open_kfids": kfids, "upstream": upstream, "changed": changed},
+            payload={"corp_id": corp_id, "open_kfids": kfids, "upstream": upstream, "fields": changed},
         )
     return connection
 

@@ -231,10 +231,14 @@ _AUDIT_KEY_LABELS = {
     "turns": "轮数",
     "chars": "字数",
     "history_rows": "历史记录",
+    "corp_id": "企业 ID",
+    "open_kfids": "客服账号",
+    "upstream": "上游",
 }
 # Values that are codes, shown as their Chinese names: safety categories, actors, memory types.
 _AUDIT_VALUE_LABELS = {
     **CATEGORY_LABELS,
+    "wecom": "企业微信客服",
     "fact": "事实",
     "preference": "偏好",
     "constraint": "排除",
@@ -317,6 +321,13 @@ _MESSAGE_CAUSE = re.compile(r"message:(\d+)")
 # The fields an edit names (`fields: ["content"]`): memory's (conversations may not import memory,
 # so by name here) and, for any other, the verbose name of a model field of that name.
 _FIELD_LABELS = {
+    "avatar_url": "头像",
+    "corp_id": "企业 ID",
+    "secret": "客服应用密钥",
+    "token": "回调令牌",
+    "aes_key": "消息加密密钥",
+    "open_kfids": "客服账号",
+    "upstream": "上游",
     "content": "内容",
     "type": "类型",
     "importance": "重要度",

@@ -87,8 +87,20 @@ REGISTRY_PAYLOAD_LABELS = {
     "corp_id": "企业 ID",
     "open_kfids": "客服账号",
     "upstream": "上游",
-    "changed": "修改的项",
+    "fields": "修改的项",
 }
+# The names a registry payload's "fields" lists (an account's WeCom connection: never the values).
+REGISTRY_FIELD_LABELS = {
+    "corp_id": "企业 ID",
+    "secret": "客服应用密钥",
+    "token": "回调令牌",
+    "aes_key": "消息加密密钥",
+    "open_kfids": "客服账号",
+    "upstream": "上游",
+    "name": "名称",
+    "is_active": "启用",
+}
+REGISTRY_VALUE_LABELS = {"wecom": "企业微信客服", "default": "按全局设置"}
 
 
 def registry_payload_html(payload: dict[str, Any]) -> SafeString:
@@ -108,7 +120,10 @@ def registry_payload_html(payload: dict[str, Any]) -> SafeString:
         elif value is None or value == "" or value == []:
             shown = format_html("{}", "无")
         elif isinstance(value, list):
-            shown = format_html("{}", "、".join(str(part) for part in value))
+            labels = REGISTRY_FIELD_LABELS if key == "fields" else {}
+            shown = format_html("{}", "、".join(labels.get(str(part), str(part)) for part in value))
+        elif isinstance(value, str) and value in REGISTRY_VALUE_LABELS:
+            shown = format_html("{}", REGISTRY_VALUE_LABELS[value])
         else:
             shown = format_html("{}", value)
         rows.append((REGISTRY_PAYLOAD_LABELS.get(key, key), shown))

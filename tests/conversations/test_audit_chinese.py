@@ -122,6 +122,14 @@ PAYLOADS: dict[str, dict] = {
     AuditAction.RECOMMENDATION_UPDATED: {"recommendation_id": 1, "fields": ["title"]},
     AuditAction.RECOMMENDATION_RESOLVED: {"recommendation_id": 1},
     AuditAction.RECOMMENDATION_FEEDBACK_RECORDED: {"recommendation_id": 1, "feedback_id": 3, "source": "customer"},
+    AuditAction.WECOM_CONNECTED: {
+        "corp_id": "ww5f3a9c1e7b2d4068",
+        "open_kfids": ["wk7a3c01"],
+        "upstream": "wecom",
+        "fields": ["corp_id", "secret", "token", "aes_key", "open_kfids"],
+    },
+    AuditAction.WECOM_DISCONNECTED: {},
+    AuditAction.CUSTOMER_UPSTREAM_PROFILE: {"fields": ["display_name", "avatar_url"]},
 }
 
 # English a supervisor may meet: names, not codes — an account's id, a user's name — and the

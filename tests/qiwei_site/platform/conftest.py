@@ -114,6 +114,21 @@ def account_rows(account, staff_user, knowledge_root) -> AccountRows:
         recommendation=recommendation, source="customer", verdict="interested", comment="想先看照片", actor=staff_user
     )
     knowledge_index()
+    # The account's WeCom 微信客服 connection and where its pull stands.
+    from wecom.models import WeComCursor
+    from wecom.services import wecom_connect
+
+    wecom_connect(
+        account_id=account.id,
+        corp_id="ww5f3a9c1e7b2d4068",
+        secret="kf-secret-Zt8qWm3Lx0Rb6Yv2Nc5Hs9Pd1Gf4Jk7A",
+        token="Qk7Tn2Wb9Xc4",
+        aes_key="abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG",
+        open_kfids=["wk7a3c01"],
+        actor=staff_user,
+        reason="接入企业微信客服",
+    )
+    WeComCursor.objects.create(account=account, open_kfid="wk7a3c01", messages_synced=12)
     Group.objects.create(name="客服主管")
     Token.objects.get_or_create(user=staff_user)
     # Sign-in records (django-axes): one failed and one successful sign-in at the Workbench.

@@ -524,15 +524,17 @@
   }
 
   // The gateway's own subscription codes in Chinese; a value the upstream invents is shown as it came.
-  var SUBSCRIPTION_LABELS = { local: "本地回环网关" };
+  var SUBSCRIPTION_LABELS = { local: "本地回环网关", "wecom-kf": "企业微信客服" };
 
   function checkStatus() {
-    return request("GET", STATUS_URL, { timeoutMs: STATUS_TIMEOUT_MS })
+    // The chosen account's own upstream (its WeCom kf connection) when it has one.
+    var url = state.account ? STATUS_URL + "&account=" + encodeURIComponent(state.account) : STATUS_URL;
+    return request("GET", url, { timeoutMs: STATUS_TIMEOUT_MS })
       .then(function (result) {
         var data = result.data || {};
         var extra = data.subscription ? "订阅：" + (SUBSCRIPTION_LABELS[data.subscription] || data.subscription) : "";
         if (data.online === true && data.logged_in !== false) setUpstream("online", "", extra);
-        else if (data.online === true) setUpstream("offline", "企微账号未登录");
+        else if (data.online === true) setUpstream("offline", data.detail || "企微账号未登录");
         else if (data.online === false) setUpstream("offline", data.detail || "上游网关不可达");
         else setUpstream("unknown", "连接状态未知");
       })
@@ -885,6 +887,16 @@
       body.push(el("p", { className: "wb-muted wb-draft-reasons", text: "理由：" + draft.reasons.join("；") }));
     }
     if (draft.error) body.push(el("p", { className: "wb-inline-error", text: draft.error }));
+    if (draft.send_blocked_reason) {
+      // Known before trying (WeCom's 48-hour window, its 5 replies per customer message): said on the card.
+      body.push(
+        el("p", {
+          className: "wb-inline-error wb-draft-blocked",
+          "data-send-blocked": String(draft.id),
+          text: "暂不能发送：" + draft.send_blocked_reason,
+        })
+      );
+    }
     var stale = generationStale(draft);
     if (draft.status === "generating") {
       body.push(
