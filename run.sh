@@ -24,6 +24,22 @@ else
 fi
 
 pids=()
+
+# QIWEI_DEMO_WECOM=1: the demo account talks to a WeCom stand-in on 127.0.0.1:4330 (WeCom's kf API,
+# signed and encrypted callbacks) instead of the loopback, so a customer's WeCom message arrives and
+# the reply leaves through kf/send_msg. Demo credentials only; a real corp is connected with
+# `manage.py wecom_connect` (README "Connecting WeCom 微信客服").
+if [ "${QIWEI_DEMO_WECOM:-0}" = 1 ]; then
+  standin_port=${QIWEI_DEMO_WECOM_PORT:-4330}
+  export QIWEI_WECOM_API_BASE="http://127.0.0.1:$standin_port"
+  demo_wecom=(--corp-id wwdemo0000000001 --token DemoToken2026 --aes-key abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG)
+  $PY manage.py wecom_connect demo "${demo_wecom[@]}" --secret demo-kf-secret --open-kfid wkdemo01 \
+    --reason "演示：连接企业微信替身" >/dev/null
+  $PY manage.py wecom_standin "${demo_wecom[@]}" --secret demo-kf-secret --open-kfid wkdemo01 \
+    --port "$standin_port" --callback-url "$base/wecom/demo/callback/" &
+  pids+=($!)
+fi
+
 stop() {
   trap - INT TERM EXIT
   echo; echo "正在停止 (stopping)…"
@@ -58,6 +74,10 @@ pids+=($!)
 for _ in $(seq 1 600); do
   if $PY -c "import urllib.request; urllib.request.urlopen('$base/healthz', timeout=1)" 2>/dev/null; then
     echo "后台已启动: $base/ （登录 $base/login/，管理后台 $base/admin/，接口文档 $base/api/docs/），按 Ctrl-C 停止"
+    if [ "${QIWEI_DEMO_WECOM:-0}" = 1 ]; then
+      echo "企业微信替身：$QIWEI_WECOM_API_BASE；让模拟客户发消息：" \
+        "$PY manage.py wecom_standin --port $standin_port --say '你好，我想租浦东的两居室' --from wmDemoCustomer01"
+    fi
     break
   fi
   if ! kill -0 "${pids[0]}" 2>/dev/null; then

@@ -92,22 +92,6 @@ def _beat_probes() -> None:
     assert wecom_status_refresh_all() == 1
 
 
-def _regenerate(page: Any, account_id: str, conversation_id: str) -> int:
-    """POST the Workbench's draft endpoint with regenerate=true, as the card's 重新生成 does."""
-    return page.evaluate(
-        """async ([account, conversation]) => {
-            const token = document.cookie.match(/csrftoken=([^;]+)/)[1];
-            const url = `/workbench/api/accounts/${account}/conversations/${conversation}/drafts/`;
-            const response = await fetch(url, {
-                method: "POST", credentials: "same-origin",
-                headers: {"X-CSRFToken": token, "Content-Type": "application/json"},
-                body: JSON.stringify({regenerate: true})});
-            return response.status;
-        }""",
-        [account_id, conversation_id],
-    )
-
-
 def _customer_answered_through_wecom(standin: WeComStandin, account: Any, staff_user: Any) -> Customer:
     """李女士 wrote on WeCom (callback → pull) and a draft answering her was sent through WeCom."""
     from conversations.drafts import draft_approve, draft_send
@@ -187,10 +171,11 @@ def test_wecom_customer_message_reply_and_48_hour_refusal_in_the_workbench(
         moved = Message.objects.filter(customer=customer).update(sent_at=long_ago)
         assert moved == 2  # her message and the reply
     standin.clock_offset = 49 * 3600
-    # and the agent asks for a new draft for her. 生成草稿 refuses (her message was answered) and
-    # names 重新生成, which the page does not offer after a sent reply (the xfail below), so the test
-    # asks the Workbench's endpoint exactly as a card's 重新生成 does; the page polls the draft in
-    assert _regenerate(page, account.id, CUSTOMER) == 202
+    # and the agent asks for a new draft for her: 生成草稿 says her message was answered already and
+    # offers 重新生成 beside the message, which the agent clicks
+    page.locator("#wb-generate-draft").click()
+    expect(page.locator("#wb-error")).to_contain_text("重新生成")
+    page.locator("#wb-error button[data-action=regenerate]").click()
     late = page.locator("#wb-drafts li[data-status='pending']")
     expect(late).to_have_count(1)
     late_id = late.get_attribute("data-draft")
@@ -229,14 +214,6 @@ def test_wecom_customer_message_reply_and_48_hour_refusal_in_the_workbench(
     print(f"WeCom → Workbench → WeCom walked in {time.perf_counter() - started:.1f} s")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "defect: after a sent reply, 生成草稿 is refused with '如需重新生成，请点“重新生成”' "
-        "(sessions_epoch/pipeline.py draft_generate), but workbench.js renderDraft offers 重新生成 only on "
-        "failed or interrupted cards, so the agent cannot follow up from the Workbench"
-    ),
-)
 def test_wecom_workbench_offers_the_regenerate_its_refusal_names(
     page: Any, browser_context: Any, live_server: Any, staff_user: Any, account: Any, connected: WeComStandin
 ) -> None:
@@ -255,7 +232,12 @@ def test_wecom_workbench_offers_the_regenerate_its_refusal_names(
 
     # Then the refusal tells them to click 重新生成, and the page has one to click
     expect(page.locator("#wb-error")).to_contain_text("请点“重新生成”")
-    expect(page.locator("button[data-action=regenerate]")).to_have_count(1, timeout=2000)
+    expect(page.locator("#wb-error button[data-action=regenerate]")).to_have_count(1, timeout=2000)
+
+    # And clicking it drafts a new reply for her, pending review
+    page.locator("#wb-error button[data-action=regenerate]").click()
+    expect(page.locator("#wb-drafts li[data-status='pending']")).to_have_count(1)
+    expect(page.locator("#wb-error")).to_be_hidden()
 
 
 def test_wecom_workbench_banner_shows_the_accounts_wecom_status(

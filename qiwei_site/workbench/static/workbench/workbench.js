@@ -208,7 +208,7 @@
     return workbenchUrl(account, "conversations/" + encodeURIComponent(conversation) + "/" + path);
   }
 
-  function showError(message) {
+  function showError(message, action) {
     var box = $("wb-error");
     if (!message) {
       box.hidden = true;
@@ -217,6 +217,19 @@
     }
     box.hidden = false;
     box.textContent = message;
+    if (action) {
+      // The way out the message names, right beside it (e.g. 重新生成 when the message was answered).
+      box.appendChild(document.createTextNode(" "));
+      box.appendChild(
+        el("button", {
+          type: "button",
+          className: "wb-button wb-button--primary",
+          "data-action": action.name,
+          text: action.label,
+          onclick: action.run,
+        })
+      );
+    }
   }
 
   function errorText(prefix, error) {
@@ -1062,7 +1075,30 @@
         return refreshAll();
       })
       .catch(function (error) {
+        if (error instanceof ApiError && error.code === "already_answered") {
+          // The latest message was answered already: say so, and offer to draft another reply anyway.
+          showError(errorText("生成草稿失败", error), { name: "regenerate", label: "重新生成", run: regenerateDraft });
+          return;
+        }
         showError(errorText("生成草稿失败", error));
+      })
+      .then(function () {
+        state.generating = false;
+        applyGenerateState();
+      });
+  }
+
+  function regenerateDraft() {
+    if (!state.conversation) return Promise.resolve();
+    state.generating = true;
+    applyGenerateState();
+    return requestGeneration(true)
+      .then(function () {
+        showError("");
+        return refreshAll();
+      })
+      .catch(function (error) {
+        showError(errorText("重新生成失败", error));
       })
       .then(function () {
         state.generating = false;
