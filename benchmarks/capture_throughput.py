@@ -146,10 +146,14 @@ class StageMeter:
         self.transaction: dict[str, int] = defaultdict(int)  # BEGIN, COMMIT, savepoints
         self.by_database: dict[str, int] = defaultdict(int)
         self._stack: list[list[Any]] = []
+        # QIWEI_BENCH_SQL=1: each statement of the last probe job, with its stage (what to cut next).
+        self.trace: list[tuple[str, str]] | None = [] if os.environ.get("QIWEI_BENCH_SQL") == "1" else None
 
     def reset(self) -> None:
         for counter in (self.seconds, self.statements, self.transaction, self.by_database):
             counter.clear()
+        if self.trace is not None:
+            self.trace.clear()
 
     def snapshot(self) -> dict[str, Any]:
         return {
@@ -219,6 +223,8 @@ class StageMeter:
                     meter.transaction[meter._stage()] += 1
                 else:
                     meter.statements[meter._stage()] += 1
+                    if meter.trace is not None:
+                        meter.trace.append((meter._stage(), " ".join(str(sql).split())[:160]))
                     meter.by_database["account" if cursor.db.alias.startswith("acct_") else cursor.db.alias] += 1
                 return original(cursor, sql, *args, **kwargs)
 
@@ -358,6 +364,10 @@ def probes(meter: StageMeter, *, hold_connection: bool) -> dict[str, Any]:
             for stage, value in meter.statements.items():
                 totals["statements"][stage] += value / PROBE_CUSTOMERS
             transaction += sum(meter.transaction.values())
+        if meter.trace is not None:
+            print(f"  SQL of probe {kind} (last customer):")
+            for stage, sql in meter.trace:
+                print(f"      [{stage}] {sql}")
         out[kind] = {
             "text": text,
             "seconds": dict(totals["seconds"]),

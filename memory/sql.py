@@ -37,6 +37,7 @@ from memory.models import (
     MemoryItem,
     MemorySnapshot,
     MemoryStatus,
+    MessageReading,
     MessageRecallFeatures,
 )
 from qiwei_site.platform.sql import Row, Statement, attnames, columns, concrete, fields, name, table
@@ -302,13 +303,16 @@ def _before(column: str) -> str:
     )
 
 
+_READING_NAMES = concrete(MessageReading)
+
 _CAPTURE_JOB = Statement(
     f"SELECT {columns(CaptureJob, _JOB_NAMES, 'j')}, {columns(Customer, _CUSTOMER_NAMES, 'c')},"
     f" {columns(Message, _MESSAGE_NAMES, 'm')}, {_before('direction')}, {_before('text')},"
-    f" x.{name(MessageSecret, 'sealed')}"
+    f" x.{name(MessageSecret, 'sealed')}, {columns(MessageReading, _READING_NAMES, 'r')}"
     f" FROM {_J} j INNER JOIN {_C} c ON c.{name(Customer, 'pk')} = j.{name(CaptureJob, 'customer')}"
     f" LEFT OUTER JOIN {_M} m ON m.{name(Message, 'pk')} = j.{name(CaptureJob, 'message')}"
     f" LEFT OUTER JOIN {table(MessageSecret)} x ON x.{name(MessageSecret, 'message')} = m.{name(Message, 'pk')}"
+    f" LEFT OUTER JOIN {table(MessageReading)} r ON r.{name(MessageReading, 'message')} = m.{name(Message, 'pk')}"
     f" WHERE j.{name(CaptureJob, 'pk')} = %s",
     [
         *fields(CaptureJob, _JOB_NAMES),
@@ -317,6 +321,7 @@ _CAPTURE_JOB = Statement(
         None,
         None,
         None,
+        *fields(MessageReading, _READING_NAMES),
     ],
 )
 
@@ -324,11 +329,13 @@ _CAPTURE_JOB = Statement(
 _JOB_ATTNAMES = attnames(CaptureJob, _JOB_NAMES)
 _CUSTOMER_ATTNAMES = attnames(Customer, _CUSTOMER_NAMES)
 _MESSAGE_ATTNAMES = attnames(Message, _MESSAGE_NAMES)
+_READING_ATTNAMES = attnames(MessageReading, _READING_NAMES)
 
 
 def capture_job(job_id: int) -> CaptureJob | None:
-    """The job with its customer, its message (with `sealed_text`, its sealed original or None) and
-    (`previous_direction`, `previous_text`) the message before that one, in one statement.
+    """The job with its customer, its message (with `sealed_text`, its sealed original or None, and
+    its kept reading, so the evidence check reads no more) and (`previous_direction`,
+    `previous_text`) the message before that one, in one statement.
     Twin: `memory.capture.selectors.capture_job_get`."""
     system = MessageDirection.SYSTEM.value
     rows = _CAPTURE_JOB.rows(system, system, job_id)
@@ -347,6 +354,11 @@ def capture_job(job_id: int) -> CaptureJob | None:
         if message.customer_id == customer.pk:
             message.customer = customer
         message.sealed_text = row[ends[2] + 2]  # type: ignore[attr-defined]  # conversations.received
+        reading_values = row[ends[2] + 3 :]
+        reading = (
+            MessageReading.from_db(alias, _READING_ATTNAMES, reading_values) if reading_values[0] is not None else None
+        )
+        Message.reading.related.set_cached_value(message, reading)  # type: ignore[attr-defined]
         job.message = message
     else:
         job.message = None

@@ -40,10 +40,10 @@ def message_previous(message: Message) -> tuple[str | None, str | None]:
 
 def capture_job_get(job_id: int) -> CaptureJob | None:
     """ORM twin of `memory.sql.capture_job` (which a job runs). The job with its customer, its
-    message and (`previous_direction`, `previous_text`) the
+    message (and its kept reading) and (`previous_direction`, `previous_text`) the
     message before that one, in one query."""
     job = (
-        CaptureJob.objects.select_related("customer", "message")
+        CaptureJob.objects.select_related("customer", "message", "message__reading")
         .annotate(
             sealed_text=F("message__secret__sealed"),
             **previous_message_fields("message__customer_id", "message__sent_at", "message_id"),
