@@ -32,20 +32,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from django.db.models import F
-
-from conversations.models import Customer, Message, MessageDirection
+from conversations.models import Customer, Message
 from memory.capture.evidence import AUTO, NOT_READ_YET, PROPOSED, message_evidence, reading_budget, value_tier
 from memory.capture.jobs import readings_job_enqueue
-from memory.capture.selectors import previous_message_fields
-from memory.capture.services import account_place_names, account_vocabulary, extract_context
+from memory.capture.readings import newest_inbound, reading_context
+from memory.capture.services import account_place_names, account_vocabulary
 from qiwei_site.reading.extract.bound import READ_LIMIT_CHARS
 from qiwei_site.reading.grounding import read_field
 from qiwei_site.reading.guard import object_refusal, value_refusal
 from qiwei_site.reading.hypotheses import sensitive, shared_topics
 
-# How far back a model's value may find its evidence: the customer's last 200 inbound messages.
-GROUNDING_WINDOW = 200
 # What one call may read afresh: one message at the reader's bound. Capture reads every message when
 # it arrives, so a request meets at most the newest one or two unread; history older than the kept
 # readings (or read by an older reader) is read by a reading job instead (`readings_refresh`).
@@ -75,39 +71,6 @@ class ProfileGrounding:
     unread_left: bool = False  # judging stopped at a message the budget left unread
 
 
-def _newest_inbound(customer: Customer) -> Any:
-    """The customer's effective inbound messages, newest first, each with its kept reading and
-    (`previous_direction`, `previous_text`) the message before it (what extraction reads beside the
-    words); read lazily."""
-    return (
-        Message.objects.filter(customer=customer, direction=MessageDirection.INBOUND, is_effective=True)
-        .select_related("reading")
-        .annotate(sealed_text=F("secret__sealed"), **previous_message_fields("customer_id", "sent_at", "id"))
-        .order_by("-sent_at", "-id")[:GROUNDING_WINDOW]
-        .iterator(chunk_size=20)
-    )
-
-
-def _context(message: Any, places: Any, vocabulary: Any) -> Any:
-    return extract_context(
-        message, previous=(message.previous_direction, message.previous_text), places=places, vocabulary=vocabulary
-    )
-
-
-def readings_refresh(*, customer: Customer) -> int:
-    """Read every message of the customer's window whose kept reading does not hold, keeping the
-    readings (what a request would otherwise have to read); returns how many were read. A reading
-    job's work (`memory.capture.jobs.readings_job_enqueue`), outside any request."""
-    places, vocabulary = account_place_names(), account_vocabulary()
-    read = 0
-    for message in _newest_inbound(customer):
-        judged = message_evidence(
-            message, customer=customer, context=_context(message, places, vocabulary), bounded=False
-        )
-        read += int(judged.fresh is not None)
-    return read
-
-
 def profile_updates_ground(*, customer: Customer, updates: dict[str, str]) -> ProfileGrounding:
     """Keep a proposed value only where the reader reads that field with an equal canonical value
     from one of the customer's own gate-passed messages; drop the rest with a reason."""
@@ -128,8 +91,8 @@ def profile_updates_ground(*, customer: Customer, updates: dict[str, str]) -> Pr
         places, vocabulary = account_place_names(), account_vocabulary()
         with reading_budget(READ_IN_REQUEST_CHARS) as budget:
             before = budget.read
-            for message in _newest_inbound(customer):
-                context = _context(message, places, vocabulary)
+            for message in newest_inbound(customer):
+                context = reading_context(message, places, vocabulary)
                 judged = message_evidence(message, customer=customer, context=context)
                 if judged.refusal == NOT_READ_YET:
                     unread_left = True  # an older message must not decide over this one

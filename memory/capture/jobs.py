@@ -25,6 +25,7 @@ from conversations.models import AlertKind, AlertLevel, AuditAction, Customer, M
 from conversations.services import alert_raise
 from memory import sql
 from memory.capture import services as capture_services
+from memory.capture.readings import readings_refresh
 from memory.items import ItemPut, MemoryWrites
 from memory.models import CaptureJob, CaptureJobStatus, MemoryCreatedBy, MemoryDirection, MemoryType
 from memory.profile import customer_profile_update
@@ -222,7 +223,6 @@ def _run_payload(job: CaptureJob, attempt: int) -> None:
 def _run_readings(job: CaptureJob, attempt: int) -> None:
     """Read the job customer's unread messages (each reading kept as it is made), then finish."""
     # Imported here: grounding queues these jobs, so it imports this module.
-    from memory.capture.grounding import readings_refresh
 
     readings_refresh(customer=job.customer)
     if not _finish(job, attempt, {}):

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from conversations.models import CustomerProfile, MessageDirection
-from memory.capture.grounding import GROUNDING_WINDOW, profile_updates_ground
+from memory.capture.grounding import profile_updates_ground
+from memory.capture.readings import GROUNDING_WINDOW
 from memory.models import MemoryItem, MemoryType
 from sessions_epoch.clients import OpenAICompatibleClient
 from sessions_epoch.pipeline import NO_EVIDENCE_IDS, draft_generate
