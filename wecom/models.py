@@ -45,6 +45,9 @@ class WeComCursor(models.Model):
     # One sync per open_kfid at a time, on every database: a lease taken by a conditional UPDATE;
     # a sync that finds it taken sets `rerun`, and the holder pulls once more before letting go.
     leased_until = models.DateTimeField(_("同步租约到期"), null=True, blank=True)
+    # host:pid of the pull holding the lease: a pull on the same host finding that process gone (a
+    # worker killed mid-pull) takes the lease at once instead of waiting for it to run out.
+    leased_by = models.CharField(_("租约持有者"), max_length=128, blank=True)
     rerun = models.BooleanField(_("需要再同步"), default=False)
 
     class Meta:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
 import re
+import socket
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +33,10 @@ logger = logging.getLogger(__name__)
 
 SYNC_ACTOR = "wecom"
 SYNC_REASON = "企业微信客服消息"
-LEASE_SECONDS = 300
+# A pull holds its kf account's lease this long and renews it with every page, so a worker killed
+# mid-pull (SIGKILL, OOM) stalls that kf account for at most this long: the next pull asked for in
+# the meantime is re-queued for when the lease runs out (`SyncResult.watch`).
+LEASE_SECONDS = 60
 PAGE_LIMIT = 1000
 ORIGIN_CUSTOMER, ORIGIN_EVENT, ORIGIN_SERVICER = 3, 4, 5
 _UNPRINTABLE = re.compile(r"[\x00\ud800-\udfff]")
@@ -72,6 +77,9 @@ class SyncResult:
     duplicates: int = 0
     skipped: int = 0  # events that name no customer
     busy: bool = False  # another worker holds this open_kfid's sync; it will run once more for us
+    # busy, and the first to find it so since the lease was taken: the caller queues one more pull
+    # for when the lease runs out (`watch_in` seconds), in case the holder died holding it.
+    watch_in: float | None = None
 
 
 def _clean_text(text: Any) -> str:
@@ -162,26 +170,64 @@ def message_for(raw: dict[str, Any], now: dt.datetime) -> tuple[str, dict[str, A
     }
 
 
-def _lease(row: WeComCursor) -> bool:
-    """Take the open_kfid's sync lease (a conditional UPDATE: one winner on SQLite and PostgreSQL);
-    a loser marks `rerun` so the holder pulls once more for it."""
-    now = timezone.now()
-    taken = (
+def _holder() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"[:128]
+
+
+def _holder_gone(holder: str) -> bool:
+    """Whether `holder` (host:pid) is a process of this host that no longer runs."""
+    host, _, pid = holder.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False  # another host's pull: only its lease's end tells
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def _take(row: WeComCursor, now: dt.datetime, *, dead: str | None = None) -> bool:
+    free = Q(leased_until__isnull=True) | Q(leased_until__lt=now)
+    if dead is not None:
+        free |= Q(leased_by=dead)
+    return bool(
         WeComCursor.objects.filter(pk=row.pk)
-        .filter(Q(leased_until__isnull=True) | Q(leased_until__lt=now))
-        .update(leased_until=now + dt.timedelta(seconds=LEASE_SECONDS), rerun=False)
+        .filter(free)
+        .update(leased_until=now + dt.timedelta(seconds=LEASE_SECONDS), leased_by=_holder(), rerun=False)
     )
-    if not taken:
-        WeComCursor.objects.filter(pk=row.pk).update(rerun=True)
-    return bool(taken)
+
+
+def _lease(row: WeComCursor) -> tuple[bool, float | None]:
+    """Take the open_kfid's sync lease (a conditional UPDATE: one winner on SQLite and PostgreSQL):
+    (taken, None); a lease whose holder on this host has died is taken over. A loser marks `rerun`
+    so the holder pulls once more for it: (False, seconds until the lease runs out) for the first
+    loser since the lease was taken (its caller queues a pull for then), else (False, None)."""
+    now = timezone.now()
+    if _take(row, now):
+        return True, None
+    holder = WeComCursor.objects.filter(pk=row.pk).values_list("leased_by", "leased_until").first()
+    if holder is not None and holder[0] and _holder_gone(holder[0]) and _take(row, now, dead=holder[0]):
+        logger.warning("wecom: took over the sync lease of a pull that died (%s)", holder[0])
+        return True, None
+    if not WeComCursor.objects.filter(pk=row.pk, rerun=False).update(rerun=True):
+        return False, None
+    until = holder[1] if holder is not None else None
+    left = (until - now).total_seconds() if until is not None else 0.0
+    return False, max(1.0, left + 1.0)
+
+
+def _renew(row: WeComCursor) -> None:
+    WeComCursor.objects.filter(pk=row.pk).update(leased_until=timezone.now() + dt.timedelta(seconds=LEASE_SECONDS))
 
 
 def _release(row: WeComCursor) -> bool:
     """Let the lease go unless a sync asked for one more pull meanwhile (then True: pull again)."""
     if WeComCursor.objects.filter(pk=row.pk, rerun=True).update(rerun=False):
-        WeComCursor.objects.filter(pk=row.pk).update(leased_until=timezone.now() + dt.timedelta(seconds=LEASE_SECONDS))
+        _renew(row)
         return True
-    WeComCursor.objects.filter(pk=row.pk).update(leased_until=None)
+    WeComCursor.objects.filter(pk=row.pk).update(leased_until=None, leased_by="")
     return False
 
 
@@ -247,8 +293,9 @@ def wecom_sync(
     client = client or WeComClient(credentials_of(connection))
     result = SyncResult()
     row, _created = WeComCursor.objects.get_or_create(account_id=account_id, open_kfid=open_kfid)
-    if not _lease(row):
-        result.busy = True
+    taken, watch_in = _lease(row)
+    if not taken:
+        result.busy, result.watch_in = True, watch_in
         return result
     try:
         cursor = WeComCursor.objects.get(pk=row.pk).cursor
@@ -267,12 +314,13 @@ def wecom_sync(
                 cursor=cursor, synced_at=timezone.now(), messages_synced=F("messages_synced") + len(messages)
             )
             if page.get("has_more"):
+                _renew(row)
                 continue
             if _release(row):
                 token = ""  # the waiting callback's token was not ours
                 continue
             break
     except BaseException:
-        WeComCursor.objects.filter(pk=row.pk).update(leased_until=None)
+        WeComCursor.objects.filter(pk=row.pk).update(leased_until=None, leased_by="")
         raise
     return result

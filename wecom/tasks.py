@@ -8,9 +8,11 @@ import logging
 from typing import Any
 
 from celery import shared_task
+from django.db import DatabaseError
 from django.utils import timezone
 
 from conversations.gateway import upstream_status_refresh
+from qiwei_site.platform.errors import ApplicationError
 from wecom.client import WeComApiError
 from wecom.models import WeComCallback
 from wecom.selectors import connections_active, uses_wecom
@@ -28,15 +30,28 @@ CALLBACKS_KEPT = dt.timedelta(days=1)
     acks_late=True,
 )
 def wecom_sync_task(self: Any, account_id: str, open_kfid: str, token: str = "") -> dict[str, Any]:
-    """Pull one open_kfid's new messages; a WeCom or storage failure is retried (the cursor did not
-    move past anything not stored), and the beat's catch-up covers what retries do not."""
+    """Pull one open_kfid's new messages; a WeCom or storage failure is retried with backoff (the
+    cursor did not move past anything not stored), and the beat's catch-up covers what retries do
+    not. A pull that finds another holding the kf account's lease is queued again for when the lease
+    runs out, in case its holder died holding it."""
+    countdown = min(60, 2 ** (self.request.retries + 1))
     try:
         result = wecom_sync(account_id=account_id, open_kfid=open_kfid, token=token)
     except WeComApiError as exc:
         if exc.kind in ("transient", "unreachable", "token"):
-            raise self.retry(exc=exc, countdown=min(60, 2 ** (self.request.retries + 1))) from None
+            raise self.retry(exc=exc, countdown=countdown) from None
+        # A wrong secret, a corp id or kf account WeCom does not know: retrying cannot help.
         logger.warning("wecom sync for %s/%s refused: %s", account_id, open_kfid, exc.errcode)
         return {"error": exc.errcode}
+    except ApplicationError as exc:
+        if exc.status_code < 500:  # not connected any more, say: nothing to retry
+            logger.warning("wecom sync for %s/%s refused: %s", account_id, open_kfid, exc.code)
+            return {"error": exc.code}
+        raise self.retry(exc=exc, countdown=countdown) from None
+    except DatabaseError as exc:  # a locked or unreachable store: the page is pulled again
+        raise self.retry(exc=exc, countdown=countdown) from None
+    if result.watch_in is not None:
+        wecom_sync_task.apply_async(args=(account_id, open_kfid, ""), countdown=result.watch_in)
     return result.__dict__
 
 

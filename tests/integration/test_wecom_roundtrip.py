@@ -470,14 +470,6 @@ def test_a_pull_whose_first_ingest_fails_is_replayed_by_the_next_pull_nothing_lo
     assert_each_stored_once(world, "wmSun001", [first["msgid"], second["msgid"]])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "wecom/sync.py: a pull killed mid-page keeps the open_kfid's lease (LEASE_SECONDS = 300 s); every pull "
-        "meanwhile returns busy and only sets `rerun`, which no live worker honours, so after a worker crash the "
-        "kf account's messages wait for the lease to run out and the beat's 60 s catch-up (5-6 minutes)"
-    ),
-)
 def test_after_a_worker_crash_the_next_customer_message_arrives_within_seconds(world):
     # given a worker killed in the middle of a pull, and a new worker in its place
     crashing = world.start_worker(fault="hang")
@@ -495,15 +487,6 @@ def test_after_a_worker_crash_the_next_customer_message_arrives_within_seconds(w
     assert stored, (cursor.leased_until, cursor.rerun, world.logs()[-800:])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "wecom/tasks.py wecom_sync_task retries only WeComApiError: a storage failure in the pull "
-        "(django.db.OperationalError 'database is locked' from messages_ingest) fails the task for good, "
-        "although its docstring says 'a WeCom or storage failure is retried'; the messages wait for the "
-        "next callback or the beat's 60 s catch-up"
-    ),
-)
 def test_a_pull_whose_first_ingest_fails_is_retried_by_its_task_without_another_callback(world):
     # given a worker whose first ingest of a pull fails (a storage error), after the customer wrote
     world.start_worker(fault="fail")

@@ -142,3 +142,61 @@ def test_wecom_sync_held_by_another_worker_asks_it_to_pull_again(connected, acco
     # then it does not pull itself, and leaves the holder a note to pull once more
     assert result.busy is True
     assert WeComCursor.objects.get(pk=cursor.pk).rerun is True
+
+
+def test_wecom_sync_takes_over_the_lease_of_a_pull_that_died_on_this_host(connected, account, standin):
+    # given a pull on this host was killed holding the lease (its process is gone)
+    import socket
+    import subprocess
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    _sync(account)
+    from django.utils import timezone
+
+    WeComCursor.objects.update(
+        leased_until=timezone.now() + timezone.timedelta(minutes=1), leased_by=f"{socket.gethostname()}:{gone.pid}"
+    )
+    standin.customer_says("wmHe0001", "最好离张江近一点", callback=False)
+
+    # when the next pull comes / then it takes the lease over at once and stores the message
+    result = _sync(account)
+    assert result.busy is False and result.stored == 1
+    assert WeComCursor.objects.get(open_kfid=OPEN_KFID).leased_until is None
+
+
+def test_wecom_sync_busy_asks_its_caller_to_pull_again_when_the_lease_runs_out(connected, account):
+    # given a live pull elsewhere holds the lease for another 40 s
+    _sync(account)
+    from django.utils import timezone
+
+    WeComCursor.objects.update(leased_until=timezone.now() + timezone.timedelta(seconds=40), leased_by="other-host:1")
+
+    # when two pulls arrive meanwhile / then the first is told when to come back, the second not
+    first, second = _sync(account), _sync(account)
+    assert first.busy and 40 <= first.watch_in <= 42
+    assert second.busy and second.watch_in is None
+
+
+def test_wecom_sync_task_retries_a_storage_failure(connected, account, standin, monkeypatch):
+    # given the account's store is locked during the pull
+    from django.db import OperationalError
+
+    from wecom import tasks
+
+    def locked(**kwargs):
+        raise OperationalError("database is locked")
+
+    monkeypatch.setattr(tasks, "wecom_sync", locked)
+    retried = {}
+
+    def fake_retry(self, exc=None, countdown=None, **kwargs):
+        retried["exc"], retried["countdown"] = exc, countdown
+        return RuntimeError("retry")
+
+    monkeypatch.setattr(tasks.wecom_sync_task, "retry", fake_retry.__get__(tasks.wecom_sync_task))
+
+    # when its task runs / then it is retried with a backoff, not failed for good
+    with pytest.raises(RuntimeError, match="retry"):
+        tasks.wecom_sync_task.run(account.id, OPEN_KFID, "")
+    assert isinstance(retried["exc"], OperationalError) and retried["countdown"] >= 2
