@@ -19,26 +19,19 @@ from typing import Any
 
 from conversations.models import AuditAction, Delivery, Draft, Message, MessageDirection, MessageSecret
 from conversations.received import received_text
-from memory.context.recall import decoded_cache_forget
+from memory.governance.forgetting import forgetting
 from memory.governance.scrub import (
     FORGOTTEN_MARK,
     WHOLE_MIN_CHARS,
     Quotes,
     column_rewrite,
     prompt_redact,
-    reasons_scrub,
-    search_index_purge,
-    secure_delete_on,
-    storage_purge_on_commit,
 )
 from memory.governance.services import memory_item_forget, reason_required
 from memory.models import CaptureJob, CaptureJobStatus, MemoryCreatedBy, MemoryItem
-from memory.selectors import customer_lock
-from qiwei_site.platform.audit import audit_record
 from qiwei_site.platform.errors import Conflict
 from qiwei_site.platform.history import Actor, stamp_history
 from qiwei_site.platform.sealing import SealBroken
-from qiwei_site.platform.tenancy import account_atomic
 
 CASCADE_REASON = "唯一的证据消息已被遗忘"
 MIN_QUOTE_CHARS = 8
@@ -156,9 +149,9 @@ def drafts_scrub_for_message(*, customer: Any, message_id: int, words: set[str])
 def message_forget(*, message: Message, actor: Actor, reason: str) -> dict[str, Any]:
     """Delete one message and its standing as evidence; returns what went (ids and counts)."""
     reason = reason_required(reason)
-    with account_atomic():
-        secure_delete_on()
-        customer_lock(customer_id=message.customer_id)  # the customer first, as every memory writer
+    with forgetting(
+        customer=message.customer, actor=actor, reason=reason, action=AuditAction.MESSAGE_FORGOTTEN, lock_customer=True
+    ) as unit:
         message = Message.objects.select_for_update().select_related("customer").get(pk=message.pk)
         customer, message_id = message.customer, message.pk
         if message.direction != MessageDirection.INBOUND:
@@ -172,8 +165,8 @@ def message_forget(*, message: Message, actor: Actor, reason: str) -> dict[str, 
             words.add(received_text(message))
         # A short message ("好的") would match everywhere: only a message long enough to be told apart
         # is scrubbed from reasons and prompts (the message itself and its evidence go whatever its length).
-        quotes = Quotes({word for word in words if len(word) >= MIN_QUOTE_CHARS})
-        reason = quotes.scrub(reason)
+        unit.quote(word for word in words if len(word) >= MIN_QUOTE_CHARS)
+        reason = unit.reason
         citing = [
             item
             for item in MemoryItem.objects.select_for_update().filter(customer=customer).order_by("pk")
@@ -204,24 +197,15 @@ def message_forget(*, message: Message, actor: Actor, reason: str) -> dict[str, 
         drafts_scrubbed = drafts_scrub_for_message(customer=customer, message_id=message_id, words=words)
         sealed = MessageSecret.objects.filter(message_id=message_id).exists()
         Message.objects.filter(pk=message_id).delete()
-        decoded_cache_forget(message_ids=[message_id])
-        search_index_purge()
-        reasons_scrub(customer, quotes)
-        audit_record(
-            action=AuditAction.MESSAGE_FORGOTTEN,
-            conversation_id=customer.conversation_id,
-            actor=actor,
-            reason=reason,
-            payload={
-                "message_id": message_id,
-                "items_forgotten": forgotten,
-                "items_evidence_removed": trimmed,
-                "sealed_original_deleted": sealed,
-                "capture_jobs_cancelled": jobs_cancelled,
-                "drafts_scrubbed": drafts_scrubbed,
-            },
-        )
-        storage_purge_on_commit(conversation_id=customer.conversation_id, redact=quotes.scrub)
+        unit.messages_deleted([message_id])
+        unit.payload = {
+            "message_id": message_id,
+            "items_forgotten": forgotten,
+            "items_evidence_removed": trimmed,
+            "sealed_original_deleted": sealed,
+            "capture_jobs_cancelled": jobs_cancelled,
+            "drafts_scrubbed": drafts_scrubbed,
+        }
     return {
         "message_id": message_id,
         "items_forgotten": forgotten,

@@ -18,12 +18,10 @@ from django.utils import timezone
 from conversations.models import AuditAction, AuditEvent, Customer, CustomerProfile, Draft, Message, MessageSecret
 from memory.capture.jobs import HYPOTHESIS_KEY_PREFIX
 from memory.decisions import decision_record, same_meaning
+from memory.governance.forgetting import forgetting
 from memory.governance.scrub import (
     FORGOTTEN_MARK,
     Quotes,
-    reasons_scrub,
-    secure_delete_on,
-    storage_purge_on_commit,
 )
 from memory.governance.wording import confirmed_wording
 from memory.items import (
@@ -655,16 +653,17 @@ def memory_item_forget(*, item: MemoryItem, actor: Actor, reason: str, decide: b
     the messages the item cites are deleted: only their masked text stays.
     """
     reason = reason_required(reason)
-    with account_atomic():
-        secure_delete_on()
+    with forgetting(
+        customer=item.customer, actor=actor, reason=reason, action=AuditAction.MEMORY_ITEM_FORGOTTEN
+    ) as unit:
         item = _locked(item)
         customer = item.customer
         history = MemoryItem.history.filter(id=item.pk)
         contents = {item.content, *(c for c in history.values_list("content", flat=True) if c)}
-        reason = Quotes(contents).scrub(reason)
+        unit.quote(contents)
         for dependant in MemoryItem.objects.select_for_update().filter(superseded_by=item):
             dependant.superseded_by = None
-            stamp_history(dependant, actor=actor, reason=reason)
+            stamp_history(dependant, actor=actor, reason=unit.reason)
             dependant.save(update_fields=["superseded_by", "updated_at"])
         item_id, item_type = item.pk, item.type
         cited = [int(i) for i in item.source_message_ids or [] if str(i).lstrip("-").isdigit()]
@@ -681,33 +680,24 @@ def memory_item_forget(*, item: MemoryItem, actor: Actor, reason: str, decide: b
             .exclude(pk=item.pk)
             .values_list("content", flat=True)
         )
-        profile_values = _forget_profile_value(customer, item.key, contents - held, actor=actor, reason=reason)
+        profile_values = _forget_profile_value(customer, item.key, contents - held, actor=actor, reason=unit.reason)
         # A supervisor types the bare value ("8000元"), not the rendered item ("预算：8000元").
         contents |= profile_values
-        quotes = Quotes(contents)
-        reason = quotes.scrub(reason)
+        unit.quote(profile_values)
         item.delete()
         # Deleting wrote one more history row (with the content): remove them all afterwards.
         history_deleted, _ = MemoryItem.history.filter(id=item_id).delete()
         # The cited messages keep their masked text; the words as received, sealed, go.
         sealed_deleted, _ = MessageSecret.objects.filter(message__customer=customer, message_id__in=cited).delete()
         # A new version first (the current one still shows the item), then the older ones lose it.
-        snapshot, _created = snapshot_refresh(customer=customer, reason=reason)
-        redacted = _snapshots_redact(customer, item_id, contents, quotes)
-        reasons_scrub(customer, quotes)
-        audit_record(
-            action=AuditAction.MEMORY_ITEM_FORGOTTEN,
-            conversation_id=customer.conversation_id,
-            actor=actor,
-            reason=reason,
-            payload={
-                "item_id": item_id,
-                "type": item_type,
-                "history_rows_deleted": history_deleted,
-                "snapshots_redacted": redacted,
-                "profile_field_cleared": bool(profile_values),
-                "sealed_originals_deleted": sealed_deleted,
-            },
-        )
-        storage_purge_on_commit(conversation_id=customer.conversation_id, redact=quotes.scrub)
+        snapshot, _created = snapshot_refresh(customer=customer, reason=unit.reason)
+        redacted = _snapshots_redact(customer, item_id, contents, unit.quotes)
+        unit.payload = {
+            "item_id": item_id,
+            "type": item_type,
+            "history_rows_deleted": history_deleted,
+            "snapshots_redacted": redacted,
+            "profile_field_cleared": bool(profile_values),
+            "sealed_originals_deleted": sealed_deleted,
+        }
     return {"item_id": item_id, "snapshot_version": snapshot.version, "snapshots_redacted": redacted}

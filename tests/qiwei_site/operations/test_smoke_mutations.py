@@ -95,6 +95,7 @@ class _AnyDirection:
 def _staff_words_as_evidence(mp: pytest.MonkeyPatch) -> None:
     """Grounding's query and the one evidence check both lose the customer-only condition."""
     mp.setattr("memory.capture.grounding.Message", _MessagesOfBothDirections)
+    mp.setattr("memory.capture.readings.Message", _MessagesOfBothDirections)
     mp.setattr("memory.capture.evidence.MessageDirection", _AnyDirection)
 
 
