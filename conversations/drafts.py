@@ -504,10 +504,14 @@ def draft_send(*, draft: Draft, actor: Actor, reason: str = "发送回复", auto
         upstream_id = gateway.send(conversation_id=conversation_id, text=text, idempotency_key=delivery.idempotency_key)
     except upstream.UpstreamError as exc:
         detail = str(exc)
+        refused = isinstance(exc, upstream.UpstreamRefused)
         with account_atomic():
-            Delivery.objects.filter(pk=delivery.pk).update(
-                status=DeliveryStatus.FAILED, last_error=detail[:300], updated_at=timezone.now()
-            )
+            changes: dict[str, Any] = {"status": DeliveryStatus.FAILED, "last_error": detail[:300]}
+            if refused:
+                # Definitely not delivered: the next attempt is a new send with a key of its own, so an
+                # upstream that remembers refused keys (WeCom's msgid) never reads it as a repeat.
+                changes["idempotency_key"] = f"{idempotency_key_for(draft)}-{delivery.attempts}"
+            Delivery.objects.filter(pk=delivery.pk).update(**changes, updated_at=timezone.now())
             audit_record(
                 action=AuditAction.DRAFT_SEND_FAILED,
                 conversation_id=conversation_id,
@@ -515,7 +519,7 @@ def draft_send(*, draft: Draft, actor: Actor, reason: str = "发送回复", auto
                 reason=reason,
                 payload={"draft_id": draft.pk, "auto": auto, "error": detail[:200]},
             )
-        if isinstance(exc, upstream.UpstreamRefused):
+        if refused:
             # The upstream is up and said no to this one reply: the draft keeps the reason; the
             # status stays online, so sending to other customers goes on.
             raise Conflict(f"无法发送：{detail}", code=exc.code, extra={"draft_id": draft.pk}) from None

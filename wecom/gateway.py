@@ -5,6 +5,7 @@ customer's last message and at most 5 replies after it — and the status is a t
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import re
 import time
 
@@ -13,7 +14,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from conversations.gateway import UpstreamError, UpstreamGateway, UpstreamRefused, UpstreamStatus
-from conversations.models import Customer, Message, MessageDirection
+from conversations.models import Customer, Delivery, Message, MessageDirection
 from qiwei_site.platform.sealing import SealBroken
 from wecom.client import Credentials, WeComApiError, WeComClient
 from wecom.errcodes import INVALID_PARAMETER
@@ -26,20 +27,28 @@ TRANSIENT_RETRIES = 2
 # What the thread calls a customer's message that is not words (an image, a location…): stored as
 # a system line so nothing reads it as what the customer said, yet it opens WeCom's reply window.
 CUSTOMER_PLACEHOLDER_SENDER = "客户"
-_MSGID_UNSAFE = re.compile(r"[^0-9A-Za-z_-]")
 
 
-def send_msgid(idempotency_key: str) -> str:
-    """WeCom's own idempotency: the msgid we give a send (≤ 32 of [0-9A-Za-z_-]), the same for every
-    retry of one delivery, so WeCom never delivers it twice."""
-    return _MSGID_UNSAFE.sub("_", idempotency_key)[:32]
+def send_msgid(*, account_id: str, idempotency_key: str, created_at: dt.datetime | None) -> str:
+    """WeCom's own idempotency: the msgid we give a send, the same for every retry of one delivery
+    (so WeCom never delivers it twice) and never the same for two deliveries of any account, which
+    WeCom would refuse as a repeat — msgids must be unique per kf account, and our delivery keys are
+    only unique inside one account's store (a second account on the same kf account, an account
+    made again). 32 characters of [0-9a-f]: "q" and 31 of a SHA-256."""
+    stamp = created_at.isoformat() if created_at is not None else ""
+    digest = hashlib.sha256(f"{account_id}\0{idempotency_key}\0{stamp}".encode()).hexdigest()
+    return "q" + digest[:31]
+
+
+_DUPLICATE_MSGID = re.compile(r"msgid.*(already|exist|used|duplicat|重复)|(重复|duplicat).*msgid", re.IGNORECASE)
 
 
 def already_sent(exc: WeComApiError) -> bool:
     """WeCom's answer to a msgid it has already delivered for this kf account: its send_msg page
     says a repeated msgid is an error without naming the code; it comes as the invalid-parameter
-    code (40058) naming the msgid."""
-    return exc.errcode == INVALID_PARAMETER and "msgid" in exc.errmsg.lower()
+    code (40058) saying the msgid was used. A malformed msgid is the same code and is NOT this (ours
+    are never malformed, and an unclear answer is a failure, never "sent")."""
+    return exc.errcode == INVALID_PARAMETER and bool(_DUPLICATE_MSGID.search(exc.errmsg))
 
 
 def customer_messages(customer: Customer) -> Q:
@@ -124,19 +133,21 @@ class WeComGateway(UpstreamGateway):
                 code="wecom_reply_too_long",
             )
         assert customer is not None
+        created = Delivery.objects.filter(idempotency_key=idempotency_key).values_list("created_at", flat=True).first()
+        msgid = send_msgid(account_id=self.credentials.account_id, idempotency_key=idempotency_key, created_at=created)
         for attempt in range(TRANSIENT_RETRIES + 1):
             try:
                 return self.client.send_text(
                     touser=conversation_id,
                     open_kfid=customer.upstream_channel,
                     text=text,
-                    msgid=send_msgid(idempotency_key),
+                    msgid=msgid,
                 )
             except WeComApiError as exc:
                 if already_sent(exc):
                     # An earlier attempt of this delivery reached WeCom (its answer was lost): WeCom
                     # refuses a msgid it has seen, so the reply is out, once.
-                    return send_msgid(idempotency_key)
+                    return msgid
                 if exc.kind == "transient" and attempt < TRANSIENT_RETRIES:
                     time.sleep(0.3 * (attempt + 1))
                     continue

@@ -368,7 +368,11 @@ def test_customer_message_arrives_captured_with_nickname_and_a_reply_reaches_wec
         ("wmLi0001", OPEN_KFID, delivery["text"])
     ]
     assert delivery["text"] == (draft["final_text"] or draft["reply"]).strip()
-    assert world.standin.sent[0]["msgid"] == send_msgid(delivery["idempotency_key"])
+    assert world.standin.sent[0]["msgid"] == send_msgid(
+        account_id=ACCOUNT,
+        idempotency_key=delivery["idempotency_key"],
+        created_at=dt.datetime.fromisoformat(delivery["created_at"]),
+    )
     # and sending again (a double click, a client's retry) answers the same delivery, sends nothing
     again = world.send(draft["id"])
     assert again.status_code == 200 and again.json()["id"] == delivery["id"], again.text

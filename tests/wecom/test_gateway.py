@@ -52,7 +52,15 @@ def test_wecom_send_delivers_once_with_the_delivery_as_msgid(customer, staff_use
     # then WeCom got it once, keyed by the delivery, and the thread holds our reply
     assert delivery.status == DeliveryStatus.SENT and again.pk == delivery.pk
     assert [(s["touser"], s["open_kfid"], s["msgid"]) for s in standin.sent] == [
-        (CID, OPEN_KFID, send_msgid(delivery.idempotency_key))
+        (
+            CID,
+            OPEN_KFID,
+            send_msgid(
+                account_id="acme",
+                idempotency_key=delivery.idempotency_key,
+                created_at=delivery.created_at,
+            ),
+        )
     ]
     assert standin.sent[0]["text"] == "高女士您好，静安寺附近有两套一室户，周末可以看房。"
     assert Message.objects.filter(customer=customer, external_id=f"delivery-{delivery.pk}").exists()
@@ -192,3 +200,73 @@ def test_wecom_status_api_answers_for_the_account_only_to_its_members(customer, 
     assert (data["online"], data["subscription"]) == (True, "wecom-kf")
     # and an account the user may not see is a 404, as anywhere else
     assert agent_client.get("/api/status", {"fast": "true", "account": "globex"}).status_code == 404
+
+
+def test_wecom_msgids_differ_between_accounts_on_one_kf_account(customer, staff_user, standin, account, settings):
+    # given a second account connected to the same kf account (a migration, a test account) whose
+    # first draft has the same key as acme's first
+    from qiwei_site.platform.tenancy import use_account
+    from tests.conftest import make_account
+    from wecom.services import wecom_connect
+
+    from .conftest import AES_KEY, CALLBACK_TOKEN, CORP_ID, SECRET
+
+    first = draft_send(draft=_approved(customer, staff_user, text="acme 的回复"), actor=staff_user)
+    globex = make_account("globex", "优居客服二部")
+    with use_account(globex.id):
+        wecom_connect(
+            account_id=globex.id,
+            corp_id=CORP_ID,
+            secret=SECRET,
+            token=CALLBACK_TOKEN,
+            aes_key=AES_KEY,
+            open_kfids=["wkOther01"],
+            actor="test",
+        )
+        standin.open_kfids.append("wkOther01")
+        standin.customer_says("wmGlobex01", "你好", open_kfid="wkOther01", callback=False)
+        wecom_sync(account_id=globex.id, open_kfid="wkOther01")
+        other = Customer.objects.get(conversation_id="wmGlobex01")
+        second = draft_send(draft=_approved(other, staff_user, text="globex 的回复"), actor=staff_user)
+
+    # then both keys may be draft-1, but WeCom got two different msgids and delivered both
+    assert first.status == second.status == DeliveryStatus.SENT
+    assert len({s["msgid"] for s in standin.sent}) == 2
+    assert [s["text"] for s in standin.sent] == ["acme 的回复", "globex 的回复"]
+
+
+def test_wecom_an_invalid_msgid_answer_is_never_taken_as_sent(customer, staff_user, standin, monkeypatch):
+    # given WeCom answers 40058 "invalid msgid" (malformed), which is not "already used"
+    from wecom.client import WeComApiError, WeComClient
+
+    def invalid(self, **kwargs):
+        raise WeComApiError("参数不合法", errcode=40058, kind="request", errmsg="invalid msgid")
+
+    monkeypatch.setattr(WeComClient, "send_text", invalid)
+
+    # when a reply is sent / then it is refused, not marked sent
+    draft = _approved(customer, staff_user)
+    with pytest.raises(Conflict):
+        draft_send(draft=draft, actor=staff_user)
+    assert Delivery.objects.get(draft=draft).status == DeliveryStatus.FAILED
+
+
+def test_wecom_refused_send_is_retried_under_a_new_msgid(customer, staff_user, standin, account):
+    # given WeCom refused a reply (its clock says 49 hours), so the delivery failed for good
+    standin.clock_offset = 49 * 3600
+    draft = _approved(customer, staff_user)
+    with pytest.raises(Conflict):
+        draft_send(draft=draft, actor=staff_user)
+    refused_key = Delivery.objects.get(draft=draft).idempotency_key
+
+    # when the customer writes again and the agent sends the same draft
+    standin.clock_offset = 0
+    standin.customer_says(CID, "还在吗", callback=False)
+    wecom_sync(account_id=account.id, open_kfid=OPEN_KFID)
+    delivery = draft_send(draft=draft, actor=staff_user)
+
+    # then the refused attempt's key was replaced, and the send went out under a msgid of its own
+    assert refused_key != f"draft-{draft.pk}"
+    assert delivery.status == DeliveryStatus.SENT and len(standin.sent) == 1
+    tried = [body.get("msgid") for path, body in standin.calls if path.endswith("send_msg")]
+    assert tried[-1] != tried[0]  # (the refused attempt was made twice: once more after a token refresh)
