@@ -29,12 +29,19 @@ pids=()
 # signed and encrypted callbacks) instead of the loopback, so a customer's WeCom message arrives and
 # the reply leaves through kf/send_msg. Demo credentials only; a real corp is connected with
 # `manage.py wecom_connect` (README "Connecting WeCom 微信客服").
+demo_marker="${QIWEI_DATA_DIR:-var}/demo-wecom-connected"
+if [ "${QIWEI_DEMO_WECOM:-0}" != 1 ] && [ -e "$demo_marker" ]; then
+  # The last run connected the demo account to the stand-in: this one runs without it, so the demo
+  # account goes back to the loopback (its demo credentials must never be tried on WeCom itself).
+  $PY manage.py wecom_connect demo --disconnect --reason "演示结束：断开企业微信替身" >/dev/null && rm -f "$demo_marker"
+fi
 if [ "${QIWEI_DEMO_WECOM:-0}" = 1 ]; then
   standin_port=${QIWEI_DEMO_WECOM_PORT:-4330}
   export QIWEI_WECOM_API_BASE="http://127.0.0.1:$standin_port"
   demo_wecom=(--corp-id wwdemo0000000001 --token DemoToken2026 --aes-key abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG)
   $PY manage.py wecom_connect demo "${demo_wecom[@]}" --secret demo-kf-secret --open-kfid wkdemo01 \
     --reason "演示：连接企业微信替身" >/dev/null
+  touch "$demo_marker"
   $PY manage.py wecom_standin "${demo_wecom[@]}" --secret demo-kf-secret --open-kfid wkdemo01 \
     --port "$standin_port" --callback-url "$base/wecom/demo/callback/" &
   pids+=($!)

@@ -12,6 +12,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from qiwei_site.platform.admin_site import ReadOnlyAdminMixin, ServiceFormAdminMixin
+from qiwei_site.platform.selectors import accounts_for_user, user_can_access_account
 from wecom.models import WeComConnection, WeComCursor
 from wecom.services import wecom_connect, wecom_disconnect
 
@@ -47,8 +48,34 @@ class WeComConnectionForm(forms.ModelForm):
                 self.fields[name].required = True
 
 
+class MemberAccountsOnly:
+    """A staff user sees and changes the connections of the accounts they are a member of, never
+    another account's (its corp id, its kf accounts, its credentials)."""
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        queryset = super().get_queryset(request)  # type: ignore[misc]
+        return queryset.filter(account__in=accounts_for_user(request.user))
+
+    def _may(self, request: HttpRequest, obj: Any) -> bool:
+        return obj is None or user_can_access_account(request.user, obj.account_id)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return super().has_view_permission(request, obj) and self._may(request, obj)  # type: ignore[misc]
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return super().has_change_permission(request, obj) and self._may(request, obj)  # type: ignore[misc]
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return super().has_delete_permission(request, obj) and self._may(request, obj)  # type: ignore[misc]
+
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "account":
+            kwargs["queryset"] = accounts_for_user(request.user)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)  # type: ignore[misc]
+
+
 @admin.register(WeComConnection)
-class WeComConnectionAdmin(ServiceFormAdminMixin, admin.ModelAdmin):
+class WeComConnectionAdmin(MemberAccountsOnly, ServiceFormAdminMixin, admin.ModelAdmin):
     form = WeComConnectionForm
     list_display = ["account", "corp_id", "kfids", "upstream", "credentials", "updated_at"]
     search_fields = ["account__id", "account__name", "corp_id"]
@@ -97,7 +124,7 @@ class WeComConnectionAdmin(ServiceFormAdminMixin, admin.ModelAdmin):
 
 
 @admin.register(WeComCursor)
-class WeComCursorAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class WeComCursorAdmin(MemberAccountsOnly, ReadOnlyAdminMixin, admin.ModelAdmin):
     """Where each kf account's pull stands: for an operator asking 'did the messages come in?'."""
 
     list_display = ["account", "open_kfid", "synced_at", "messages_synced", "leased_until"]

@@ -39,6 +39,8 @@ def _crypto_for(account_id: str) -> tuple[WeComConnection, WeComCrypto]:
     connection = connection_get(account_id)
     if connection is None:
         raise CallbackRefused("该账号没有连接企业微信客服 (not connected).", code="wecom_not_connected", status=404)
+    if not connection.account.is_active:
+        raise CallbackRefused("该账号已停用 (account inactive).", code="account_inactive", status=404)
     try:
         credentials = credentials_of(connection)
     except SealBroken:
@@ -101,13 +103,21 @@ def callback_take(*, account_id: str, body: bytes, msg_signature: str, timestamp
     try:
         with transaction.atomic():
             WeComCallback.objects.create(account=connection.account, digest=digest, open_kfid=open_kfid)
-            transaction.on_commit(lambda: _queue_sync(account_id, open_kfid, sync_token))
     except IntegrityError:
         return False  # WeCom's retry of a callback already taken
+    # Taken (committed): queue its pull now, inside the request, so a refusing broker is known
+    # before WeCom gets its answer.
+    _queue_sync(account_id, open_kfid, sync_token, digest)
     return True
 
 
-def _queue_sync(account_id: str, open_kfid: str, token: str) -> None:
+def _queue_sync(account_id: str, open_kfid: str, token: str, digest: str) -> None:
+    """Queue the pull; when the broker refuses, forget that the callback was taken, so WeCom's retry
+    of it is taken again (the view answers 503 and WeCom retries)."""
     from wecom.tasks import wecom_sync_task
 
-    wecom_sync_task.delay(account_id, open_kfid, token)
+    try:
+        wecom_sync_task.delay(account_id, open_kfid, token)
+    except Exception:
+        WeComCallback.objects.filter(account_id=account_id, digest=digest).delete()
+        raise

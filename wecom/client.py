@@ -13,6 +13,7 @@ import requests
 from django.conf import settings
 from django.core.cache import caches
 
+from qiwei_site.platform.sealing import SealBroken, seal, unseal
 from wecom.errcodes import errcode_kind, errcode_message
 
 logger = logging.getLogger(__name__)
@@ -74,7 +75,10 @@ class WeComClient:
             except Exception:
                 cached = None
             if isinstance(cached, str) and cached:
-                return cached
+                try:
+                    return unseal(cached)
+                except SealBroken:
+                    pass  # sealed under a key since rotated away: fetch a new one
         body = self._request(
             "GET",
             "/cgi-bin/gettoken",
@@ -88,7 +92,9 @@ class WeComClient:
         expires_in = body.get("expires_in")
         lifetime = expires_in if isinstance(expires_in, int) and expires_in > 0 else 7200
         try:
-            cache.set(key, token, timeout=max(60, lifetime - TOKEN_EARLY_SECONDS))
+            # Sealed: the shared cache is a file or a Redis key, and a token lets anyone send as the
+            # account for two hours.
+            cache.set(key, seal(token), timeout=max(60, lifetime - TOKEN_EARLY_SECONDS))
         except Exception:
             logger.warning("wecom: the shared cache refused an access token; it will be fetched again")
         return token

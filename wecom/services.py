@@ -73,19 +73,21 @@ def wecom_connect(
     token: str | None,
     aes_key: str | None,
     open_kfids: Any = None,
-    upstream: str = Upstream.WECOM,
+    upstream: str | None = None,
     actor: Actor,
     reason: str = "连接企业微信客服",
 ) -> WeComConnection:
     """Connect an account to a WeCom kf app, or change its connection. A secret, token or key given
-    as None keeps the stored one (the admin form leaves them blank); a new connection needs all three."""
+    as None keeps the stored one (the admin form leaves them blank); a new connection needs all three.
+    `open_kfids` None and `upstream` None keep what is stored (a new connection: every kf account,
+    replies through WeCom); an empty list means every kf account of the corp."""
     account = WeComAccount.objects.filter(pk=account_id).first()
     if account is None:
         raise NotFound(f"账号 {account_id} 不存在 (no such account).", code="account_not_found")
-    if upstream not in Upstream.values:
+    if upstream is not None and upstream not in Upstream.values:
         raise ValidationFailed(f"上游只能是 {'、'.join(Upstream.values)}", code="invalid_upstream")
     corp_id = (corp_id or "").strip() if isinstance(corp_id, str) else corp_id
-    kfids = _clean_open_kfids(open_kfids)
+    kfids = None if open_kfids is None else _clean_open_kfids(open_kfids)
     _validated(corp_id=corp_id, secret=secret, token=token, aes_key=aes_key)
     with transaction.atomic():
         existing = WeComConnection.objects.select_for_update().filter(account=account).first()
@@ -95,6 +97,10 @@ def wecom_connect(
                 code="credentials_required",
             )
         connection = existing or WeComConnection(account=account)
+        if kfids is None:
+            kfids = list(connection.open_kfids or []) if existing is not None else []
+        if upstream is None:
+            upstream = connection.upstream if existing is not None else Upstream.WECOM
         changed: list[str] = []
         for name, value in (("corp_id", corp_id), ("open_kfids", kfids), ("upstream", upstream)):
             if getattr(connection, name) != value:

@@ -18,14 +18,15 @@ from typing import Any
 from django.db.models import F, Q
 from django.utils import timezone
 
-from conversations.models import Customer, MessageDirection
+from conversations.models import Customer, Message, MessageDirection
 from conversations.services import customer_upstream_profile_update
 from memory.capture.ingest import MAX_BATCH, MAX_TEXT_CHARS, messages_ingest
-from qiwei_site.platform.errors import NotFound
+from qiwei_site.platform.errors import ApplicationError, NotFound
 from qiwei_site.platform.history import Actor
 from qiwei_site.platform.tenancy import use_account
-from wecom.client import WeComClient
-from wecom.gateway import CUSTOMER_PLACEHOLDER_SENDER
+from wecom.client import WeComApiError, WeComClient
+from wecom.errcodes import MSG_TOKEN_INVALID
+from wecom.gateway import CUSTOMER_PLACEHOLDER_SENDER, customer_messages
 from wecom.models import WeComCursor
 from wecom.selectors import connection_get, credentials_of
 
@@ -38,6 +39,8 @@ SYNC_REASON = "企业微信客服消息"
 # the meantime is re-queued for when the lease runs out (`SyncResult.watch`).
 LEASE_SECONDS = 60
 PAGE_LIMIT = 1000
+# One pull takes at most this many pages (50,000 messages); the rest is the next pull's (queued).
+PAGES_PER_PULL = 50
 ORIGIN_CUSTOMER, ORIGIN_EVENT, ORIGIN_SERVICER = 3, 4, 5
 _UNPRINTABLE = re.compile(r"[\x00\ud800-\udfff]")
 
@@ -80,6 +83,7 @@ class SyncResult:
     # busy, and the first to find it so since the lease was taken: the caller queues one more pull
     # for when the lease runs out (`watch_in` seconds), in case the holder died holding it.
     watch_in: float | None = None
+    more: bool = False  # stopped at PAGES_PER_PULL with more waiting: the caller queues the next pull
 
 
 def _clean_text(text: Any) -> str:
@@ -211,7 +215,11 @@ def _lease(row: WeComCursor) -> tuple[bool, float | None]:
     if holder is not None and holder[0] and _holder_gone(holder[0]) and _take(row, now, dead=holder[0]):
         logger.warning("wecom: took over the sync lease of a pull that died (%s)", holder[0])
         return True, None
-    if not WeComCursor.objects.filter(pk=row.pk, rerun=False).update(rerun=True):
+    first_to_wait = bool(WeComCursor.objects.filter(pk=row.pk, rerun=False).update(rerun=True))
+    # The holder may have let go between our two statements, missing the note: take it now.
+    if _take(row, timezone.now()):
+        return True, None
+    if not first_to_wait:
         return False, None
     until = holder[1] if holder is not None else None
     left = (until - now).total_seconds() if until is not None else 0.0
@@ -219,15 +227,22 @@ def _lease(row: WeComCursor) -> tuple[bool, float | None]:
 
 
 def _renew(row: WeComCursor) -> None:
-    WeComCursor.objects.filter(pk=row.pk).update(leased_until=timezone.now() + dt.timedelta(seconds=LEASE_SECONDS))
+    """Extend our lease (only ours: one taken over from us is left alone)."""
+    WeComCursor.objects.filter(pk=row.pk, leased_by=_holder()).update(
+        leased_until=timezone.now() + dt.timedelta(seconds=LEASE_SECONDS)
+    )
 
 
 def _release(row: WeComCursor) -> bool:
-    """Let the lease go unless a sync asked for one more pull meanwhile (then True: pull again)."""
-    if WeComCursor.objects.filter(pk=row.pk, rerun=True).update(rerun=False):
+    """Let the lease go unless a sync asked for one more pull meanwhile (then True: pull again).
+    One statement decides: no note → released; a note → it is cleared and we pull again; a lease
+    that is no longer ours (taken over after it ran out) → we stop."""
+    me = _holder()
+    if WeComCursor.objects.filter(pk=row.pk, rerun=False, leased_by=me).update(leased_until=None, leased_by=""):
+        return False
+    if WeComCursor.objects.filter(pk=row.pk, rerun=True, leased_by=me).update(rerun=False):
         _renew(row)
         return True
-    WeComCursor.objects.filter(pk=row.pk).update(leased_until=None, leased_by="")
     return False
 
 
@@ -252,12 +267,34 @@ def _ingest_page(messages: list[dict[str, Any]], *, open_kfid: str, client: WeCo
             result.stored += len(ingested.created)
             result.duplicates += len(ingested.duplicates)
         customer = ingested.customer
-        if customer.upstream_channel != open_kfid:
-            Customer.objects.filter(pk=customer.pk).update(upstream_channel=open_kfid)
-            customer.upstream_channel = open_kfid
+        _channel_follow(customer, batch, open_kfid)
         if not customer.avatar_url:
             fresh_customers.append(customer)
     _profiles_refresh(fresh_customers, client)
+
+
+def _channel_follow(customer: Customer, batch: list[dict[str, Any]], open_kfid: str) -> None:
+    """The kf account a reply must leave from is the one the customer's newest own message came to:
+    set only when this page holds it (a page of older messages, events or the agent's messages
+    from another kf account moves nothing)."""
+    own = [
+        m["sent_at"]
+        for m in batch
+        if m["direction"] == MessageDirection.INBOUND
+        or (m["direction"] == MessageDirection.SYSTEM and m["sender"] == CUSTOMER_PLACEHOLDER_SENDER)
+    ]
+    if not own or customer.upstream_channel == open_kfid:
+        return
+    newest = (
+        Message.objects.filter(customer_messages(customer))
+        .order_by("-sent_at", "-id")
+        .values_list("sent_at", flat=True)
+        .first()
+    )
+    if newest is not None and max(own) < newest:
+        return
+    Customer.objects.filter(pk=customer.pk).update(upstream_channel=open_kfid)
+    customer.upstream_channel = open_kfid
 
 
 def _profiles_refresh(customers: list[Customer], client: WeComClient) -> None:
@@ -274,13 +311,16 @@ def _profiles_refresh(customers: list[Customer], client: WeComClient) -> None:
         data = found.get(customer.conversation_id)
         if not data:
             continue
-        customer_upstream_profile_update(
-            customer=customer,
-            display_name=_clean_text(data.get("nickname"))[:100],
-            avatar_url=str(data.get("avatar") or "")[:500],
-            actor=SYNC_ACTOR,
-            reason="企业微信客服资料",
-        )
+        try:
+            customer_upstream_profile_update(
+                customer=customer,
+                display_name=_clean_text(data.get("nickname"))[:100],
+                avatar_url=str(data.get("avatar") or "")[:500],
+                actor=SYNC_ACTOR,
+                reason="企业微信客服资料",
+            )
+        except ApplicationError as exc:  # an avatar that is no URL, say: the messages stay stored
+            logger.warning("wecom: customer profile refused (%s)", exc.code)
 
 
 def wecom_sync(
@@ -290,6 +330,8 @@ def wecom_sync(
     connection = connection_get(account_id)
     if connection is None:
         raise NotFound(f"账号 {account_id} 没有连接企业微信客服 (not connected).", code="wecom_not_connected")
+    if not connection.account.is_active:
+        raise NotFound(f"账号 {account_id} 已停用 (account inactive).", code="account_inactive")
     client = client or WeComClient(credentials_of(connection))
     result = SyncResult()
     row, _created = WeComCursor.objects.get_or_create(account_id=account_id, open_kfid=open_kfid)
@@ -300,20 +342,35 @@ def wecom_sync(
     try:
         cursor = WeComCursor.objects.get(pk=row.pk).cursor
         while True:
-            page = client.sync_msg(open_kfid=open_kfid, cursor=cursor, token=token, limit=PAGE_LIMIT)
+            try:
+                page = client.sync_msg(open_kfid=open_kfid, cursor=cursor, token=token, limit=PAGE_LIMIT)
+            except WeComApiError as exc:
+                if not token or exc.errcode != MSG_TOKEN_INVALID:
+                    raise
+                # The callback's token lives 10 minutes (a queue that backed up): pull without it.
+                token = ""
+                continue
             listed = page.get("msg_list")
             messages: list[dict[str, Any]] = listed if isinstance(listed, list) else []
             result.pages += 1
             result.fetched += len(messages)
             with use_account(account_id):
                 _ingest_page(messages, open_kfid=open_kfid, client=client, result=result)
-            next_cursor = page.get("next_cursor")
-            cursor = next_cursor if isinstance(next_cursor, str) and next_cursor else cursor
+            raw_cursor = page.get("next_cursor")
+            next_cursor: str = raw_cursor if isinstance(raw_cursor, str) else ""
+            moved = bool(next_cursor) and next_cursor != cursor
+            if moved:
+                cursor = next_cursor
             # Only now: the page's messages are committed.
             WeComCursor.objects.filter(pk=row.pk).update(
                 cursor=cursor, synced_at=timezone.now(), messages_synced=F("messages_synced") + len(messages)
             )
-            if page.get("has_more"):
+            if page.get("has_more") and not moved:
+                # WeCom says there is more but gave no new cursor: asking again would loop for ever.
+                logger.warning("wecom: %s/%s has_more without a new cursor; stopping this pull", account_id, open_kfid)
+            elif page.get("has_more") and result.pages >= PAGES_PER_PULL:
+                result.more = True
+            elif page.get("has_more"):
                 _renew(row)
                 continue
             if _release(row):
@@ -321,6 +378,6 @@ def wecom_sync(
                 continue
             break
     except BaseException:
-        WeComCursor.objects.filter(pk=row.pk).update(leased_until=None, leased_by="")
+        WeComCursor.objects.filter(pk=row.pk, leased_by=_holder()).update(leased_until=None, leased_by="")
         raise
     return result

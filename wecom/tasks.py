@@ -14,7 +14,7 @@ from django.utils import timezone
 from conversations.gateway import upstream_status_refresh
 from qiwei_site.platform.errors import ApplicationError
 from wecom.client import WeComApiError
-from wecom.models import WeComCallback
+from wecom.models import WeComCallback, WeComCursor
 from wecom.selectors import connections_active, uses_wecom
 from wecom.sync import wecom_sync
 
@@ -52,17 +52,20 @@ def wecom_sync_task(self: Any, account_id: str, open_kfid: str, token: str = "")
         raise self.retry(exc=exc, countdown=countdown) from None
     if result.watch_in is not None:
         wecom_sync_task.apply_async(args=(account_id, open_kfid, ""), countdown=result.watch_in)
+    if result.more:  # a backlog larger than one pull takes: the next pull goes on from the cursor
+        wecom_sync_task.delay(account_id, open_kfid, "")
     return result.__dict__
 
 
 @shared_task(name="wecom.tasks.wecom_catch_up_all", ignore_result=True)
 def wecom_catch_up_all() -> int:
-    """Queue a pull for every served open_kfid of every active connected account."""
+    """Queue a pull for every kf account of every active connected account: those it lists and those
+    a callback has brought (an account serving "all" lists none), whichever upstream its replies use."""
     queued = 0
     for connection in connections_active():
-        if not uses_wecom(connection):
-            continue
-        for open_kfid in connection.open_kfids or []:
+        kfids = set(connection.open_kfids or [])
+        kfids |= set(WeComCursor.objects.filter(account_id=connection.account_id).values_list("open_kfid", flat=True))
+        for open_kfid in sorted(kfids):
             wecom_sync_task.delay(connection.account_id, open_kfid, "")
             queued += 1
     return queued

@@ -33,20 +33,17 @@ def test_wecom_callback_url_check_answers_the_decrypted_echostr(connected, accou
     assert response.content.decode() == plaintext
 
 
-def test_wecom_callback_takes_an_event_once_and_pulls_its_messages(
-    connected, account, standin, client, django_capture_on_commit_callbacks
-):
+def test_wecom_callback_takes_an_event_once_and_pulls_its_messages(connected, account, standin, client):
     # given 周先生 wrote on WeCom and WeCom posts its callback, then retries it twice
     standin.customer_says("wmZhou001", "我想换一套离公司近点的房子", callback=False)
     query, body = callback_parts(standin)
 
     # when the three deliveries arrive
-    with django_capture_on_commit_callbacks(execute=True) as queued:
-        answers = [post_callback(client, account.id, query, body) for _ in range(3)]
+    answers = [post_callback(client, account.id, query, body) for _ in range(3)]
 
-    # then each is answered at once, one pull is queued, and the message is stored once
+    # then each is answered at once, one pull is made, and the message is stored once
     assert [a.status_code for a in answers] == [200, 200, 200]
-    assert len(queued) == 1
+    assert len([path for path, _ in standin.calls if path.endswith("sync_msg")]) == 1
     assert WeComCallback.objects.count() == 1
     assert list(Message.objects.values_list("text", flat=True)) == ["我想换一套离公司近点的房子"]
 
@@ -114,3 +111,51 @@ def test_wecom_callback_for_an_account_without_wecom_is_a_json_404(account, clie
     assert response.status_code == 404
     assert response.json()["code"] == "wecom_not_connected"
     assert client.get("/wecom/NO-SUCH/callback/").json()["code"] == "not_found"
+
+
+def test_wecom_callback_refused_by_the_broker_is_taken_again_on_wecoms_retry(
+    connected, account, standin, client, monkeypatch
+):
+    # given the broker refuses the pull the first time
+    from wecom import tasks
+
+    calls = {"n": 0}
+    real_delay = tasks.wecom_sync_task.delay
+
+    def flaky_delay(*args):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise OSError("broker down")
+        return real_delay(*args)
+
+    monkeypatch.setattr(tasks.wecom_sync_task, "delay", flaky_delay)
+    standin.customer_says("wmZhou001", "我想换一套离公司近点的房子", callback=False)
+    query, body = callback_parts(standin)
+
+    # when WeCom posts, is told to retry, and retries
+    first = post_callback(client, account.id, query, body)
+    retry = post_callback(client, account.id, query, body)
+
+    # then the first answer is a JSON 503 and the retry's pull stores the message
+    assert first.status_code == 503 and first.json()["code"] == "callback_failed"
+    assert retry.status_code == 200
+    assert Message.objects.count() == 1
+
+
+def test_wecom_callback_oversized_or_wrong_method_is_a_json_refusal(connected, account, client):
+    big = client.post(
+        f"/wecom/{account.id}/callback/?timestamp=1", data=b"x" * (9 * 1024 * 1024), content_type="text/xml"
+    )
+    assert big.status_code == 413 and big.json()["code"] == "callback_too_large"
+    put = client.put(f"/wecom/{account.id}/callback/", data=b"<xml/>", content_type="text/xml")
+    assert put.status_code == 405 and put.json()["code"] == "method_not_allowed"
+
+
+def test_wecom_callback_for_an_inactive_account_is_refused(connected, account, standin, client):
+    from qiwei_site.platform.models import WeComAccount
+
+    WeComAccount.objects.filter(pk=account.id).update(is_active=False)
+    query, body = callback_parts(standin)
+    response = post_callback(client, account.id, query, body)
+    assert response.status_code == 404 and response.json()["code"] == "account_inactive"
+    assert WeComCallback.objects.count() == 0

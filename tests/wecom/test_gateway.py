@@ -270,3 +270,19 @@ def test_wecom_refused_send_is_retried_under_a_new_msgid(customer, staff_user, s
     assert delivery.status == DeliveryStatus.SENT and len(standin.sent) == 1
     tried = [body.get("msgid") for path, body in standin.calls if path.endswith("send_msg")]
     assert tried[-1] != tried[0]  # (the refused attempt was made twice: once more after a token refresh)
+
+
+def test_wecom_access_token_is_sealed_in_the_shared_cache(customer, account, standin):
+    # given a send fetched a token
+    from django.core.cache import caches
+
+    from wecom.client import WeComClient
+    from wecom.selectors import credentials_get
+
+    client = WeComClient(credentials_get(account.id))
+    token = client.access_token()
+
+    # then the shared cache (a file or a Redis key) holds it sealed, and it opens again
+    raw = caches["shared"].get(client._token_key())
+    assert raw and token not in raw
+    assert client.access_token() == token

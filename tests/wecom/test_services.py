@@ -180,3 +180,33 @@ def test_wecom_admin_refusal_keeps_the_form_with_the_reason(admin_client, accoun
     assert response.status_code == 200
     assert "EncodingAESKey" in response.content.decode()
     assert not WeComConnection.objects.exists()
+
+
+def test_wecom_admin_hides_another_accounts_connection_from_a_supervisor(admin_client, account, other_account):
+    # given globex is connected, and acme's supervisor is no member of globex
+    _connect(other_account)
+
+    # when acme's supervisor opens globex's connection, or posts to it
+    url = reverse("admin:wecom_wecomconnection_change", args=[other_account.id])
+    page = admin_client.get(url)
+    changed = admin_client.post(url, {"corp_id": CORP_ID, "open_kfids_text": "wkAttacker", "upstream": "default"})
+
+    # then she cannot see or change it, and it is not in her list
+    assert page.status_code in (302, 403, 404)
+    assert changed.status_code in (302, 403, 404)
+    assert WeComConnection.objects.get(pk=other_account.id).open_kfids == [OPEN_KFID]
+    listing = admin_client.get(reverse("admin:wecom_wecomconnection_changelist")).content.decode()
+    assert url not in listing
+
+
+def test_wecom_connect_command_rotating_the_secret_keeps_the_kf_accounts_and_upstream(account):
+    # given a connection serving one kf account, replies through the shared upstream
+    _connect(account, upstream="default")
+
+    # when the operator rotates only the secret
+    call_command("wecom_connect", account.id, "--corp-id", CORP_ID, "--secret", "new-secret-2026", stdout=io.StringIO())
+
+    # then the kf accounts and the upstream are as they were
+    connection = WeComConnection.objects.get(pk=account.id)
+    assert (connection.open_kfids, connection.upstream) == ([OPEN_KFID], "default")
+    assert credentials_get(account.id).secret == "new-secret-2026"

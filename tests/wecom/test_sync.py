@@ -200,3 +200,48 @@ def test_wecom_sync_task_retries_a_storage_failure(connected, account, standin, 
     with pytest.raises(RuntimeError, match="retry"):
         tasks.wecom_sync_task.run(account.id, OPEN_KFID, "")
     assert isinstance(retried["exc"], OperationalError) and retried["countdown"] >= 2
+
+
+def test_wecom_sync_stops_when_wecom_says_more_without_a_new_cursor(connected, account):
+    # given a WeCom that answers has_more=1 and the same cursor again (a bug on its side)
+    class Stuck:
+        calls = 0
+
+        def sync_msg(self, **kwargs):
+            Stuck.calls += 1
+            return {"errcode": 0, "next_cursor": "", "has_more": 1, "msg_list": []}
+
+    # when the account pulls / then it stops after that page instead of asking for ever
+    result = wecom_sync(account_id=account.id, open_kfid=OPEN_KFID, client=Stuck())
+    assert Stuck.calls == 1 and result.pages == 1
+    assert WeComCursor.objects.get(open_kfid=OPEN_KFID).leased_until is None
+
+
+def test_wecom_sync_replies_leave_from_the_kf_account_of_her_newest_message(connected, account, standin):
+    # given she wrote to kf account A, later to kf account B
+    from wecom.services import wecom_connect
+
+    from .conftest import AES_KEY, CALLBACK_TOKEN, CORP_ID, SECRET
+
+    standin.open_kfids.append("wkSecond02")
+    wecom_connect(
+        account_id=account.id,
+        corp_id=CORP_ID,
+        secret=SECRET,
+        token=CALLBACK_TOKEN,
+        aes_key=AES_KEY,
+        open_kfids=[OPEN_KFID, "wkSecond02"],
+        actor="test",
+    )
+    standin.customer_says("wmLin001", "我先问问一居室", callback=False)
+    import time
+
+    time.sleep(1.1)  # WeCom's send_time has whole seconds
+    standin.customer_says("wmLin001", "我换个客服问两居室", open_kfid="wkSecond02", callback=False)
+
+    # when B's page is pulled first and A's (the older message) after it
+    wecom_sync(account_id=account.id, open_kfid="wkSecond02")
+    wecom_sync(account_id=account.id, open_kfid=OPEN_KFID)
+
+    # then replies leave from B, where her newest message went
+    assert Customer.objects.get(conversation_id="wmLin001").upstream_channel == "wkSecond02"

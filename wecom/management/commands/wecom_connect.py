@@ -32,8 +32,13 @@ class Command(BaseCommand):
         parser.add_argument("--secret", help="微信客服应用的 Secret（- 从标准输入读取）")
         parser.add_argument("--token", help="回调配置里的 Token（- 从标准输入读取）")
         parser.add_argument("--aes-key", help="回调配置里的 EncodingAESKey（- 从标准输入读取）")
-        parser.add_argument("--open-kfid", action="append", default=None, help="服务的客服账号 open_kfid，可重复")
-        parser.add_argument("--upstream", choices=Upstream.values, default=Upstream.WECOM)
+        parser.add_argument(
+            "--open-kfid", action="append", default=None, help="服务的客服账号 open_kfid，可重复（不给则保持原设置）"
+        )
+        parser.add_argument("--all-kfids", action="store_true", help="服务该企业的全部客服账号")
+        parser.add_argument(
+            "--upstream", choices=Upstream.values, default=None, help="不给则保持原设置（新连接：wecom）"
+        )
         parser.add_argument("--reason", default="连接企业微信客服")
         parser.add_argument("--disconnect", action="store_true", help="断开连接（删除保存的凭据）")
 
@@ -52,7 +57,7 @@ class Command(BaseCommand):
                 secret=_value(options["secret"]),
                 token=_value(options["token"]),
                 aes_key=_value(options["aes_key"]),
-                open_kfids=options["open_kfid"] or [],
+                open_kfids=[] if options["all_kfids"] else options["open_kfid"],
                 upstream=options["upstream"],
                 actor="manage.py",
                 reason=options["reason"],

@@ -651,6 +651,7 @@
   }
 
   function selectConversation(conversationId) {
+    if (state.conversation !== conversationId) showError(""); // an error (and its button) was about the other one
     state.conversation = conversationId;
     storeSet(STORE_CONVERSATION + state.account, conversationId);
     state.editing = {};
@@ -1077,7 +1078,16 @@
       .catch(function (error) {
         if (error instanceof ApiError && error.code === "already_answered") {
           // The latest message was answered already: say so, and offer to draft another reply anyway.
-          showError(errorText("生成草稿失败", error), { name: "regenerate", label: "重新生成", run: regenerateDraft });
+          var answered = state.conversation;
+          showError(errorText("生成草稿失败", error), {
+            name: "regenerate",
+            label: "重新生成",
+            run: function () {
+              // Only for the conversation the refusal was about.
+              if (state.conversation === answered) regenerateDraft();
+              else showError("");
+            },
+          });
           return;
         }
         showError(errorText("生成草稿失败", error));
