@@ -336,7 +336,7 @@ def draft_auto_send_blockers(draft: Draft, customer: Customer | None = None) -> 
         blockers.append("草稿内容为空")
     if draft.status != DraftStatus.PENDING:
         blockers.append(f"草稿状态为「{draft.get_status_display()}」")
-    refusal = upstream.get_gateway().send_refusal(customer.conversation_id)
+    refusal = upstream.get_gateway().send_refusal(customer.conversation_id, draft.final_text or draft.reply)
     if refusal:
         blockers.append(f"上游不允许发送：{refusal}")
     return blockers
@@ -491,8 +491,8 @@ def draft_send(*, draft: Draft, actor: Actor, reason: str = "发送回复", auto
     conversation_id = draft.customer.conversation_id
     gateway = upstream.get_gateway()
     if existing is None or existing.status == DeliveryStatus.FAILED:
-        _sendable_text(draft, auto=auto)  # refuse early, before any lock
-        refusal = gateway.send_refusal(conversation_id)
+        text = _sendable_text(draft, auto=auto)  # refuse early, before any lock
+        refusal = gateway.send_refusal(conversation_id, text)
         if refusal:
             raise Conflict(f"无法发送：{refusal}", code="upstream_refused", extra={"draft_id": draft.pk})
     delivery, claimed = _claim(draft, auto=auto)
@@ -519,7 +519,7 @@ def draft_send(*, draft: Draft, actor: Actor, reason: str = "发送回复", auto
                 reason=reason,
                 payload={"draft_id": draft.pk, "auto": auto, "error": detail[:200]},
             )
-        if refused:
+        if isinstance(exc, upstream.UpstreamRefused):
             # The upstream is up and said no to this one reply: the draft keeps the reason; the
             # status stays online, so sending to other customers goes on.
             raise Conflict(f"无法发送：{detail}", code=exc.code, extra={"draft_id": draft.pk}) from None
@@ -554,6 +554,30 @@ def draft_send(*, draft: Draft, actor: Actor, reason: str = "发送回复", auto
         )
     delivery.refresh_from_db()
     return delivery
+
+
+def delivery_undelivered(*, delivery: Delivery, detail: str, actor: Actor, reason: str) -> bool:
+    """The upstream reported afterwards that a sent reply never reached the customer (WeCom's
+    `msg_send_fail`): the delivery is failed with the reason, and the reply's line in the thread no
+    longer counts as said (the next context and the answered check stop relying on it); the draft
+    keeps its history. False when the delivery was not sent (nothing to undo)."""
+    with account_atomic():
+        changed = Delivery.objects.filter(pk=delivery.pk, status=DeliveryStatus.SENT).update(
+            status=DeliveryStatus.FAILED, last_error=detail[:300], updated_at=timezone.now()
+        )
+        if not changed:
+            return False
+        Message.objects.filter(
+            customer_id=delivery.draft.customer_id, external_id=reply_external_id(delivery.pk)
+        ).update(is_effective=False)
+        audit_record(
+            action=AuditAction.DRAFT_SEND_FAILED,
+            conversation_id=delivery.draft.customer.conversation_id,
+            actor=actor,
+            reason=reason,
+            payload={"draft_id": delivery.draft_id, "delivery_id": delivery.pk, "error": detail[:200]},
+        )
+    return True
 
 
 def reply_external_id(delivery_id: int) -> str:

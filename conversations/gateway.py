@@ -90,9 +90,10 @@ class UpstreamGateway(ABC):
     # account's own (its WeCom kf connection).
     status_scope = ""
 
-    def send_refusal(self, conversation_id: str) -> str | None:
-        """Why a reply to this conversation cannot be sent now (Chinese), known before trying; None:
-        nothing known against it. Checked before a send and by the auto-send gate."""
+    def send_refusal(self, conversation_id: str, text: str | None = None) -> str | None:
+        """Why a reply (`text`, when known) to this conversation cannot be sent now (Chinese), known
+        before trying; None: nothing known against it. Checked before a send, by the auto-send gate
+        and on the draft's card."""
         return None
 
     @abstractmethod

@@ -118,14 +118,14 @@ class DraftOutputSerializer(serializers.ModelSerializer):
 
     def get_send_blocked_reason(self, obj: Draft) -> str | None:
         """Known before trying: only for a draft that could still be sent; one answer per customer
-        per serialization (a list of drafts asks the upstream once per customer)."""
+        and text per serialization (a list of drafts asks the upstream once per customer)."""
         if obj.status not in (DraftStatus.PENDING, DraftStatus.APPROVED):
             return None
         answers = self.context.setdefault("_send_refusals", {}) if isinstance(self.context, dict) else {}
-        conversation_id = obj.customer.conversation_id
-        if conversation_id not in answers:
-            answers[conversation_id] = get_gateway().send_refusal(conversation_id)
-        return answers[conversation_id]
+        key = (obj.customer.conversation_id, obj.final_text or obj.reply)
+        if key not in answers:
+            answers[key] = get_gateway().send_refusal(*key)
+        return answers[key]
 
     @extend_schema_field(DeliveryOutputSerializer(allow_null=True))
     def get_delivery(self, obj: Draft) -> dict[str, Any] | None:

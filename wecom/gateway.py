@@ -116,7 +116,9 @@ class WeComGateway(UpstreamGateway):
             detail=f"企业微信客服（企业 {self.credentials.corp_id}）",
         )
 
-    def send_refusal(self, conversation_id: str) -> str | None:
+    def send_refusal(self, conversation_id: str, text: str | None = None) -> str | None:
+        if text is not None and len(text.strip().encode("utf-8")) > TEXT_MAX_BYTES:
+            return f"回复超过企业微信单条 {TEXT_MAX_BYTES} 字节的上限，请缩短后再发 (reply too long for WeCom)."
         customer = Customer.objects.filter(conversation_id=conversation_id).first()
         if customer is None:
             return "客户不存在 (no such customer)."
@@ -170,7 +172,7 @@ class UnusableWeComGateway(UpstreamGateway):
     def probe(self, timeout: float) -> UpstreamStatus:
         return UpstreamStatus(False, False, "wecom-kf", timezone.now(), self.reason)
 
-    def send_refusal(self, conversation_id: str) -> str | None:
+    def send_refusal(self, conversation_id: str, text: str | None = None) -> str | None:
         return self.reason
 
     def send(self, *, conversation_id: str, text: str, idempotency_key: str) -> str:

@@ -270,10 +270,17 @@ class WeComStandin:
         *,
         open_kfid: str | None = None,
         callback: bool = True,
+        extra: Json | None = None,
     ) -> Json:
-        """A system event (origin 4), e.g. the customer entering the session."""
+        """A system event (origin 4), e.g. the customer entering the session; `extra` adds the event's
+        own fields (`fail_msgid` and `fail_type` of msg_send_fail, `recall_msgid` of user_recall_msg)."""
         kfid = self._kfid(open_kfid)
-        detail: Json = {"event_type": event_type, "open_kfid": kfid, "external_userid": external_userid}
+        detail: Json = {
+            "event_type": event_type,
+            "open_kfid": kfid,
+            "external_userid": external_userid,
+            **(extra or {}),
+        }
         if event_type == "enter_session":
             detail.update(scene="", scene_param="", welcome_code=secrets.token_urlsafe(24))
         with self._lock:

@@ -18,15 +18,17 @@ from typing import Any
 from django.db.models import F, Q
 from django.utils import timezone
 
-from conversations.models import Customer, Message, MessageDirection
+from conversations.drafts import delivery_undelivered
+from conversations.models import Customer, Delivery, DeliveryStatus, Message, MessageDirection
 from conversations.services import customer_upstream_profile_update
 from memory.capture.ingest import MAX_BATCH, MAX_TEXT_CHARS, messages_ingest
+from memory.governance.messages import message_forget
 from qiwei_site.platform.errors import ApplicationError, NotFound
 from qiwei_site.platform.history import Actor
 from qiwei_site.platform.tenancy import use_account
 from wecom.client import WeComApiError, WeComClient
 from wecom.errcodes import MSG_TOKEN_INVALID
-from wecom.gateway import CUSTOMER_PLACEHOLDER_SENDER, customer_messages
+from wecom.gateway import CUSTOMER_PLACEHOLDER_SENDER, customer_messages, send_msgid
 from wecom.models import WeComCursor
 from wecom.selectors import connection_get, credentials_of
 
@@ -256,6 +258,7 @@ def _ingest_page(messages: list[dict[str, Any]], *, open_kfid: str, client: WeCo
             continue
         by_customer.setdefault(mapped[0], []).append(mapped[1])
     fresh_customers: list[Customer] = []
+    created_ids: set[str] = set()
     for external_userid, batch in by_customer.items():
         for start in range(0, len(batch), MAX_BATCH):
             ingested = messages_ingest(
@@ -266,11 +269,50 @@ def _ingest_page(messages: list[dict[str, Any]], *, open_kfid: str, client: WeCo
             )
             result.stored += len(ingested.created)
             result.duplicates += len(ingested.duplicates)
+            created_ids.update(m.external_id for m in ingested.created)
         customer = ingested.customer
         _channel_follow(customer, batch, open_kfid)
         if not customer.avatar_url:
             fresh_customers.append(customer)
+    # Events that change what was said, each acted on once (when its own line was new here).
+    for raw in messages:
+        event = raw.get("event") if isinstance(raw, dict) else None
+        if isinstance(event, dict) and raw.get("msgtype") == "event" and raw.get("msgid") in created_ids:
+            _event_apply(event, client)
     _profiles_refresh(fresh_customers, client)
+
+
+def _event_apply(event: dict[str, Any], client: WeComClient) -> None:
+    """WeCom's word that a reply of ours never arrived (`msg_send_fail`: the delivery is failed and
+    its line no longer counts as said), or that the customer took a message back
+    (`user_recall_msg`: it is forgotten, as a supervisor's forget would, so nothing remembers it)."""
+    kind = event.get("event_type")
+    customer = Customer.objects.filter(conversation_id=str(event.get("external_userid") or "")).first()
+    if customer is None:
+        return
+    if kind == "msg_send_fail":
+        failed = str(event.get("fail_msgid") or "")
+        for delivery in Delivery.objects.filter(draft__customer=customer, status=DeliveryStatus.SENT).select_related(
+            "draft__customer"
+        ):
+            msgid = send_msgid(
+                account_id=client.credentials.account_id,
+                idempotency_key=delivery.idempotency_key,
+                created_at=delivery.created_at,
+            )
+            if msgid == failed:
+                delivery_undelivered(
+                    delivery=delivery,
+                    detail=f"企业微信报告该回复未送达客户（原因代码 {event.get('fail_type', '未知')}）",
+                    actor=SYNC_ACTOR,
+                    reason="企业微信报告发送失败",
+                )
+    elif kind == "user_recall_msg":
+        recalled = Message.objects.filter(
+            customer=customer, external_id=str(event.get("recall_msgid") or ""), direction=MessageDirection.INBOUND
+        ).first()
+        if recalled is not None:
+            message_forget(message=recalled, actor=SYNC_ACTOR, reason="客户在企业微信撤回了这条消息")
 
 
 def _channel_follow(customer: Customer, batch: list[dict[str, Any]], open_kfid: str) -> None:

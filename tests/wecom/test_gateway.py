@@ -286,3 +286,29 @@ def test_wecom_access_token_is_sealed_in_the_shared_cache(customer, account, sta
     raw = caches["shared"].get(client._token_key())
     assert raw and token not in raw
     assert client.access_token() == token
+
+
+def test_wecom_reported_send_failure_fails_the_delivery_and_uncounts_the_reply(customer, staff_user, standin, account):
+    # given a reply went out, then WeCom reports it never reached her (msg_send_fail)
+    delivery = draft_send(draft=_approved(customer, staff_user), actor=staff_user)
+    standin.event(CID, "msg_send_fail", extra={"fail_msgid": standin.sent[0]["msgid"], "fail_type": 4}, callback=False)
+
+    # when the account pulls
+    wecom_sync(account_id=account.id, open_kfid=OPEN_KFID)
+
+    # then the delivery is failed with WeCom's reason and the reply's line no longer counts as said
+    delivery.refresh_from_db()
+    assert delivery.status == DeliveryStatus.FAILED and "未送达" in delivery.last_error
+    reply = Message.objects.get(customer=customer, external_id=f"delivery-{delivery.pk}")
+    assert reply.is_effective is False
+
+
+def test_wecom_reply_longer_than_2048_bytes_says_so_on_the_card_before_sending(customer, staff_user, standin):
+    # given a draft of 700 Chinese characters (2,100 bytes in UTF-8)
+    draft = _approved(customer, staff_user, text="房" * 700)
+
+    # when the agent looks at it and sends it / then the card said why, and nothing was tried
+    assert "2048" in DraftOutputSerializer(draft).data["send_blocked_reason"]
+    with pytest.raises(Conflict, match="2048"):
+        draft_send(draft=draft, actor=staff_user)
+    assert not [path for path, _ in standin.calls if path.endswith("send_msg")]

@@ -245,3 +245,23 @@ def test_wecom_sync_replies_leave_from_the_kf_account_of_her_newest_message(conn
 
     # then replies leave from B, where her newest message went
     assert Customer.objects.get(conversation_id="wmLin001").upstream_channel == "wkSecond02"
+
+
+def test_wecom_recalled_message_is_forgotten(connected, account, standin):
+    # given 钱先生 said his budget, it was captured, then he recalled the message in WeChat
+    from memory.capture.services import capture_message
+    from memory.models import MemoryItem
+
+    said = standin.customer_says("wmQian001", "我的预算是八千", callback=False)
+    _sync(account)
+    capture_message(message=Message.objects.get(external_id=said["msgid"]))
+    assert MemoryItem.objects.filter(customer__conversation_id="wmQian001").exists()
+    standin.event("wmQian001", "user_recall_msg", extra={"recall_msgid": said["msgid"]}, callback=False)
+
+    # when the account pulls
+    _sync(account)
+
+    # then the message and what was remembered from it are gone, and the recall is a system line
+    assert not Message.objects.filter(external_id=said["msgid"]).exists()
+    assert not MemoryItem.objects.filter(customer__conversation_id="wmQian001").exists()
+    assert Message.objects.filter(text="〔企业微信事件：客户撤回了一条消息〕").count() == 1
