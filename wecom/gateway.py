@@ -35,7 +35,8 @@ def send_msgid(*, account_id: str, idempotency_key: str, created_at: dt.datetime
     WeCom would refuse as a repeat — msgids must be unique per kf account, and our delivery keys are
     only unique inside one account's store (a second account on the same kf account, an account
     made again). 32 characters of [0-9a-f]: "q" and 31 of a SHA-256."""
-    stamp = created_at.isoformat() if created_at is not None else ""
+    # The instant in microseconds: the same whatever time zone a caller's datetime is in.
+    stamp = str(round(created_at.timestamp() * 1_000_000)) if created_at is not None else ""
     digest = hashlib.sha256(f"{account_id}\0{idempotency_key}\0{stamp}".encode()).hexdigest()
     return "q" + digest[:31]
 

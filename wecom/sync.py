@@ -191,7 +191,12 @@ def _holder_gone(holder: str) -> bool:
         return True
     except PermissionError:
         return False
-    return False
+    # A killed worker's pool process lingers as a zombie until someone reaps it: that is gone too.
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rsplit(")", 1)[-1].split()[0] in ("Z", "X")
+    except OSError:
+        return False
 
 
 def _take(row: WeComCursor, now: dt.datetime, *, dead: str | None = None) -> bool:
