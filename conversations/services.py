@@ -42,21 +42,26 @@ def customer_update(*, customer: Customer, changes: dict[str, Any], actor: Actor
         changed = apply_changes(current, changes)
         if not changed:
             return current
-        try:
-            current.full_clean(exclude=["conversation_id"])
-        except DjangoValidationError as exc:
-            raise ValidationFailed("; ".join(exc.messages)) from None
-        stamp_history(current, actor=actor, reason=reason)
-        current.save(update_fields=[*changed, "updated_at"])
-        audit_record(
-            action=AuditAction.CUSTOMER_UPDATED,
-            conversation_id=current.conversation_id,
-            actor=actor,
-            reason=reason,
-            # The display name is personal data: the audit says it changed, not what it became.
-            payload={"fields": changed, **{f: getattr(current, f) for f in changed if f != "display_name"}},
+        # The display name is personal data: the audit says it changed, not what it became.
+        payload = {"fields": changed, **{f: getattr(current, f) for f in changed if f != "display_name"}}
+        _customer_save(
+            current, changed, action=AuditAction.CUSTOMER_UPDATED, payload=payload, actor=actor, reason=reason
         )
     return current
+
+
+def _customer_save(
+    current: Customer, changed: list[str], *, action: AuditAction, payload: dict[str, Any], actor: Actor, reason: str
+) -> None:
+    """Validate, stamp the history, save the changed fields and audit: the one way a customer's row
+    is written by a person or by the upstream."""
+    try:
+        current.full_clean(exclude=["conversation_id"])
+    except DjangoValidationError as exc:
+        raise ValidationFailed("; ".join(exc.messages)) from None
+    stamp_history(current, actor=actor, reason=reason)
+    current.save(update_fields=[*changed, "updated_at"])
+    audit_record(action=action, conversation_id=current.conversation_id, actor=actor, reason=reason, payload=payload)
 
 
 def customer_upstream_profile_update(
@@ -75,18 +80,14 @@ def customer_upstream_profile_update(
             changed.append("avatar_url")
         if not changed:
             return current
-        try:
-            current.full_clean(exclude=["conversation_id"])
-        except DjangoValidationError as exc:
-            raise ValidationFailed("; ".join(exc.messages)) from None
-        stamp_history(current, actor=actor, reason=reason)
-        current.save(update_fields=[*changed, "updated_at"])
-        audit_record(
+        # Personal data: that it changed, not what it became.
+        _customer_save(
+            current,
+            changed,
             action=AuditAction.CUSTOMER_UPSTREAM_PROFILE,
-            conversation_id=current.conversation_id,
+            payload={"fields": changed},
             actor=actor,
             reason=reason,
-            payload={"fields": changed},  # personal data: that it changed, not what it became
         )
     return current
 

@@ -22,16 +22,12 @@ from conversations.models import Customer, Delivery, DeliveryStatus, Draft, Draf
 from conversations.tasks import upstream_status_refresh
 from qiwei_site.platform.tenancy import use_account
 from tests.browser.conftest import login
+from tests.wecom.conftest import AES_KEY, CALLBACK_TOKEN, CORP_ID, OPEN_KFID, SECRET
 from wecom.services import wecom_connect
 from wecom.standin import WeComStandin
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-CORP_ID = "ww5f3a9c1e7b2d4068"
-SECRET = "kf-secret-Zt8qWm3Lx0Rb6Yv2Nc5Hs9Pd1Gf4Jk7A"
-CALLBACK_TOKEN = "Qk7Tn2Wb9Xc4"
-AES_KEY = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG"
-OPEN_KFID = "wkAnJuKe01"
 CUSTOMER = "wmLiNvShi0001"
 NICKNAME = "李女士"
 FIRST_WORDS = "你好，我想租浦东的两居室，预算六千"

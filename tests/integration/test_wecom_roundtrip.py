@@ -45,6 +45,7 @@ from qiwei_site.platform.tenancy import use_account
 from tests.factories import StaffUserFactory
 from tests.integration.conftest import ROOT, WorkerProcess, celery_sending_to, wait_until
 from tests.integration.test_embedded_broker import broker_options
+from tests.wecom.conftest import AES_KEY, CALLBACK_TOKEN, CORP_ID, OPEN_KFID, SECRET
 from wecom.gateway import send_msgid
 from wecom.models import WeComCallback, WeComCursor
 from wecom.services import wecom_connect
@@ -53,11 +54,6 @@ from wecom.standin import WeComStandin
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 ACCOUNT = "wecomrt"
-CORP_ID = "ww5f3a9c1e7b2d4068"
-SECRET = "kf-secret-Zt8qWm3Lx0Rb6Yv2Nc5Hs9Pd1Gf4Jk7A"
-CALLBACK_TOKEN = "Qk7Tn2Wb9Xc4"
-AES_KEY = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG"
-OPEN_KFID = "wkAnJuKe01"
 FIRM = "我预算六千，只看两居室"
 SOON = 15.0  # "within a few seconds", with room for a slow machine
 # What the worker's log says of a WeCom pull it took, and of one that failed.

@@ -14,7 +14,7 @@ import itertools
 import os
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
@@ -192,11 +192,14 @@ def test_wecom_inbox_property_catches_a_cursor_moved_before_the_commit(account, 
     with pytest.raises(AssertionError):
         run_state_machine_as_test(
             WeComInbox,
+            # Fixed examples, no shrinking: the same sequences every run, and a failure found is enough.
             settings=settings(
-                max_examples=EXAMPLES,
+                max_examples=max(EXAMPLES, 50),
                 stateful_step_count=25,
                 deadline=None,
                 database=None,
+                derandomize=True,
+                phases=[Phase.generate],
                 suppress_health_check=[HealthCheck.too_slow],
             ),
         )
