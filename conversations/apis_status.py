@@ -30,6 +30,7 @@ class StatusOutputSerializer(serializers.Serializer):
 
 class UpstreamStatusApi(APIView):
     permission_classes = [permissions.IsAuthenticated]
+    error_status_codes = (404,)  # ?account= naming an account the user may not see
 
     @extend_schema(
         parameters=[

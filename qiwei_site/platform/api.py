@@ -175,6 +175,10 @@ class QiweiAutoSchema(AutoSchema):
 
     def error_status_codes(self) -> list[int]:
         codes = [400, 401]
+        # A view outside /api/accounts/ that still names an account (`/api/status?account=`) says 404
+        # for one the user may not see, as every account view does.
+        extra = getattr(self.view, "error_status_codes", ())
+        codes.extend(code for code in extra if code not in codes)
         if isinstance(self.view, AccountAPIView):
             if self.method in self.view.governance_methods:
                 codes.append(403)
