@@ -19,18 +19,17 @@ from wecom.services import wecom_connect, wecom_disconnect
 KEPT_HELP = "已保存，不再显示；留空则保持不变"
 
 
+def _credential(label: str) -> forms.CharField:
+    """A credential field: typed, never rendered back."""
+    return forms.CharField(label=label, required=False, strip=True, widget=forms.PasswordInput(render_value=False))
+
+
 class WeComConnectionForm(forms.ModelForm):
-    secret = forms.CharField(
-        label="客服应用 Secret", required=False, strip=True, widget=forms.PasswordInput(render_value=False)
-    )
-    token = forms.CharField(
-        label="回调 Token", required=False, strip=True, widget=forms.PasswordInput(render_value=False)
-    )
-    aes_key = forms.CharField(
-        label="EncodingAESKey", required=False, strip=True, widget=forms.PasswordInput(render_value=False)
-    )
+    secret = _credential("客服应用密钥（后台的 Secret）")
+    token = _credential("回调令牌（后台的 Token）")
+    aes_key = _credential("消息加密密钥（后台的 EncodingAESKey）")
     open_kfids_text = forms.CharField(
-        label="客服账号 open_kfid", required=False, help_text="多个用逗号分隔；留空表示该企业的全部客服账号"
+        label="客服账号 ID", required=False, help_text="多个用逗号分隔；留空表示该企业的全部客服账号"
     )
 
     class Meta:

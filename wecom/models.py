@@ -17,12 +17,12 @@ class WeComConnection(TimeStampedModel):
     account = models.OneToOneField(
         WeComAccount, on_delete=models.CASCADE, primary_key=True, related_name="wecom", verbose_name=_("企微账号")
     )
-    corp_id = models.CharField(_("企业 ID (corp id)"), max_length=64)
+    corp_id = models.CharField(_("企业 ID"), max_length=64)
     # Sealed with the message-original key (`qiwei_site.platform.sealing`); never shown after saving.
-    secret_sealed = models.TextField(_("客服应用 Secret（密封）"))
-    token_sealed = models.TextField(_("回调 Token（密封）"))
-    aes_key_sealed = models.TextField(_("EncodingAESKey（密封）"))
-    open_kfids = models.JSONField(_("客服账号 open_kfid"), default=list, blank=True)
+    secret_sealed = models.TextField(_("客服应用密钥（密封）"))
+    token_sealed = models.TextField(_("回调令牌（密封）"))
+    aes_key_sealed = models.TextField(_("消息加密密钥（密封）"))
+    open_kfids = models.JSONField(_("客服账号 ID"), default=list, blank=True)
     upstream = models.CharField(_("上游"), max_length=16, choices=Upstream.choices, default=Upstream.WECOM)
 
     class Meta:
@@ -30,7 +30,7 @@ class WeComConnection(TimeStampedModel):
         verbose_name_plural = _("企业微信客服连接")
 
     def __str__(self) -> str:
-        return f"{self.account_id} → {self.corp_id}"
+        return f"{self.account_id} 的企业微信客服连接"
 
 
 class WeComCursor(models.Model):
@@ -38,7 +38,7 @@ class WeComCursor(models.Model):
     are committed, so a crash replays (idempotent by msgid) and never skips."""
 
     account = models.ForeignKey(WeComAccount, on_delete=models.CASCADE, verbose_name=_("企微账号"))
-    open_kfid = models.CharField(_("客服账号 open_kfid"), max_length=64)
+    open_kfid = models.CharField(_("客服账号 ID"), max_length=64)
     cursor = models.CharField(_("游标"), max_length=255, blank=True)
     synced_at = models.DateTimeField(_("最近同步时间"), null=True, blank=True)
     messages_synced = models.PositiveBigIntegerField(_("已同步消息数"), default=0)
@@ -65,7 +65,7 @@ class WeComCallback(models.Model):
 
     account = models.ForeignKey(WeComAccount, on_delete=models.CASCADE, verbose_name=_("企微账号"))
     digest = models.CharField(_("事件摘要"), max_length=64)
-    open_kfid = models.CharField(_("客服账号 open_kfid"), max_length=64, blank=True)
+    open_kfid = models.CharField(_("客服账号 ID"), max_length=64, blank=True)
     received_at = models.DateTimeField(_("收到时间"), auto_now_add=True, db_index=True)
 
     class Meta:
