@@ -97,6 +97,24 @@ def test_message_forget_removes_its_words_from_a_later_drafts_prompt(customer, s
         assert 0 <= section["start"] <= section["end"] <= len(draft.prompt)
 
 
+def test_message_forget_removes_a_short_messages_words_from_a_later_drafts_prompt(customer, staff_user):
+    # Given a short message (under the length every kept text is scrubbed for) shown in the recent
+    # history of a later draft answering another message. (The regression drill found this: a
+    # draft that only showed the message was skipped, and only a long message's words went anyway.)
+    said = MessageFactory(customer=customer, text="我姓欧阳")
+    MessageFactory(customer=customer, text="周六上午可以看房吗")
+    draft = draft_generate(
+        customer=customer, actor="pipeline", client=ScriptedClient(_answer("您好，周六上午可以安排看房。"))
+    )
+    assert "我姓欧阳" in draft.prompt
+    # When it is forgotten
+    result = message_forget(message=said, actor=staff_user, reason=REASON)
+    # Then the draft that showed it has lost its words, and the audit counts that draft
+    draft.refresh_from_db()
+    assert "我姓欧阳" not in draft.prompt
+    assert result["drafts_scrubbed"] == [draft.pk]
+
+
 def test_message_forget_scrubs_the_models_raw_error_words_in_a_failed_drafts_trace(customer, staff_user):
     # Given a failed draft whose model echoed the customer's words in its raw error body (kept only in
     # the trace: the draft's error is the Chinese summary)
