@@ -3,7 +3,7 @@ secrets and personal numbers the safety gate finds are replaced, what is left re
 Ingest stores the masked text and seals the original (`conversations.received`); a supervisor sees
 the original only through the audited reveal. Masking a masked text changes nothing.
 
-密码是abc123 → 密码是••••••  ·  110105194912310021 → 1101**********0021  ·  6222…0123 → ****0123
+密码是abc123 → 密码是••••••  ·  11010519491231002X → 1101**********002X  ·  6222…0123 → ****0123
 13812345678 → 138****5678  ·  验证码482913 → 验证码••••••  ·  护照号E12345678 → 护照号E******78
 壹叁捌壹贰叁肆伍陆柒捌 and 1️⃣3️⃣8️⃣… → 138****5678
 """
