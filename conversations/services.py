@@ -65,13 +65,23 @@ def _customer_save(
 
 
 def customer_upstream_profile_update(
-    *, customer: Customer, display_name: str, avatar_url: str, actor: Actor, reason: str
+    *,
+    customer: Customer,
+    display_name: str = "",
+    avatar_url: str = "",
+    upstream_channel: str = "",
+    actor: Actor,
+    reason: str,
 ) -> Customer:
-    """The nickname and avatar the upstream (WeCom's `kf/customer/batchget`) keeps for a customer:
-    the customer record, never memory. A name staff already gave is kept; an empty value changes nothing."""
+    """What the upstream keeps for a customer — WeCom's nickname and avatar (`kf/customer/batchget`),
+    the kf account a reply must leave from: the customer record, never memory. A name staff already
+    gave is kept; an empty value changes nothing."""
     with account_atomic():
         current = Customer.objects.select_for_update().get(pk=customer.pk)
         changed: list[str] = []
+        if upstream_channel and upstream_channel != current.upstream_channel:
+            current.upstream_channel = upstream_channel
+            changed.append("upstream_channel")
         if display_name and not current.display_name:
             current.display_name = display_name
             changed.append("display_name")

@@ -340,7 +340,9 @@ def _channel_follow(customer: Customer, batch: list[dict[str, Any]], open_kfid: 
     )
     if newest is not None and max(own) < newest:
         return
-    Customer.objects.filter(pk=customer.pk).update(upstream_channel=open_kfid)
+    customer_upstream_profile_update(
+        customer=customer, upstream_channel=open_kfid, actor=SYNC_ACTOR, reason="客户改从另一个客服账号来信"
+    )
     customer.upstream_channel = open_kfid
 
 

@@ -322,6 +322,7 @@ _MESSAGE_CAUSE = re.compile(r"message:(\d+)")
 # so by name here) and, for any other, the verbose name of a model field of that name.
 _FIELD_LABELS = {
     "avatar_url": "头像",
+    "upstream_channel": "客服账号",
     "corp_id": "企业 ID",
     "secret": "客服应用密钥",
     "token": "回调令牌",
