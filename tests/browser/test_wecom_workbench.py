@@ -22,8 +22,7 @@ from conversations.models import Customer, Delivery, DeliveryStatus, Draft, Draf
 from conversations.tasks import upstream_status_refresh
 from qiwei_site.platform.tenancy import use_account
 from tests.browser.conftest import login
-from tests.wecom.conftest import AES_KEY, CALLBACK_TOKEN, CORP_ID, OPEN_KFID, SECRET
-from wecom.services import wecom_connect
+from tests.wecom.conftest import OPEN_KFID, connect_to, running_standin
 from wecom.standin import WeComStandin
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -48,15 +47,7 @@ def _fresh_shared_cache() -> Iterator[None]:
 @pytest.fixture
 def standin(live_server: Any, account: Any) -> Iterator[WeComStandin]:
     """WeCom's kf API on 127.0.0.1, posting its callbacks to acme's callback URL on the live server."""
-    server = WeComStandin(
-        corp_id=CORP_ID,
-        secret=SECRET,
-        token=CALLBACK_TOKEN,
-        encoding_aes_key=AES_KEY,
-        open_kfids=[OPEN_KFID],
-        callback_url=f"{live_server.url}/wecom/{account.id}/callback/",
-    )
-    server.start()
+    server = running_standin(callback_url=f"{live_server.url}/wecom/{account.id}/callback/")
     try:
         yield server
     finally:
@@ -66,17 +57,7 @@ def standin(live_server: Any, account: Any) -> Iterator[WeComStandin]:
 @pytest.fixture
 def connected(account: Any, standin: WeComStandin, settings: Any) -> WeComStandin:
     """acme connected to the stand-in's corp: its replies go through WeCom."""
-    settings.QIWEI_WECOM_API_BASE = standin.url
-    wecom_connect(
-        account_id=account.id,
-        corp_id=CORP_ID,
-        secret=SECRET,
-        token=CALLBACK_TOKEN,
-        aes_key=AES_KEY,
-        open_kfids=[OPEN_KFID],
-        actor="test",
-        reason="接入企业微信客服",
-    )
+    connect_to(account.id, standin, settings)
     return standin
 
 

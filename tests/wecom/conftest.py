@@ -29,12 +29,36 @@ def _fresh_shared_cache() -> Iterator[None]:
     caches["shared"].clear()
 
 
+def running_standin(callback_url: str | None = None) -> WeComStandin:
+    """The stand-in for the test corp, started (the caller stops it)."""
+    return WeComStandin(
+        corp_id=CORP_ID,
+        secret=SECRET,
+        token=CALLBACK_TOKEN,
+        encoding_aes_key=AES_KEY,
+        open_kfids=[OPEN_KFID],
+        callback_url=callback_url,
+    ).start()
+
+
+def connect_to(account_id: str, standin: WeComStandin, settings) -> WeComConnection:
+    """The account connected to the stand-in's corp: its replies go through WeCom."""
+    settings.QIWEI_WECOM_API_BASE = standin.url
+    return wecom_connect(
+        account_id=account_id,
+        corp_id=CORP_ID,
+        secret=SECRET,
+        token=CALLBACK_TOKEN,
+        aes_key=AES_KEY,
+        open_kfids=[OPEN_KFID],
+        actor="test",
+        reason="接入企业微信客服",
+    )
+
+
 @pytest.fixture
 def standin() -> Iterator[WeComStandin]:
-    server = WeComStandin(
-        corp_id=CORP_ID, secret=SECRET, token=CALLBACK_TOKEN, encoding_aes_key=AES_KEY, open_kfids=[OPEN_KFID]
-    )
-    server.start()
+    server = running_standin()
     try:
         yield server
     finally:
@@ -44,17 +68,7 @@ def standin() -> Iterator[WeComStandin]:
 @pytest.fixture
 def connected(account, standin, settings) -> WeComConnection:
     """`acme` connected to the stand-in's corp, replies through WeCom."""
-    settings.QIWEI_WECOM_API_BASE = standin.url
-    return wecom_connect(
-        account_id=account.id,
-        corp_id=CORP_ID,
-        secret=SECRET,
-        token=CALLBACK_TOKEN,
-        aes_key=AES_KEY,
-        open_kfids=[OPEN_KFID],
-        actor="test",
-        reason="接入企业微信客服",
-    )
+    return connect_to(account.id, standin, settings)
 
 
 def callback_parts(
