@@ -5,7 +5,8 @@ The ORM builds and compiles a query on every call, and for these reads that Pyth
 than the database did (a capture job's load: ~1.9 ms through the ORM against ~0.2 ms for the same
 SQL on the cursor). Each function here is one statement written once, with the table and column
 names taken from the models' `_meta`, the parameters bound by the driver, and the values converted
-the way the ORM converts them (`qiwei_site.platform.sql.Statement`). Each has an ORM twin, named in its docstring, and
+the way the ORM converts them (`qiwei_site.platform.sql.Statement`). Each has an ORM twin, named in
+its docstring (most in `tests/memory/sql_twins.py`: only tests call them), and
 `tests/memory/test_sql.py` (SQLite) and `tests/integration/test_sql_pg.py` (PostgreSQL) run both on
 the same rows and require the same answer. Nothing here uses Django's private query internals.
 """
@@ -62,7 +63,7 @@ _VERSION_AND_PROFILE = Statement(
 
 def version_and_profile(customer_id: int) -> tuple[int, tuple[Any, ...] | None]:
     """The customer's context version (0: none yet) and profile values (`PROFILE_FIELD_NAMES`;
-    None: no profile). Twin: `memory.context.builder.reads._version_and_profile`."""
+    None: no profile). Twin: `tests.memory.sql_twins.version_and_profile`."""
     rows = _VERSION_AND_PROFILE.rows(customer_id)
     if not rows:
         return 0, None
@@ -126,7 +127,7 @@ _FAR_FUTURE = datetime(9999, 12, 31, tzinfo=UTC)
 
 def window_newest(customer_id: int, size: int) -> list[Row]:
     """The newest `size` effective messages with their stored recall features (`RECALL_COLUMNS`),
-    newest first. Twin: `reads._window_newest`."""
+    newest first. Twin: `sql_twins.window_newest`."""
     return _WINDOW_NEWEST.rows(customer_id, size)
 
 
@@ -134,7 +135,7 @@ def window_up_to(customer_id: int, sent_at: datetime, message_id: int, size: int
     """As `window_newest`, up to and including the message (`sent_at`, `message_id`): an older turn
     sees its conversation as it was. With `after`, first, the newest `after` effective messages of
     ours (outbound or system) after it and sent no later than the customer's next message (the
-    replies it already had), in one statement. Twin: `reads._window_up_to`."""
+    replies it already had), in one statement. Twin: `memory.context.builder.reads._window_up_to`."""
     if after <= 0:
         return _WINDOW_UP_TO.rows(customer_id, sent_at, sent_at, message_id, size)
     position = (sent_at, sent_at, message_id)
@@ -153,7 +154,7 @@ _OPEN_TASKS = Statement(
 
 
 def open_tasks(customer_id: int) -> list[Row]:
-    """(id, title, due at) of up to 20 open tasks, soonest due first. Twin: `reads._open_tasks`."""
+    """(id, title, due at) of up to 20 open tasks, soonest due first. Twin: `sql_twins.open_tasks`."""
     return _OPEN_TASKS.rows(customer_id, TaskStatus.OPEN.value)
 
 
@@ -166,7 +167,7 @@ _OPEN_ALERTS = Statement(
 
 
 def open_alerts(customer_id: int) -> list[Row]:
-    """(id, level, text) of up to 20 unresolved alerts, oldest first. Twin: `reads._open_alerts`."""
+    """(id, level, text) of up to 20 unresolved alerts, oldest first. Twin: `sql_twins.open_alerts`."""
     return _OPEN_ALERTS.rows(customer_id)
 
 
@@ -187,7 +188,7 @@ _OPEN_RECOMMENDATIONS = Statement(
 
 def open_recommendations(customer_id: int) -> list[Row]:
     """The ten newest open recommendations, each (id, text, feedback source, verdict, comment) with
-    its newest feedback (Nones when it has none). Twin: `reads._open_recommendations`."""
+    its newest feedback (Nones when it has none). Twin: `sql_twins.open_recommendations`."""
     newest: dict[int, Row] = {}
     for row in _OPEN_RECOMMENDATIONS.rows(customer_id, RecommendationStatus.OPEN.value):
         newest.setdefault(row[0], row)
@@ -203,7 +204,7 @@ _CURRENT_SNAPSHOT = Statement(
 
 def current_snapshot(customer_id: int) -> list[Row]:
     """The newest snapshot's (version, content, item ids), as a list of at most one row.
-    Twin: `reads._current_snapshot`."""
+    Twin: `sql_twins.current_snapshot`."""
     return _CURRENT_SNAPSHOT.rows(customer_id)
 
 
@@ -219,7 +220,7 @@ _HUMAN_ITEMS = Statement(
 
 
 def human_items(customer_id: int) -> list[Row]:
-    """(id,) of every item a person wrote, any status. Twin: `reads._human_items`."""
+    """(id,) of every item a person wrote, any status. Twin: `sql_twins.human_items`."""
     return _HUMAN_ITEMS.rows(customer_id, MemoryCreatedBy.HUMAN.value)
 
 
@@ -242,7 +243,7 @@ _ACTIVE_ITEMS = Statement(
 
 
 def active_items(customer_id: int) -> list[Row]:
-    """The active items' `ACTIVE_ITEM_COLUMNS`, in the items' order. Twin: `reads._active_items`."""
+    """The active items' `ACTIVE_ITEM_COLUMNS`, in the items' order. Twin: `sql_twins.active_items`."""
     return _ACTIVE_ITEMS.rows(customer_id, MemoryStatus.ACTIVE.value)
 
 
@@ -266,7 +267,7 @@ _JOB_CLAIM = Statement(
 
 def capture_job_claim(job_id: int, now: datetime) -> bool:
     """pending and due → running, one more attempt, started now; whether this call made the change
-    (a conditional UPDATE: one run wins). Twin: `memory.capture.jobs._claim_query`."""
+    (a conditional UPDATE: one run wins). Twin: `sql_twins.capture_job_claim_query`."""
     running, pending = CaptureJobStatus.RUNNING.value, CaptureJobStatus.PENDING.value
     return _JOB_CLAIM.execute(running, now, now, job_id, pending, now) == 1
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from celery import current_app
 from django.conf import settings
-from django.db.models import F, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from conversations.models import AlertKind, AlertLevel, AuditAction, Customer, Message, MessageDirection
@@ -139,22 +139,9 @@ def readings_job_enqueue(*, customer: Customer) -> CaptureJob | None:
     return job
 
 
-def _claim_query(job_id: Any, due: Any, started_at: Any, updated_at: Any) -> tuple[Any, dict[str, Any]]:
-    """The claim as an ORM update (twin of `memory.sql.capture_job_claim`, which a run uses)."""
-    queryset = CaptureJob.objects.filter(pk=job_id, status=CaptureJobStatus.PENDING).filter(
-        Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=due)
-    )
-    return queryset, {
-        "status": CaptureJobStatus.RUNNING,
-        "attempts": F("attempts") + 1,
-        "started_at": started_at,
-        "updated_at": updated_at,
-    }
-
-
 def _finish_query(job_id: Any, attempt: Any, finished_at: Any, updated_at: Any) -> tuple[Any, dict[str, Any]]:
-    """The finish as an ORM update: a payload job's, which changes more columns, and the twin of
-    `memory.sql.capture_job_finish`."""
+    """The finish as an ORM update: a payload job's, which changes more columns (and the twin of
+    `memory.sql.capture_job_finish` in `tests/memory/test_sql.py`)."""
     queryset = CaptureJob.objects.filter(pk=job_id, status=CaptureJobStatus.RUNNING, attempts=attempt)
     return queryset, {
         "status": CaptureJobStatus.DONE,

@@ -10,7 +10,7 @@ from django.db import DatabaseError
 from django.db.models import QuerySet
 
 from qiwei_site.platform.errors import NotFound
-from qiwei_site.platform.models import AccountMembership, WeComAccount
+from qiwei_site.platform.models import WeComAccount
 from qiwei_site.platform.sql import account_access
 from qiwei_site.platform.tenancy import account_database_config, is_sqlite_config, use_account
 
@@ -33,13 +33,6 @@ def user_can_access_account(user: Any, account_id: str) -> bool:
     if not getattr(user, "is_authenticated", False):
         return False
     return account_access(user.pk, account_id, superuser=bool(user.is_superuser))
-
-
-def _account_access_orm(user_id: int, account_id: str, *, superuser: bool) -> bool:
-    """The ORM twin of `qiwei_site.platform.sql.account_access` (which requests use)."""
-    if superuser:
-        return WeComAccount.objects.filter(pk=account_id, is_active=True).exists()
-    return AccountMembership.objects.filter(user_id=user_id, account_id=account_id, account__is_active=True).exists()
 
 
 def account_ids_for_command(account_id: str | None) -> list[str]:

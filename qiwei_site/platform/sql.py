@@ -5,8 +5,9 @@ by the driver (datetimes adapted as the ORM adapts them), and each result value 
 ORM converts it (`_converter`).
 
 The statements live beside the app whose tables they read (`memory.sql`, and here the platform's
-own: `token_with_user`, `account_access`); each has an ORM twin and a test that runs
-both on the same rows, on SQLite and on PostgreSQL."""
+own: `token_with_user`, `account_access`); each has an ORM twin, beside the test that runs both
+on the same rows (`tests/qiwei_site/platform/sql_twins.py`, `tests/memory/sql_twins.py`), on
+SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -241,7 +242,7 @@ def _access_statements() -> tuple[Statement, Statement]:
 
 def account_access(user_id: int, account_id: str, *, superuser: bool) -> bool:
     """Whether the account is active and (unless `superuser`) the user is its member. Twin:
-    `qiwei_site.platform.selectors._account_access_orm`."""
+    `tests.qiwei_site.platform.sql_twins.account_access`."""
     from qiwei_site.platform.models import WeComAccount
 
     any_active, member = _access_statements()

@@ -33,6 +33,7 @@ from memory.context.recall import recall_features_store
 from memory.models import CaptureJob, MemoryCreatedBy, MemoryDecision, MemorySnapshot, MemoryStatus
 from memory.selectors import memory_state_rows
 from tests.factories import CustomerFactory, MemoryItemFactory, MessageFactory, TaskFactory
+from tests.memory import sql_twins
 
 T0 = dt.datetime(2026, 11, 20, 9, 30, tzinfo=dt.UTC)
 
@@ -143,19 +144,19 @@ def test_sql_context_reads_equal_their_orm_twins(account):
 
 
 def assert_context_reads_equal(customer_id: int, messages: list[Message]) -> None:
-    assert sql.version_and_profile(customer_id) == reads._version_and_profile(customer_id)
+    assert sql.version_and_profile(customer_id) == sql_twins.version_and_profile(customer_id)
     for size in (1, 3, 50):
-        assert sql.window_newest(customer_id, size) == list(reads._window_newest(customer_id, size))
+        assert sql.window_newest(customer_id, size) == list(sql_twins.window_newest(customer_id, size))
         for message in messages:
             assert sql.window_up_to(customer_id, message.sent_at, message.pk, size) == list(
                 reads._window_up_to(customer_id, message.sent_at, message.pk, size)
             )
-    assert sql.open_tasks(customer_id) == list(reads._open_tasks(customer_id))
-    assert sql.open_alerts(customer_id) == list(reads._open_alerts(customer_id))
-    assert sql.open_recommendations(customer_id) == reads._open_recommendations(customer_id)
-    assert sql.current_snapshot(customer_id) == list(reads._current_snapshot(customer_id))
-    assert sql.human_items(customer_id) == list(reads._human_items(customer_id))
-    assert sql.active_items(customer_id) == list(reads._active_items(customer_id))
+    assert sql.open_tasks(customer_id) == list(sql_twins.open_tasks(customer_id))
+    assert sql.open_alerts(customer_id) == list(sql_twins.open_alerts(customer_id))
+    assert sql.open_recommendations(customer_id) == sql_twins.open_recommendations(customer_id)
+    assert sql.current_snapshot(customer_id) == list(sql_twins.current_snapshot(customer_id))
+    assert sql.human_items(customer_id) == list(sql_twins.human_items(customer_id))
+    assert sql.active_items(customer_id) == list(sql_twins.active_items(customer_id))
 
 
 @pytest.mark.django_db
@@ -268,7 +269,7 @@ def test_sql_window_and_job_equal_their_twins_for_any_conversation(account, rows
         for index, (minute, direction, effective, micro) in enumerate(rows)
     ]
     # Then the window up to each message, and each job's message before, equal the ORM's
-    assert sql.window_newest(customer.pk, size) == list(reads._window_newest(customer.pk, size))
+    assert sql.window_newest(customer.pk, size) == list(sql_twins.window_newest(customer.pk, size))
     for message in messages:
         assert sql.window_up_to(customer.pk, message.sent_at, message.pk, size) == list(
             reads._window_up_to(customer.pk, message.sent_at, message.pk, size)
@@ -298,12 +299,12 @@ def job_row(job_id: int) -> dict[str, Any]:
 
 
 def assert_claim_and_finish_equal_their_twins(customer: Customer) -> None:
-    from memory.capture.jobs import _claim_query, _finish_query
+    from memory.capture.jobs import _finish_query
 
     now = at(0)
 
     def twin_claim(job_id: int) -> bool:
-        queryset, values = _claim_query(job_id, now, now, now)
+        queryset, values = sql_twins.capture_job_claim_query(job_id, now, now, now)
         return queryset.update(**values) == 1
 
     def twin_finish(job_id: int) -> int:

@@ -41,7 +41,7 @@ A memory section that fails is left out (and audited); when memory cannot be rea
 caller asks for a degraded build: instructions, the latest customer message and the contract.
 
 Cost (issue 20): a warm build is one indexed read, the customer's context version with the
-profile row (`reads.py: _version_and_profile`), then the answer cache (`build.py: _AnswerCache`)
+profile row (`memory/sql.py: version_and_profile`), then the answer cache (`build.py: _AnswerCache`)
 keyed on it. The database bumps the version on every write of anything the context reads
 (`conversations/context_version.py`, triggers), so in-place scrubs, forget and edits are never
 served stale; a build inside a transaction neither reads nor fills the cache. A cold build reads

@@ -12,11 +12,11 @@ from django.db import models
 from rest_framework.authtoken.models import Token
 
 from qiwei_site.platform.models import WeComAccount
-from qiwei_site.platform.selectors import _account_access_orm
 from qiwei_site.platform.services import account_update, membership_grant
 from qiwei_site.platform.sql import account_access, token_with_user
 from tests.conftest import make_account
 from tests.factories import StaffUserFactory, UserFactory
+from tests.qiwei_site.platform import sql_twins
 
 
 def as_values(token: Token | None) -> object:
@@ -69,7 +69,7 @@ def test_sql_account_access_equals_its_orm_twin(account):
     ]
     # Then every answer equals the ORM twin's, and they are not all the same
     answers = [account_access(*case[:2], superuser=case[2]) for case in cases]
-    assert answers == [_account_access_orm(*case[:2], superuser=case[2]) for case in cases]
+    assert answers == [sql_twins.account_access(*case[:2], superuser=case[2]) for case in cases]
     assert answers == [True, True, False, False, False, False, False, True, False, False, False, False]
 
 

@@ -1,0 +1,116 @@
+"""The ORM twins of `memory.sql`'s hand-written statements: the same reads and updates through the
+ORM, run beside the SQL on the same rows by `tests/memory/test_sql.py` (and, on PostgreSQL, by
+`tests/integration/test_sql_pg.py`), which require equal answers. Only the tests call them: the
+product runs the SQL.
+
+Still in product modules, because tests owned elsewhere import them from there:
+`memory.context.builder.reads._window_up_to`, `memory.capture.selectors.capture_job_get`,
+`memory.selectors.memory_state_rows`; `memory.capture.jobs._finish_query` is the product's own
+finish for a payload job (which changes more columns), and the twin of `capture_job_finish` too."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import F, OuterRef, Q, Subquery
+
+from conversations.models import (
+    Alert,
+    Customer,
+    CustomerContextVersion,
+    Recommendation,
+    RecommendationStatus,
+    Task,
+    TaskStatus,
+)
+from conversations.selectors import messages_up_to
+from memory.context import recall as recall_module
+from memory.models import CaptureJob, CaptureJobStatus, MemoryCreatedBy, MemoryItem, MemorySnapshot, MemoryStatus
+from memory.sql import ACTIVE_ITEM_COLUMNS
+from qiwei_site.reading.fields import PROFILE_FIELD_NAMES
+
+# --- the context build's reads (`memory.sql`, as `memory.context.builder.build` runs them) -------
+
+
+def version_and_profile(customer_id: int) -> tuple[int, tuple[str, ...] | None]:
+    """The customer's context version and profile row, in one indexed read (the version first:
+    `_AnswerCache`)."""
+    version = CustomerContextVersion.objects.filter(customer_id=OuterRef("pk")).values("version")[:1]
+    rows = list(
+        Customer.objects.filter(pk=customer_id)
+        .annotate(context_version=Subquery(version))
+        .values_list("context_version", "profile__pk", *(f"profile__{name}" for name in PROFILE_FIELD_NAMES))[:1]
+    )
+    row = rows[0] if rows else None
+    if row is None:
+        return 0, None
+    return row[0] or 0, (tuple(row[2:]) if row[1] is not None else None)
+
+
+def window_newest(customer_id: int, size: int) -> Any:
+    return messages_up_to(Customer(pk=customer_id), None).values_list(*recall_module.RECALL_COLUMNS)[:size]
+
+
+def open_tasks(customer_id: int) -> Any:
+    tasks = Task.objects.filter(customer_id=customer_id, status=TaskStatus.OPEN).order_by("due_at", "id")
+    return tasks.values_list("id", "title", "due_at")[:20]
+
+
+def open_alerts(customer_id: int) -> Any:
+    alerts = Alert.objects.filter(customer_id=customer_id, resolved=False).order_by("id")
+    return alerts.values_list("id", "level", "text")[:20]
+
+
+def open_recommendations(customer_id: int) -> list[tuple[Any, ...]]:
+    """The newest open recommendations, each with its newest feedback (None when it has none), in
+    one query: the ten newest open ones joined to all their feedback, newest first, the first row
+    of each kept (a plain join is cheaper to build than a correlated subquery per column)."""
+    newest_open = (
+        Recommendation.objects.filter(customer_id=customer_id, status=RecommendationStatus.OPEN)
+        .order_by("-created_at", "-id")
+        .values("pk")[:10]
+    )
+    rows = (
+        Recommendation.objects.filter(pk__in=newest_open)
+        .order_by("-created_at", "-id", F("feedback__created_at").desc(nulls_last=True), "-feedback__id")
+        .values_list("id", "text", "feedback__source", "feedback__verdict", "feedback__comment")
+    )
+    newest: dict[int, tuple[Any, ...]] = {}
+    for row in rows:
+        newest.setdefault(row[0], tuple(row))
+    return list(newest.values())
+
+
+def active_items(customer_id: int) -> Any:
+    """Active items with what `effective_in` and `render_snapshot` read (expiry is decided then)."""
+    items = MemoryItem.objects.filter(customer_id=customer_id, status=MemoryStatus.ACTIVE)
+    return items.values_list(*ACTIVE_ITEM_COLUMNS)
+
+
+def current_snapshot(customer_id: int) -> Any:
+    """The newest snapshot's version, content and item ids (`snapshot_current`, as a row)."""
+    return (
+        MemorySnapshot.objects.filter(customer_id=customer_id)
+        .order_by("-version")
+        .values_list("version", "content", "item_ids")[:1]
+    )
+
+
+def human_items(customer_id: int) -> Any:
+    return MemoryItem.objects.filter(customer_id=customer_id, created_by=MemoryCreatedBy.HUMAN).values_list("pk")
+
+
+# --- capture (`memory.sql.capture_job_claim`) ---------------------------------------------------
+
+
+def capture_job_claim_query(job_id: Any, due: Any, started_at: Any, updated_at: Any) -> tuple[Any, dict[str, Any]]:
+    """The claim as an ORM update: the queryset and the values to `update` it with."""
+    queryset = CaptureJob.objects.filter(pk=job_id, status=CaptureJobStatus.PENDING).filter(
+        Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=due)
+    )
+    return queryset, {
+        "status": CaptureJobStatus.RUNNING,
+        "attempts": F("attempts") + 1,
+        "started_at": started_at,
+        "updated_at": updated_at,
+    }
