@@ -1,8 +1,9 @@
 """Hand-written SQL for the hottest reads, without the ORM's per-call cost and without Django's
 private query internals: a `Statement` is one SQL text, written once with table and column names
 from the models' `_meta` (`table`, `name`, `columns`), run on the cursor with its parameters bound
-by the driver (datetimes adapted as the ORM adapts them), and each result value converted as the
-ORM converts it (`_converter`).
+by name (`%(name)s`, datetimes adapted as the ORM adapts them), each result value converted as the
+ORM converts it (`_converter`), and each row a named tuple (its `row` class; `Part`: one model's
+columns inside a wider row, read back by name into an instance).
 
 The statements live beside the app whose tables they read (`memory.sql`, and here the platform's
 own: `token_with_user`, `account_access`); each has an ORM twin, beside the test that runs both
@@ -11,10 +12,12 @@ SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
+import collections
 import functools
-from collections.abc import Callable, Sequence
+import operator
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Generic, NamedTuple, TypeVar, overload
 
 from django.conf import settings
 from django.db import connections, router
@@ -25,6 +28,8 @@ from django.utils.dateparse import parse_datetime
 from qiwei_site.platform.tenancy import current_alias
 
 Row = tuple[Any, ...]
+R = TypeVar("R", bound=tuple[Any, ...])
+M = TypeVar("M", bound=Model)
 
 
 def table(model: type[Model]) -> str:
@@ -135,12 +140,64 @@ def _datetime_converter(connection: Any) -> Callable[[Any], Any]:
     return convert
 
 
-class Statement:
-    """One SQL statement and, per result column, the field (or kind) its value converts as."""
+# A row class made from names at run time (a model's concrete fields): typed Any, as mypy cannot
+# see its fields.
+_namedtuple: Any = collections.namedtuple
 
-    def __init__(self, sql: str, fields: Sequence[Field[Any, Any] | str | None]) -> None:
+
+def row_type(typename: str, names: Sequence[str]) -> Any:
+    """A named-tuple row class with these fields, one per result column, in the statement's order."""
+    return _namedtuple(typename, names)
+
+
+class Part(Generic[M]):
+    """One model's columns inside a wider row: selected by `select(alias)`, named
+    `<prefix>_<attname>` in the row (`row_names`), read back by those names."""
+
+    def __init__(self, model: type[M], names: Sequence[str], prefix: str) -> None:
+        self.model = model
+        self.names = list(names)
+        self.fields = fields(model, self.names)
+        self.attnames = attnames(model, self.names)
+        self.row_names = [f"{prefix}_{attname}" for attname in self.attnames]
+        get = operator.attrgetter(*self.row_names)
+        self._get: Callable[[Any], tuple[Any, ...]] = get if len(self.row_names) > 1 else lambda row: (get(row),)
+
+    def select(self, alias: str) -> str:
+        return columns(self.model, self.names, alias)
+
+    def values(self, row: Any) -> tuple[Any, ...]:
+        """The part's values, in its fields' order."""
+        return self._get(row)
+
+    def instance(self, row: Any, using: str) -> M:
+        """The model instance the part's values make (`Model.from_db`, as the ORM makes it)."""
+        return self.model.from_db(using, self.attnames, self._get(row))  # type: ignore[return-value]
+
+    def optional(self, row: Any, using: str) -> M | None:
+        """As `instance`, or None when an outer join found no row (its first field, the key, is NULL)."""
+        values = self._get(row)
+        return None if values[0] is None else self.model.from_db(using, self.attnames, values)  # type: ignore[return-value]
+
+
+class Statement(Generic[R]):
+    """One SQL statement, per result column the field (or kind) its value converts as, and the
+    row class its rows are made as (a named tuple; none: plain tuples, for a statement whose rows
+    are only counted). Parameters are bound by name: `%(name)s` in the SQL, `name=` in the call."""
+
+    @overload
+    def __init__(self: Statement[Row], sql: str, fields: Sequence[Field[Any, Any] | str | None]) -> None: ...
+
+    @overload
+    def __init__(self, sql: str, fields: Sequence[Field[Any, Any] | str | None], row: type[R]) -> None: ...
+
+    def __init__(self, sql: str, fields: Sequence[Field[Any, Any] | str | None], row: Any = None) -> None:
         self.sql = sql
         self.fields = list(fields)
+        if row is not None and fields and len(row._fields) != len(self.fields):
+            raise ValueError(f"{row.__name__} has {len(row._fields)} fields for {len(self.fields)} columns")
+        make: Any = row._make if row is not None else tuple
+        self._make: Callable[[Any], R] = make
         self._converters: dict[str, list[Callable[[Any], Any]] | None] = {}
 
     def _converters_for(self, connection: Any) -> list[Callable[[Any], Any]] | None:
@@ -152,34 +209,37 @@ class Statement:
         return self._converters[key]
 
     @staticmethod
-    def _adapted(connection: Any, params: Sequence[Any]) -> list[Any]:
+    def _adapted(connection: Any, positional: Sequence[Any], params: Mapping[str, Any]) -> Any:
         adapt = connection.ops.adapt_datetimefield_value
-        return [adapt(value) if isinstance(value, datetime) else value for value in params]
+        if positional:  # TRANSITION: until every statement names its parameters
+            return [adapt(value) if isinstance(value, datetime) else value for value in positional]
+        return {key: adapt(value) if isinstance(value, datetime) else value for key, value in params.items()}
 
-    def execute(self, *params: Any, using: str | None = None) -> int:
+    def execute(self, *positional: Any, using: str | None = None, **params: Any) -> int:
         """Run a statement that changes rows; returns how many it changed."""
         connection = connections[using or current_alias()]
         with connection.cursor() as cursor:
-            cursor.execute(self.sql, self._adapted(connection, params))
+            cursor.execute(self.sql, self._adapted(connection, positional, params))
             return int(cursor.rowcount)
 
-    def rows(self, *params: Any, using: str | None = None) -> list[Row]:
+    def rows(self, *positional: Any, using: str | None = None, **params: Any) -> list[R]:
         """The rows, each value as the ORM would give it (`using`: the selected account's database
         unless named)."""
         connection = connections[using or current_alias()]
         with connection.cursor() as cursor:
-            cursor.execute(self.sql, self._adapted(connection, params))
+            cursor.execute(self.sql, self._adapted(connection, positional, params))
             fetched = cursor.fetchall()
+        make = self._make
         converters = self._converters_for(connection)
         if converters is None:
-            return [tuple(row) for row in fetched]
+            return [make(row) for row in fetched]
         changing = [(index, convert) for index, convert in enumerate(converters) if convert is not _identity]
         rows = []
         for row in fetched:
             values = list(row)
             for index, convert in changing:
                 values[index] = convert(values[index])
-            rows.append(tuple(values))
+            rows.append(make(values))
         return rows
 
 
@@ -187,53 +247,53 @@ class Statement:
 
 
 @functools.cache
-def _token_statement() -> tuple[Statement, list[str], list[str]]:
+def _token_statement() -> tuple[Statement[Any], Part[Any], Part[Any]]:
     from django.contrib.auth import get_user_model
     from rest_framework.authtoken.models import Token
 
     user_model = get_user_model()
-    token_names, user_names = ["key", "user", "created"], concrete(user_model)
+    token, user = Part(Token, ["key", "user", "created"], "token"), Part(user_model, concrete(user_model), "user")
     statement = Statement(
-        f"SELECT {columns(Token, token_names, 't')}, {columns(user_model, user_names, 'u')}"
+        f"SELECT {token.select('t')}, {user.select('u')}"
         f" FROM {table(Token)} t INNER JOIN {table(user_model)} u"
         f" ON u.{name(user_model, 'pk')} = t.{name(Token, 'user')}"
-        f" WHERE t.{name(Token, 'key')} = %s",
-        [*fields(Token, token_names), *fields(user_model, user_names)],
+        f" WHERE t.{name(Token, 'key')} = %(key)s",
+        [*token.fields, *user.fields],
+        row_type("TokenRow", [*token.row_names, *user.row_names]),
     )
-    return statement, attnames(Token, token_names), attnames(user_model, user_names)
+    return statement, token, user
 
 
 def token_with_user(key: str) -> Any:
     """The token with its user (as DRF's `Token.objects.select_related("user").get(key=key)` gives
     them, its twin), or None. Read on every request, never cached: a revoked token or a deactivated
     user must stop working at once."""
-    from django.contrib.auth import get_user_model
     from rest_framework.authtoken.models import Token
 
-    statement, token_attnames, user_attnames = _token_statement()
+    statement, token_part, user_part = _token_statement()
     using = router.db_for_read(Token)
-    rows = statement.rows(key, using=using)
+    rows = statement.rows(key=key, using=using)
     if not rows:
         return None
-    split = len(token_attnames)
-    token = Token.from_db(using, token_attnames, rows[0][:split])
-    token.user = get_user_model().from_db(using, user_attnames, rows[0][split:])
+    token = token_part.instance(rows[0], using)
+    token.user = user_part.instance(rows[0], using)
     return token
 
 
 @functools.cache
-def _access_statements() -> tuple[Statement, Statement]:
+def _access_statements() -> tuple[Statement[Row], Statement[Row]]:
     from qiwei_site.platform.models import AccountMembership, WeComAccount
 
     account, membership = table(WeComAccount), table(AccountMembership)
     active = f"a.{name(WeComAccount, 'is_active')}"
     any_active = Statement(
-        f"SELECT 1 FROM {account} a WHERE a.{name(WeComAccount, 'pk')} = %s AND {active} LIMIT 1", [None]
+        f"SELECT 1 FROM {account} a WHERE a.{name(WeComAccount, 'pk')} = %(account)s AND {active} LIMIT 1", [None]
     )
     member = Statement(
         f"SELECT 1 FROM {membership} m INNER JOIN {account} a"
         f" ON a.{name(WeComAccount, 'pk')} = m.{name(AccountMembership, 'account')}"
-        f" WHERE m.{name(AccountMembership, 'user')} = %s AND m.{name(AccountMembership, 'account')} = %s"
+        f" WHERE m.{name(AccountMembership, 'user')} = %(user)s"
+        f" AND m.{name(AccountMembership, 'account')} = %(account)s"
         f" AND {active} LIMIT 1",
         [None],
     )
@@ -248,22 +308,32 @@ def account_access(user_id: int, account_id: str, *, superuser: bool) -> bool:
     any_active, member = _access_statements()
     using = router.db_for_read(WeComAccount)
     if superuser:
-        return bool(any_active.rows(account_id, using=using))
-    return bool(member.rows(user_id, account_id, using=using))
+        return bool(any_active.rows(account=account_id, using=using))
+    return bool(member.rows(user=user_id, account=account_id, using=using))
+
+
+class _Taken(NamedTuple):
+    failures: int
 
 
 @functools.cache
-def _token_failure_statements() -> tuple[str, str, str]:
+def _token_failure_statements() -> tuple[Statement[_Taken], Statement[Row], Statement[Row]]:
     from qiwei_site.platform.models import TokenFailureWindow
 
     t = table(TokenFailureWindow)
     address, minute, failures = (name(TokenFailureWindow, f) for f in ("address", "minute", "failures"))
-    take = (
-        f"INSERT INTO {t} ({address}, {minute}, {failures}) VALUES (%s, %s, 1) "
-        f"ON CONFLICT ({address}, {minute}) DO UPDATE SET {failures} = {t}.{failures} + 1 RETURNING {failures}"
+    take = Statement(
+        f"INSERT INTO {t} ({address}, {minute}, {failures}) VALUES (%(address)s, %(minute)s, 1) "
+        f"ON CONFLICT ({address}, {minute}) DO UPDATE SET {failures} = {t}.{failures} + 1 RETURNING {failures}",
+        [None],
+        _Taken,
     )
-    give_back = f"UPDATE {t} SET {failures} = {failures} - 1 WHERE {address} = %s AND {minute} = %s AND {failures} > 0"
-    purge = f"DELETE FROM {t} WHERE {minute} < %s"
+    give_back = Statement(
+        f"UPDATE {t} SET {failures} = {failures} - 1"
+        f" WHERE {address} = %(address)s AND {minute} = %(minute)s AND {failures} > 0",
+        [],
+    )
+    purge = Statement(f"DELETE FROM {t} WHERE {minute} < %(before)s", [])
     return take, give_back, purge
 
 
@@ -272,16 +342,13 @@ def token_failure_take(*, address: str, minute: int) -> int:
     (shared by every process); returns how many are taken now. A new minute's first slot also
     removes the rows of minutes past."""
     take, _give_back, purge = _token_failure_statements()
-    with connections["default"].cursor() as cursor:
-        cursor.execute(take, [address[:64], minute])
-        taken = int(cursor.fetchone()[0])
-        if taken == 1:
-            cursor.execute(purge, [minute - 2])
+    taken = int(take.rows(address=address[:64], minute=minute, using="default")[0].failures)
+    if taken == 1:
+        purge.execute(before=minute - 2, using="default")
     return taken
 
 
 def token_failure_give_back(*, address: str, minute: int) -> None:
     """A valid token gives its slot back."""
     _take, give_back, _purge = _token_failure_statements()
-    with connections["default"].cursor() as cursor:
-        cursor.execute(give_back, [address[:64], minute])
+    give_back.execute(address=address[:64], minute=minute, using="default")
