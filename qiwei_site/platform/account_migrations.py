@@ -44,6 +44,7 @@ def migrate_one(account_id: str, *, force: bool = False) -> AccountMigration:
     try:
         alias = tenancy.register_account_database(account_id)
         if not force and tenancy.schema_is_current(alias):
+            tenancy.audit_owner_separate(account_id)  # with the provisioning URL: an upgrade, once
             return AccountMigration(account_id, CURRENT)
         tenancy.ensure_account_database(account_id, force_migrate=True)
         return AccountMigration(account_id, MIGRATED)

@@ -10,14 +10,16 @@ purged after `QIWEI_CONTEXT_READ_RETENTION_DAYS` (`context_reads_purge`)."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+from django.db import connections, transaction
 from django.utils import timezone
 
-from qiwei_site.platform import audit_anchor, audit_chain
+from qiwei_site.platform import audit_anchor, audit_chain, audit_owner
 from qiwei_site.platform.history import Actor, actor_identity
 from qiwei_site.platform.keyfiles import KeyUnavailable
 from qiwei_site.platform.models import (
@@ -335,20 +337,35 @@ def audit_words_rewrite(rows: Iterable[tuple[int, str, Any]], *, using: str, act
         if pk in written
     ]
     by_conversation: dict[str, list[int]] = {}
-    with audit_chain.audit_unlocked(audit_chain.SCRUB, using=using):
-        for pk, reason, payload, seal in signed:
-            events.filter(pk=pk).update(reason=reason, payload=payload, scrubbed_hash=seal)
-            by_conversation.setdefault(subjects[pk], []).append(pk)
-    for conversation_id, row_ids in by_conversation.items():
-        audit_record(
+    for pk, _reason, _payload, _seal in signed:
+        by_conversation.setdefault(subjects[pk], []).append(pk)
+    with transaction.atomic(using=using):
+        _words_rewrite(events, signed, using=using)
+        for conversation_id, row_ids in by_conversation.items():
+            audit_record(
             action=AuditAction.AUDIT_WORDS_SCRUBBED,
             conversation_id=conversation_id,
             actor=actor,
-            reason="遗忘或删除：清理审计记录中的原话",
-            payload={"row_ids": sorted(row_ids)},
-            using=using,
-        )
+                reason="遗忘或删除：清理审计记录中的原话",
+                payload={"row_ids": sorted(row_ids)},
+                using=using,
+            )
     return len(signed)
+
+
+def _words_rewrite(events: Any, signed: list[tuple[int, str, Any, str]], *, using: str) -> None:
+    """Where the audit belongs to its owner role (PostgreSQL with provisioning apart), through the
+    owner's scrub function, which refuses anything but removed words; elsewhere inside the unlock."""
+    connection = connections[using]
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            if audit_owner.is_separated(cursor):
+                for pk, reason, payload, seal in signed:
+                    audit_owner.scrub(cursor, row_id=pk, reason=reason, payload_json=json.dumps(payload), seal=seal)
+                return
+    with audit_chain.audit_unlocked(audit_chain.SCRUB, using=using):
+        for pk, reason, payload, seal in signed:
+            events.filter(pk=pk).update(reason=reason, payload=payload, scrubbed_hash=seal)
 
 
 def audit_scrubs_sign(*, using: str) -> int:

@@ -38,6 +38,9 @@ SQLITE_HASH_FUNCTION = "qiwei_sha256"
 PG_GUARD_FUNCTION = "qiwei_audit_guard"
 PG_CHAIN_FUNCTION = "qiwei_audit_chain"
 PG_TRUNCATE_FUNCTION = "qiwei_audit_no_truncate"
+# Present once a schema's audit is handed to its owner role (`audit_owner`): the triggers and
+# functions are then the owner's, installed by the provisioner, never by a migration.
+PG_SCRUB_SIGNATURE = "qiwei_audit_scrub(bigint, text, jsonb, text)"
 REFUSED = "审计记录只能追加，不能修改或删除 (audit rows are append-only)"
 UNHASHED = "审计记录缺少哈希，只能通过审计服务写入 (audit rows are written by the audit service)"
 
@@ -249,7 +252,7 @@ $$ LANGUAGE plpgsql
 """
 
 
-def _pg_statements(table: str, lock_key: int) -> list[str]:
+def pg_trigger_statements(table: str, lock_key: int) -> list[str]:
     return [
         _CREATE_UNLOCK,
         _PG_GUARD_SQL,
@@ -269,8 +272,14 @@ def _pg_statements(table: str, lock_key: int) -> list[str]:
 
 def refresh_chain_function(schema_editor: Any) -> None:
     """Replace the chain function of a database migrated before its lock named the schema."""
-    if schema_editor.connection.vendor == "postgresql":
+    if schema_editor.connection.vendor == "postgresql" and not _pg_separated(schema_editor):
         schema_editor.execute(_PG_CHAIN_SQL, params=None)
+
+
+def _pg_separated(schema_editor: Any) -> bool:
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute("SELECT to_regprocedure(%s) IS NOT NULL", [PG_SCRUB_SIGNATURE])
+        return bool(cursor.fetchone()[0])
 
 
 def install(schema_editor: Any, table: str) -> None:
@@ -280,7 +289,9 @@ def install(schema_editor: Any, table: str) -> None:
     if vendor == "sqlite":
         statements = _sqlite_statements(table, subject)
     elif vendor == "postgresql":
-        statements = _pg_statements(table, lock_key)
+        if _pg_separated(schema_editor):
+            return  # the audit owner's (`audit_owner.separation_statements` installs them again)
+        statements = pg_trigger_statements(table, lock_key)
     else:
         raise NotImplementedError(f"audit triggers for {vendor}")
     for statement in statements:

@@ -46,6 +46,14 @@ class UpstreamUnavailable(ApplicationError):
     status_code = 503
 
 
+class ProvisioningUnavailable(ApplicationError):
+    """This process may not make an account's role and schema (issue 36: provisioning apart from
+    running); the provisioning command can."""
+
+    code = "provisioning_required"
+    status_code = 503
+
+
 class RequestTooLarge(ApplicationError):
     code = "request_too_large"
     status_code = 413

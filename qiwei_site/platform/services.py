@@ -9,13 +9,14 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import IntegrityError, transaction
 
 from qiwei_site.platform.audit import audit_record, registry_audit_record
-from qiwei_site.platform.errors import Conflict, NotFound, ValidationFailed
+from qiwei_site.platform.errors import Conflict, NotFound, ProvisioningUnavailable, ValidationFailed
 from qiwei_site.platform.history import Actor
 from qiwei_site.platform.models import AccountMembership, AuditAction, WeComAccount
 from qiwei_site.platform.tenancy import (
     InvalidAccountId,
     drop_account_database,
     ensure_account_database,
+    provisioning_refusal,
     use_account,
     validate_account_id,
 )
@@ -31,6 +32,9 @@ def account_create(*, account_id: str, name: str, actor: Actor = None, reason: s
         raise ValidationFailed("账号名称不能为空 (name is required).")
     if WeComAccount.objects.filter(pk=account_id).exists():
         raise Conflict(f"账号 {account_id} 已存在 (account already exists).", code="account_exists")
+    refusal = provisioning_refusal(account_id)
+    if refusal:
+        raise ProvisioningUnavailable(refusal)
     ensure_account_database(account_id)
     payload = {"account_id": account_id, "name": name}
     try:

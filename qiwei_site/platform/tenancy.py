@@ -434,6 +434,36 @@ def server_params(config: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if v is not None}
 
 
+class ProvisioningRequired(ImproperlyConfigured):
+    """An account's role or schema must be made (or dropped) and this process may not: its login
+    has no CREATEROLE and no provisioning URL was given to it."""
+
+
+def provisioning_params(config: dict[str, Any]) -> dict[str, Any] | None:
+    """psycopg's keywords for the provisioner (`QIWEI_ACCOUNT_PROVISION_URL`) on the server of a
+    schema-layout config, or None when this process was given none."""
+    url = settings.QIWEI_ACCOUNT_PROVISION_URL
+    if not url or not is_schema_config(config):
+        return None
+    import environ
+
+    return server_params(environ.Env.db_url_config(url))
+
+
+def _provisioner(config: dict[str, Any]) -> dict[str, Any]:
+    """Who makes and drops an account's role and schema: the provisioner when given, else the login."""
+    return provisioning_params(config) or server_params(config)
+
+
+def _provisioning_refused(config: dict[str, Any], what: str) -> ProvisioningRequired:
+    return ProvisioningRequired(
+        f"账号 schema {config['QIWEI_SCHEMA']} 需要{what}，本进程的数据库登录角色无权这样做："
+        "请在配有 QIWEI_ACCOUNT_PROVISION_URL 的运维命令中执行（manage.py account_create / migrate_accounts）"
+        f" (the account's schema needs to be {'made' if what == '开通' else 'dropped'} by the provisioner: run the "
+        "provisioning command with QIWEI_ACCOUNT_PROVISION_URL; docs/scale-out.md)."
+    )
+
+
 # The databases each server was last seen to have, by server: a process's first use of each of
 # 500 accounts behind PgBouncer would otherwise open 500 extra connections just to ask.
 _known_databases: dict[tuple[tuple[str, Any], ...], frozenset[str]] = {}
@@ -511,8 +541,13 @@ def _ensure_account_schema(config: dict[str, Any]) -> None:
 
     role, schema = sql.Identifier(config["QIWEI_ROLE"]), sql.Identifier(config["QIWEI_SCHEMA"])
     extensions = sql.Identifier(EXTENSION_SCHEMA)
-    with psycopg.connect(dbname=config["NAME"], autocommit=True, **server_params(config)) as conn:
-        check_login_role(conn, config)
+    provisioner = provisioning_params(config)
+    login = str(config.get("USER") or "")
+    with psycopg.connect(dbname=config["NAME"], autocommit=True, **_provisioner(config)) as conn:
+        if provisioner is None:
+            check_login_role(conn, config)
+        else:
+            _check_provisioner(conn)
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(hashtext('qiwei_account_schemas'))")
             if not conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", [EXTENSION_SCHEMA]).fetchone():
@@ -526,27 +561,92 @@ def _ensure_account_schema(config: dict[str, Any]) -> None:
                         "search: pg_trgm could not be installed in %s; search runs unindexed", EXTENSION_SCHEMA
                     )
             if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [config["QIWEI_ROLE"]]).fetchone():
+                if provisioner is None and not _may_create_roles(conn):
+                    raise _provisioning_refused(config, "开通")
                 conn.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(role))
-            _grant_switch_only(conn, role, config["QIWEI_ROLE"])
+            _grant_switch_only(conn, role, config["QIWEI_ROLE"], login if provisioner is not None else None)
             if not conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", [config["QIWEI_SCHEMA"]]).fetchone():
                 conn.execute(sql.SQL("CREATE SCHEMA {} AUTHORIZATION {}").format(schema, role))
 
 
-def _grant_switch_only(conn: Any, role: Any, name: str) -> None:
-    """Let the login role SET ROLE to the account's role without holding its privileges.
-    PostgreSQL 16 sets this per grant (and makes a role's creator an ADMIN member that may not SET
-    ROLE to it); 15 and older by membership, with the login role NOINHERIT."""
+def provisioning_refusal(account_id: str) -> str | None:
+    """Why this process cannot make the account's schema (the schema layout, no provisioning URL,
+    a login without CREATEROLE, the role not made yet), or None. Asked before anything is made."""
+    import psycopg
+
+    config = account_database_config(account_id)
+    if not is_schema_config(config) or provisioning_params(config) is not None:
+        return None
+    with psycopg.connect(dbname=config["NAME"], autocommit=True, **server_params(config)) as conn:
+        if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [config["QIWEI_ROLE"]]).fetchone():
+            return None
+        if _may_create_roles(conn):
+            return None
+    return str(_provisioning_refused(config, "开通"))
+
+
+def _may_create_roles(conn: Any) -> bool:
+    row = conn.execute("SELECT rolsuper OR rolcreaterole FROM pg_roles WHERE rolname = current_user").fetchone()
+    return bool(row and row[0])
+
+
+def _check_provisioner(conn: Any) -> None:
+    row = conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()
+    if not (row and row[0]):
+        raise ImproperlyConfigured(
+            "QIWEI_ACCOUNT_PROVISION_URL 的角色必须是 PostgreSQL 超级用户（只交给开通和迁移命令使用）"
+            " (the provisioning URL must name a superuser, given to the provisioning commands only)."
+        )
+
+
+def audit_owner_separate(account_id: str) -> bool:
+    """Hand the account schema's audit to the audit owner role (issue 36, item 1; `audit_owner`),
+    when this process is the provisioner. Idempotent; False when there is nothing to do here."""
+    config = connections.settings.get(alias_for(account_id)) or account_database_config(account_id)
+    return _audit_owner_separate(config)
+
+
+def _audit_owner_separate(config: dict[str, Any]) -> bool:
+    import psycopg
+
+    from qiwei_site.platform import audit_owner
+
+    provisioner = provisioning_params(config)
+    if provisioner is None:
+        return False
+    with psycopg.connect(dbname=config["NAME"], autocommit=True, **provisioner) as conn:
+        _check_provisioner(conn)
+        try:
+            audit_owner.separate(
+                conn,
+                schema=config["QIWEI_SCHEMA"],
+                account_role=config["QIWEI_ROLE"],
+                owner=audit_owner.audit_owner_role(role_prefix(str(config["NAME"]))),
+                login=str(config.get("USER") or ""),
+            )
+        except audit_owner.UnsafeRuntimeLogin as exc:
+            raise UnsafeLoginRole(str(exc)) from None
+    return True
+
+
+def _grant_switch_only(conn: Any, role: Any, name: str, login: str | None = None) -> None:
+    """Let the login role (the connection's own, or `login` when a provisioner grants it) SET ROLE
+    to the account's role without holding its privileges. PostgreSQL 16 sets this per grant (and
+    makes a role's creator an ADMIN member that may not SET ROLE to it); 15 and older by
+    membership, with the login role NOINHERIT."""
     from psycopg import sql
 
+    grantee = sql.Identifier(login) if login else sql.SQL("CURRENT_USER")
+    who = login or conn.execute("SELECT current_user").fetchone()[0]
     version = int(conn.execute("SHOW server_version_num").fetchone()[0])
     if version >= 160000:
-        can = conn.execute("SELECT pg_has_role(current_user, %s, 'SET')", [name]).fetchone()
+        can = conn.execute("SELECT pg_has_role(%s, %s, 'SET')", [who, name]).fetchone()
         if not (can and can[0]):
-            conn.execute(sql.SQL("GRANT {} TO CURRENT_USER WITH INHERIT FALSE, SET TRUE").format(role))
+            conn.execute(sql.SQL("GRANT {} TO {} WITH INHERIT FALSE, SET TRUE").format(role, grantee))
         return
-    member = conn.execute("SELECT pg_has_role(current_user, %s, 'MEMBER')", [name]).fetchone()
+    member = conn.execute("SELECT pg_has_role(%s, %s, 'MEMBER')", [who, name]).fetchone()
     if not (member and member[0]):
-        conn.execute(sql.SQL("GRANT {} TO CURRENT_USER").format(role))
+        conn.execute(sql.SQL("GRANT {} TO {}").format(role, grantee))
 
 
 def _drop_account_schema(config: dict[str, Any]) -> None:
@@ -555,12 +655,19 @@ def _drop_account_schema(config: dict[str, Any]) -> None:
     from psycopg import sql
 
     role, schema = sql.Identifier(config["QIWEI_ROLE"]), sql.Identifier(config["QIWEI_SCHEMA"])
-    with psycopg.connect(dbname=config["NAME"], autocommit=True, **server_params(config)) as conn:
+    provisioner = provisioning_params(config)
+    with psycopg.connect(dbname=config["NAME"], autocommit=True, **_provisioner(config)) as conn:
         if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [config["QIWEI_ROLE"]]).fetchone():
             return
+        owner = conn.execute(
+            "SELECT pg_get_userbyid(nspowner) FROM pg_namespace WHERE nspname = %s", [config["QIWEI_SCHEMA"]]
+        ).fetchone()
+        if provisioner is None and owner is not None and owner[0] != config["QIWEI_ROLE"]:
+            raise _provisioning_refused(config, "删除")  # its audit belongs to the audit owner
         with conn.transaction():
-            # As the owner: the login role holds no privilege of its own on the schema.
-            conn.execute(sql.SQL("SET LOCAL ROLE {}").format(role))
+            if provisioner is None:
+                # As the owner: the login role holds no privilege of its own on the schema.
+                conn.execute(sql.SQL("SET LOCAL ROLE {}").format(role))
             conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(schema))
             conn.execute(sql.SQL("DROP OWNED BY {}").format(role))
         conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(role))
@@ -622,12 +729,12 @@ def _create_account_database(alias: str, config: dict[str, Any], *, force_migrat
         _ensure_postgres_database(config)
     if not force_migrate and schema_is_current(alias):
         _made_by[alias] = CURRENT
-        return
-    if not force_migrate and not is_sqlite_config(config) and account_template.pg_from_template(alias):
+    elif not force_migrate and not is_sqlite_config(config) and account_template.pg_from_template(alias):
         _made_by[alias] = TEMPLATE
-        return
-    _migrate_alias(alias)
-    _made_by[alias] = MIGRATE
+    else:
+        _migrate_alias(alias)
+        _made_by[alias] = MIGRATE
+    _audit_owner_separate(config)
 
 
 def drop_account_database(account_id: str) -> None:

@@ -195,6 +195,13 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 # shared pool (the PostgreSQL default, issue 23). A template with {account}
 # (postgres://user@host:5432/qiwei_acct_{account}): a database per account.
 QIWEI_ACCOUNT_DATABASE_URL = env_str("QIWEI_ACCOUNT_DATABASE_URL", "")
+# Schema layout, provisioning apart from running (issue 36, item 1): a PostgreSQL superuser URL on
+# the same server, given to the provisioning commands only (account_create, accounts_onboard,
+# migrate_accounts), never to the web and worker processes. With it, account roles and schemas are
+# made by that role, the runtime login needs no CREATEROLE, and each account's audit table, its
+# unlock table and trigger functions belong to an audit owner role the runtime login never becomes
+# (scrubs go through a SECURITY DEFINER function that only removes words). docs/scale-out.md.
+QIWEI_ACCOUNT_PROVISION_URL = env_str("QIWEI_ACCOUNT_PROVISION_URL", "")
 # Schema layout: a pooled connection that has served more account schemas than this is closed when
 # handed back (its server backend caches each schema's catalogue: ~10 MB after 20, ~60 MB after 200).
 QIWEI_PG_SCHEMAS_PER_CONNECTION = env_int("QIWEI_PG_SCHEMAS_PER_CONNECTION", 50, 1, 10000)

@@ -1,0 +1,372 @@
+"""An audit the application cannot rewrite (issue 36, item 1): PostgreSQL's schema layout with
+provisioning apart from running. The runtime login has no CREATEROLE and does not own the database;
+a superuser provisioning URL makes each account and hands its audit to the audit owner role.
+Everything the application's own database user could try is refused by the database, and an
+ordinary forget still scrubs and verifies."""
+
+from __future__ import annotations
+
+import io
+import json
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from django.core.management import call_command
+from django.db import DatabaseError, connections, transaction
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+
+from conversations.models import AuditAction, AuditEvent, Message
+from memory.capture.ingest import messages_ingest
+from memory.governance.messages import message_forget
+from memory.governance.scrub import FORGOTTEN_MARK, Quotes
+from qiwei_site.platform import audit_chain, audit_owner, tenancy
+from qiwei_site.platform.audit import account_audit_verify, audit_record, audit_words_rewrite
+from qiwei_site.platform.errors import ApplicationError
+from qiwei_site.platform.services import account_create, account_delete
+from qiwei_site.platform.tenancy import UnsafeLoginRole, use_account
+
+from .conftest import POSTGRES, require_server
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+ADMIN = {"host": POSTGRES[0], "port": POSTGRES[1], "user": "postgres", "dbname": "postgres", "autocommit": True}
+CONVERSATION = "wm_owner_zhou"
+
+
+class Provisioned:
+    def __init__(self, run: str):
+        self.login = f"qiwei_it_rt_{run}"
+        self.database = f"qiwei_it_owned_{run}"
+        self.made: list[str] = []
+
+    def account(self, label: str) -> str:
+        value = f"{label}{self.login[-6:]}"
+        self.made.append(value)
+        return value
+
+    @property
+    def owner(self) -> str:
+        return audit_owner.audit_owner_role(tenancy.role_prefix(self.database))
+
+    def admin(self, sql_text: str, params: list | None = None) -> list[tuple]:
+        import psycopg
+
+        with psycopg.connect(**{**ADMIN, "dbname": self.database}) as conn:
+            cursor = conn.execute(sql_text, params)
+            return cursor.fetchall() if cursor.description else []
+
+
+@pytest.fixture
+def provisioned(settings) -> Iterator[Provisioned]:
+    """A runtime login without CREATEROLE that does not own the database, and a superuser
+    provisioning URL, as docs/scale-out.md sets them up."""
+    require_server("PostgreSQL", POSTGRES)
+    import psycopg
+    from psycopg import sql
+
+    setup = Provisioned(uuid.uuid4().hex[:6])
+    login, database = sql.Identifier(setup.login), sql.Identifier(setup.database)
+    with psycopg.connect(**ADMIN) as conn:
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOINHERIT NOCREATEROLE").format(login))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(database))
+        conn.execute(sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(database, login))
+    settings.QIWEI_ACCOUNT_DATABASE_URL = f"postgres://{setup.login}@{POSTGRES[0]}:{POSTGRES[1]}/{setup.database}"
+    settings.QIWEI_ACCOUNT_PROVISION_URL = f"postgres://postgres@{POSTGRES[0]}:{POSTGRES[1]}/postgres"
+    yield setup
+
+    from qiwei_site.platform.connections import account_pool
+
+    for value in setup.made:
+        tenancy.unregister_account_database(value)
+    account_pool.close_idle()
+    with psycopg.connect(**ADMIN) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(database))
+        for role in [tenancy.account_role(setup.database, value) for value in setup.made] + [setup.owner]:
+            conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
+        conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(login))
+
+
+@pytest.fixture
+def owned_account(provisioned) -> str:
+    account_id = provisioned.account("owned")
+    account_create(account_id=account_id, name="安居客服一部")
+    return account_id
+
+
+def write(reason: str) -> AuditEvent:
+    return audit_record(
+        action=AuditAction.CUSTOMER_UPDATED,
+        conversation_id=CONVERSATION,
+        actor="admin-王主管",
+        reason=reason,
+        payload={"fields": ["mode"]},
+    )
+
+
+def refused_for_the_database_user(alias: str, statement: str, params: list | None = None) -> str:
+    """Run one statement as the application's database user (the account's role, switched) and
+    return the database's refusal; fail when it is let through."""
+    try:
+        with transaction.atomic(using=alias), connections[alias].cursor() as cursor:
+            cursor.execute(statement, params)
+    except DatabaseError as exc:
+        return str(exc)
+    raise AssertionError(f"the database user was allowed: {statement}")
+
+
+def test_audit_owner_account_create_hands_the_audit_to_the_owner(provisioned, owned_account):
+    # Given an account made with the provisioning URL
+    schema = tenancy.alias_for(owned_account)
+    # Then the schema, the audit table, the unlock table and the trigger functions are the owner's
+    owners = dict(
+        provisioned.admin(
+            "SELECT 'schema', pg_get_userbyid(nspowner) FROM pg_namespace WHERE nspname = %(s)s "
+            "UNION ALL SELECT relname::text, pg_get_userbyid(relowner) FROM pg_class "
+            "WHERE relnamespace = %(s)s::regnamespace "
+            "AND relname IN ('conversations_auditevent', 'qiwei_audit_unlock') "
+            "UNION ALL SELECT proname::text, pg_get_userbyid(proowner) FROM pg_proc "
+            "WHERE pronamespace = %(s)s::regnamespace AND proname LIKE 'qiwei_audit%%'",
+            {"s": schema},
+        )
+    )
+    assert set(owners.values()) == {provisioned.owner}
+    assert {"schema", "conversations_auditevent", "qiwei_audit_unlock", "qiwei_audit_scrub"} <= set(owners)
+    # And the account role still owns its other tables; the runtime login is not the owner's member
+    [(messages_owner, member)] = provisioned.admin(
+        "SELECT pg_get_userbyid(relowner), pg_has_role(%s, %s, 'MEMBER') FROM pg_class "
+        "WHERE relnamespace = %s::regnamespace AND relname = 'conversations_message'",
+        [provisioned.login, provisioned.owner, schema],
+    )
+    assert messages_owner == tenancy.account_role(provisioned.database, owned_account)
+    assert member is False
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE conversations_auditevent SET reason = '客户同意自动回复'",
+        "DELETE FROM conversations_auditevent",
+        "TRUNCATE conversations_auditevent",
+        f"INSERT INTO {audit_chain.UNLOCK_TABLE} (purpose) VALUES ('scrub')",
+        f"INSERT INTO {audit_chain.UNLOCK_TABLE} (purpose) VALUES ('flush')",
+        "ALTER TABLE conversations_auditevent DISABLE TRIGGER USER",
+        "DROP TRIGGER conversations_auditevent_guard ON conversations_auditevent",
+        "DROP TABLE conversations_auditevent CASCADE",
+        f"DROP FUNCTION {audit_chain.PG_GUARD_FUNCTION}() CASCADE",
+        f"CREATE OR REPLACE FUNCTION {audit_chain.PG_GUARD_FUNCTION}() RETURNS trigger AS "
+        "$$ BEGIN RETURN NEW; END $$ LANGUAGE plpgsql",
+        "ALTER TABLE conversations_auditevent RENAME TO conversations_auditevent_old",
+        "ALTER SCHEMA {schema} OWNER TO {account_role}",
+        "SET ROLE {owner}",
+        "GRANT {owner} TO {login}",
+    ],
+)
+def test_audit_owner_database_user_cannot_rewrite_the_audit(provisioned, owned_account, statement):
+    with use_account(owned_account) as alias:
+        # Given an audit row
+        row = write("客户要求改为人工接待")
+        # When the application's database user runs the statement itself
+        refusal = refused_for_the_database_user(
+            alias,
+            statement.format(
+                schema=f'"{alias}"',
+                account_role=f'"{tenancy.account_role(provisioned.database, owned_account)}"',
+                owner=f'"{provisioned.owner}"',
+                login=f'"{provisioned.login}"',
+            ),
+        )
+        # Then the database refuses it by privilege, before any trigger
+        assert any(word in refusal for word in ("permission denied", "must be owner", "must have admin")), refusal
+        # And the row is as written, and the chain verifies
+        assert AuditEvent.objects.get(pk=row.pk).reason == "客户要求改为人工接待"
+        assert account_audit_verify().intact
+
+
+def test_audit_owner_tamper_procedure_of_the_issue_is_refused_at_its_first_step(provisioned, owned_account):
+    with use_account(owned_account) as alias:
+        # Given an anchored row
+        row = write("客户要求改为人工接待")
+        call_command("audit_anchor", "--account", owned_account, stdout=io.StringIO())
+        # When the database user inserts a scrub unlock, rewrites the words and sets their hash
+        words = audit_chain.payload_hash("客户同意自动回复", {"fields": ["auto"]})
+        with (
+            pytest.raises(DatabaseError, match="permission denied"),
+            transaction.atomic(using=alias),
+            connections[alias].cursor() as cursor,
+        ):
+            cursor.execute(f"INSERT INTO {audit_chain.UNLOCK_TABLE} (purpose) VALUES ('scrub')")
+            cursor.execute(
+                "UPDATE conversations_auditevent SET reason = %s, payload = %s, scrubbed_hash = %s WHERE id = %s",
+                ["客户同意自动回复", json.dumps({"fields": ["auto"]}), words, row.pk],
+            )
+        # Then nothing changed and audit_verify passes
+        assert AuditEvent.objects.get(pk=row.pk).reason == "客户要求改为人工接待"
+    call_command("audit_verify", "--account", owned_account, stdout=io.StringIO())
+
+
+@pytest.mark.parametrize(
+    ("reason", "payload"),
+    [
+        ("客户同意自动回复", {"fields": ["mode"]}),  # new words, no mark
+        (f"客户要求改为{FORGOTTEN_MARK}，并同意自动回复", {"fields": ["mode"]}),  # a mark and new words
+        (f"客户要求改为{FORGOTTEN_MARK}人工接待", {"fields": ["mode"]}),  # a mark that removed nothing
+        ("客户要求改为人工接待", {"fields": ["auto"]}),  # the payload rewritten
+        ("客户要求改为人工接待", {"fields": ["mode"], "extra": "新内容"}),  # the payload grown
+    ],
+)
+def test_audit_owner_scrub_function_refuses_anything_but_removed_words(provisioned, owned_account, reason, payload):
+    with use_account(owned_account) as alias:
+        # Given an audit row
+        row = write("客户要求改为人工接待")
+        # When the database user calls the owner's scrub with words that were not there
+        # (a temporary table named like the unlock table does not stand in for it either)
+        with (
+            pytest.raises(DatabaseError, match="只能删去原话"),
+            transaction.atomic(using=alias),
+            connections[alias].cursor() as cursor,
+        ):
+            cursor.execute(f"CREATE TEMPORARY TABLE {audit_chain.UNLOCK_TABLE} (purpose varchar(16))")
+            cursor.execute(f"INSERT INTO pg_temp.{audit_chain.UNLOCK_TABLE} VALUES ('scrub')")
+            audit_owner.scrub(cursor, row_id=row.pk, reason=reason, payload_json=json.dumps(payload), seal="f" * 64)
+        # Then the row is as written
+        assert AuditEvent.objects.get(pk=row.pk).reason == "客户要求改为人工接待"
+
+
+def test_audit_owner_scrub_that_removes_words_is_taken_and_verifies(provisioned, owned_account):
+    with use_account(owned_account) as alias:
+        # Given a row quoting what the customer said
+        row = write("电话里说女儿明年在张江上小学")
+        # When the scrub service removes the quote
+        changed = audit_words_rewrite([(row.pk, f"电话里说{FORGOTTEN_MARK}", {"fields": ["mode"]})], using=alias)
+        # Then the words are gone, the scrub is in the chain, and the chain verifies with it
+        assert changed == 1
+        assert AuditEvent.objects.get(pk=row.pk).reason == f"电话里说{FORGOTTEN_MARK}"
+        assert AuditEvent.objects.filter(action=AuditAction.AUDIT_WORDS_SCRUBBED).count() == 1
+        report = account_audit_verify()
+        assert report.intact and report.scrubbed == 1
+
+
+def test_audit_owner_forgetting_a_message_scrubs_the_audit_through_the_owner(provisioned, owned_account):
+    with use_account(owned_account):
+        # Given a stored customer message, quoted in the audit by the forget's reason-bearing rows
+        messages_ingest(
+            conversation_id=CONVERSATION,
+            messages=[
+                {
+                    "external_id": "m1",
+                    "direction": "inbound",
+                    "text": "我女儿明年在张江上小学，想租学区房",
+                    "sent_at": "2026-03-02T10:00:00+08:00",
+                    "sender": "周女士",
+                }
+            ],
+            actor="test",
+        )
+        write("客户说女儿明年在张江上小学")
+        message = Message.objects.get(external_id="m1")
+        # When a supervisor forgets the message
+        message_forget(message=message, actor="admin-王主管", reason="客户要求删除")
+        # Then no audit row keeps its words, and the chain (rows written by the account role and
+        # linked by the owner's function at commit) verifies with the scrub in it
+        assert not AuditEvent.objects.filter(reason__contains="张江上小学").exists()
+        report = account_audit_verify()
+        assert report.intact and report.scrubbed >= 1
+
+
+def test_audit_owner_runtime_login_that_may_create_roles_is_refused(provisioned):
+    # Given a runtime login that was given CREATEROLE (it could grant itself the owner role)
+    provisioned.admin(f'ALTER ROLE "{provisioned.login}" CREATEROLE')
+    # When an account is provisioned
+    # Then it is refused, naming what to run
+    with pytest.raises(UnsafeLoginRole, match="NOCREATEROLE"):
+        account_create(account_id=provisioned.account("unsafe"), name="安居客服二部")
+
+
+def test_audit_owner_process_without_the_provisioning_url_cannot_make_or_drop_an_account(
+    provisioned, owned_account, settings
+):
+    # Given a web process: the runtime login only, no provisioning URL
+    settings.QIWEI_ACCOUNT_PROVISION_URL = ""
+    # When it is asked to create an account
+    with pytest.raises(ApplicationError) as refused:
+        account_create(account_id=provisioned.account("web"), name="安居客服三部")
+    # Then it answers a clear refusal naming the command, and makes nothing
+    assert refused.value.code == "provisioning_required"
+    assert "QIWEI_ACCOUNT_PROVISION_URL" in refused.value.detail
+    # And the existing account still works from it
+    with use_account(owned_account):
+        write("客户要求改为人工接待")
+        assert account_audit_verify().intact
+    # And it cannot drop the account's schema either
+    with pytest.raises(tenancy.ProvisioningRequired):
+        tenancy.drop_account_database(owned_account)
+
+
+def test_audit_owner_account_delete_by_the_provisioner_drops_everything(provisioned, owned_account):
+    # When the provisioner deletes the account
+    account_delete(account_id=owned_account, actor="manage.py", reason="临时账号")
+    # Then its schema and role are gone
+    assert not provisioned.admin("SELECT 1 FROM pg_namespace WHERE nspname = %s", [tenancy.alias_for(owned_account)])
+    assert not provisioned.admin(
+        "SELECT 1 FROM pg_roles WHERE rolname = %s", [tenancy.account_role(provisioned.database, owned_account)]
+    )
+
+
+def test_audit_owner_migrate_accounts_separates_an_account_made_before(provisioned, settings):
+    # Given an account made while the runtime login still provisioned (the upgrade's starting point)
+    provisioned.admin(f'ALTER ROLE "{provisioned.login}" CREATEROLE')
+    provisioned.admin(f'ALTER DATABASE "{provisioned.database}" OWNER TO "{provisioned.login}"')
+    settings.QIWEI_ACCOUNT_PROVISION_URL = ""
+    account_id = provisioned.account("before")
+    account_create(account_id=account_id, name="安居客服四部")
+    with use_account(account_id):
+        row = write("客户要求改为人工接待")
+    # When the operator drops CREATEROLE and runs migrate_accounts with the provisioning URL
+    provisioned.admin(f'ALTER ROLE "{provisioned.login}" NOCREATEROLE')
+    settings.QIWEI_ACCOUNT_PROVISION_URL = f"postgres://postgres@{POSTGRES[0]}:{POSTGRES[1]}/postgres"
+    call_command("migrate_accounts", "--account", account_id, "--jobs", "1", stdout=io.StringIO())
+    # Then the audit is the owner's, refused to the database user, and the chain goes on verifying
+    with use_account(account_id) as alias:
+        assert "permission denied" in refused_for_the_database_user(
+            alias, "UPDATE conversations_auditevent SET reason = '改写' WHERE id = %s", [row.pk]
+        )
+        write("客户同意自动回复")
+        report = account_audit_verify()
+        assert report.intact and report.rows >= 3
+
+
+def test_audit_owner_mark_is_the_forget_mark():
+    # The database's check knows the mark the scrub writes
+    assert audit_owner.FORGOTTEN_MARK == FORGOTTEN_MARK
+
+
+CUSTOMER_TEXT = st.text(
+    alphabet=st.sampled_from(list('我女儿明年在张江上小学想租两居室预算五千元电话1380013800abc "\\\n，。！')),
+    max_size=40,
+)
+
+
+@hypothesis_settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(said=CUSTOMER_TEXT, forgotten=st.lists(CUSTOMER_TEXT, min_size=1, max_size=3), at=st.integers(0, 60))
+def test_audit_owner_words_kept_takes_every_scrub_and_refuses_added_words(owned_account, said, forgotten, at):
+    """The database's check and the forget service's scrub agree: whatever the forget removes from
+    a reason or a JSON payload is taken (a forget is never refused), and a word added is not."""
+    quotes = Quotes(forgotten)
+    payload = {"fields": ["mode"], "said": said, "nested": [said, {"k": said[::-1]}]}
+    scrubbed_payload = quotes.scrub_json(payload)
+    with use_account(owned_account) as alias, transaction.atomic(using=alias), connections[alias].cursor() as cursor:
+        check = f"SELECT {audit_owner.WORDS_KEPT_FUNCTION}(%s, %s)"
+        cursor.execute(check, [said, quotes.scrub(said)])
+        assert cursor.fetchone()[0] is True
+        cursor.execute(
+            f"SELECT {audit_owner.WORDS_KEPT_FUNCTION}(%s::jsonb::text, %s::jsonb::text)",
+            [json.dumps(payload), json.dumps(scrubbed_payload)],
+        )
+        assert cursor.fetchone()[0] is True
+        # A word the customer never said ("新", outside the alphabet), put anywhere, is refused
+        scrubbed = quotes.scrub(said)
+        cursor.execute(check, [said, scrubbed[:at] + "新" + scrubbed[at:]])
+        assert cursor.fetchone()[0] is False
