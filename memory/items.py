@@ -40,8 +40,6 @@ from memory.models import (
     MemoryType,
 )
 from memory.selectors import (
-    ITEM_FIELDS,
-    PROFILE_MODEL_FIELDS,
     customer_lock,
     customer_profile_locked,
     memory_decision_rows,
@@ -218,10 +216,6 @@ class _Changed:
     fields: set[str] = field(default_factory=set)
 
 
-_ITEM_FIELDS = ITEM_FIELDS
-_PROFILE_FIELDS = PROFILE_MODEL_FIELDS
-
-
 @dataclass
 class _State:
     items: list[MemoryItem]
@@ -233,19 +227,13 @@ class _State:
 
 def _state_joined(customer: Customer, alias: str) -> _State:
     rows = sql.memory_state(customer.pk)
-    version, sha256, has_decisions = rows[0][:3]
-    profile_values = rows[0][3 : 3 + len(_PROFILE_FIELDS)]
-    start = 3 + len(_PROFILE_FIELDS)
-    item_names = [f.attname for f in _ITEM_FIELDS]
+    head = rows[0]
+    items = (sql.STATE_ITEM.optional(row, alias) for row in rows)
     return _State(
-        items=[MemoryItem.from_db(alias, item_names, row[start:]) for row in rows if row[start] is not None],
-        decisions=CustomerDecisions(rows=memory_decision_rows(customer_id=customer.pk)) if has_decisions else None,
-        snapshot_head=(version, sha256) if version is not None else None,
-        profile=(
-            CustomerProfile.from_db(alias, [f.attname for f in _PROFILE_FIELDS], profile_values)
-            if profile_values[0] is not None
-            else None
-        ),
+        items=[item for item in items if item is not None],
+        decisions=CustomerDecisions(rows=memory_decision_rows(customer_id=customer.pk)) if head.has_decisions else None,
+        snapshot_head=(head.head_version, head.head_sha256) if head.head_version is not None else None,
+        profile=sql.STATE_PROFILE.optional(head, alias),
         profile_read=True,
     )
 

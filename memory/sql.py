@@ -14,7 +14,7 @@ the same rows and require the same answer. Nothing here uses Django's private qu
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from conversations.models import (
     Alert,
@@ -41,7 +41,7 @@ from memory.models import (
     MessageReading,
     MessageRecallFeatures,
 )
-from qiwei_site.platform.sql import Row, Statement, attnames, columns, concrete, fields, name, table
+from qiwei_site.platform.sql import Part, Statement, columns, concrete, fields, name, row_type, table
 from qiwei_site.platform.tenancy import current_alias
 from qiwei_site.reading.fields import PROFILE_FIELD_NAMES
 
@@ -51,24 +51,40 @@ _C, _P, _V = table(Customer), table(CustomerProfile), table(CustomerContextVersi
 _M, _F = table(Message), table(MessageRecallFeatures)
 _I, _S, _D = table(MemoryItem), table(MemorySnapshot), table(MemoryDecision)
 
+_PROFILE = Part(CustomerProfile, PROFILE_FIELD_NAMES, "profile")
 _VERSION_AND_PROFILE = Statement(
     f"SELECT (SELECT v.{name(CustomerContextVersion, 'version')} FROM {_V} v"
     f" WHERE v.{name(CustomerContextVersion, 'customer_id')} = c.{name(Customer, 'pk')}),"
-    f" p.{name(CustomerProfile, 'pk')}, {columns(CustomerProfile, PROFILE_FIELD_NAMES, 'p')}"
+    f" p.{name(CustomerProfile, 'pk')}, {_PROFILE.select('p')}"
     f" FROM {_C} c LEFT OUTER JOIN {_P} p ON p.{name(CustomerProfile, 'customer')} = c.{name(Customer, 'pk')}"
-    f" WHERE c.{name(Customer, 'pk')} = %s",
-    [None, None, *fields(CustomerProfile, PROFILE_FIELD_NAMES)],
+    f" WHERE c.{name(Customer, 'pk')} = %(customer)s",
+    [None, None, *_PROFILE.fields],
+    row_type("VersionAndProfileRow", ["version", "profile_pk", *_PROFILE.row_names]),
 )
 
 
 def version_and_profile(customer_id: int) -> tuple[int, tuple[Any, ...] | None]:
     """The customer's context version (0: none yet) and profile values (`PROFILE_FIELD_NAMES`;
     None: no profile). Twin: `tests.memory.sql_twins.version_and_profile`."""
-    rows = _VERSION_AND_PROFILE.rows(customer_id)
+    rows = _VERSION_AND_PROFILE.rows(customer=customer_id)
     if not rows:
         return 0, None
     row = rows[0]
-    return row[0] or 0, (tuple(row[2:]) if row[1] is not None else None)
+    return row.version or 0, (_PROFILE.values(row) if row.profile_pk is not None else None)
+
+
+class WindowRow(NamedTuple):
+    """A message of the window with its stored recall features (`recall.RECALL_COLUMNS`; the
+    features' three are None when none are stored)."""
+
+    id: int
+    direction: str
+    sender: str
+    text: str
+    sent_at: datetime
+    features_version: int | None
+    text_fingerprint: str | None
+    features: Any
 
 
 _WINDOW_NAMES = ("pk", "direction", "sender", "text", "sent_at")
@@ -76,99 +92,132 @@ _FEATURE_NAMES = ("version", "text_fingerprint", "features")
 _WINDOW_SELECT = (
     f"SELECT {columns(Message, _WINDOW_NAMES, 'm')}, {columns(MessageRecallFeatures, _FEATURE_NAMES, 'f')}"
     f" FROM {_M} m LEFT OUTER JOIN {_F} f ON f.{name(MessageRecallFeatures, 'message')} = m.{name(Message, 'pk')}"
-    f" WHERE m.{name(Message, 'customer')} = %s AND m.{name(Message, 'is_effective')}"
+    f" WHERE m.{name(Message, 'customer')} = %(customer)s AND m.{name(Message, 'is_effective')}"
 )
-_WINDOW_ORDER = f" ORDER BY m.{name(Message, 'sent_at')} DESC, m.{name(Message, 'pk')} DESC LIMIT %s"
+
+
+def _window_order(limit: str) -> str:
+    """Newest first, at most the `limit` parameter's count."""
+    return f" ORDER BY m.{name(Message, 'sent_at')} DESC, m.{name(Message, 'pk')} DESC LIMIT %({limit})s"
+
+
 _WINDOW_FIELDS = [
     *fields(Message, ["id", "direction", "sender", "text", "sent_at"]),
     *fields(MessageRecallFeatures, _FEATURE_NAMES),
 ]
-_WINDOW_NEWEST = Statement(_WINDOW_SELECT + _WINDOW_ORDER, _WINDOW_FIELDS)
+_WINDOW_NEWEST = Statement(_WINDOW_SELECT + _window_order("size"), _WINDOW_FIELDS, WindowRow)
 _UP_TO = (
-    f" AND m.{name(Message, 'sent_at')} <= %s"
-    f" AND NOT (m.{name(Message, 'sent_at')} = %s AND m.{name(Message, 'pk')} > %s)"
+    f" AND m.{name(Message, 'sent_at')} <= %(sent_at)s"
+    f" AND NOT (m.{name(Message, 'sent_at')} = %(sent_at)s AND m.{name(Message, 'pk')} > %(message)s)"
 )
-_WINDOW_UP_TO = Statement(_WINDOW_SELECT + _UP_TO + _WINDOW_ORDER, _WINDOW_FIELDS)
+_WINDOW_UP_TO = Statement(_WINDOW_SELECT + _UP_TO + _window_order("size"), _WINDOW_FIELDS, WindowRow)
 
 
 def _after(alias: str) -> str:
-    """`alias` comes after the message: three parameters (its `sent_at` twice, its id). Written as
-    a range on `sent_at` and a tie-break, so the (customer, sent_at, id) index bounds the scan."""
+    """`alias` comes after the message (`sent_at`, `message`). Written as a range on `sent_at` and a
+    tie-break, so the (customer, sent_at, id) index bounds the scan."""
     sent_at, pk = f"{alias}.{name(Message, 'sent_at')}", f"{alias}.{name(Message, 'pk')}"
-    return f"{sent_at} >= %s AND NOT ({sent_at} = %s AND {pk} <= %s)"
+    return f"{sent_at} >= %(sent_at)s AND NOT ({sent_at} = %(sent_at)s AND {pk} <= %(message)s)"
 
 
 def _replies_after() -> str:
     """`m` is one of our messages (not the customer's) after the message, sent no later than the
     customer's next effective message after it (read once, an indexed scan forward from the
-    message; none: the far-future parameter). Ten parameters: the message, the customer, the
-    inbound direction, the message, the far future, the inbound direction."""
+    message; none: `far_future`). Parameters: the message (`sent_at`, `message`), the `customer`,
+    the `inbound` direction, `far_future`."""
     customer, effective = name(Message, "customer"), name(Message, "is_effective")
     sent_at, pk, direction = name(Message, "sent_at"), name(Message, "pk"), name(Message, "direction")
     following = (
-        f"SELECT n.{sent_at} FROM {_M} n WHERE n.{customer} = %s AND n.{effective} AND n.{direction} = %s"
-        f" AND {_after('n')} ORDER BY n.{sent_at} ASC, n.{pk} ASC LIMIT 1"
+        f"SELECT n.{sent_at} FROM {_M} n WHERE n.{customer} = %(customer)s AND n.{effective}"
+        f" AND n.{direction} = %(inbound)s AND {_after('n')} ORDER BY n.{sent_at} ASC, n.{pk} ASC LIMIT 1"
     )
-    return f" AND {_after('m')} AND m.{sent_at} <= COALESCE(({following}), %s) AND m.{direction} <> %s"
+    return (
+        f" AND {_after('m')} AND m.{sent_at} <= COALESCE(({following}), %(far_future)s)"
+        f" AND m.{direction} <> %(inbound)s"
+    )
 
 
 # The window up to the message and, in the same statement, the newest of our messages after it,
 # up to the customer's next one: what our side already said to it (issue 39). Each half is an
 # indexed range read newest first with its own limit; the union is ordered newest first again.
 _WINDOW_AROUND = Statement(
-    f"SELECT * FROM ({_WINDOW_SELECT}{_replies_after()}{_WINDOW_ORDER}) a"
-    f" UNION ALL SELECT * FROM ({_WINDOW_SELECT}{_UP_TO}{_WINDOW_ORDER}) w"
+    f"SELECT * FROM ({_WINDOW_SELECT}{_replies_after()}{_window_order('after')}) a"
+    f" UNION ALL SELECT * FROM ({_WINDOW_SELECT}{_UP_TO}{_window_order('size')}) w"
     f" ORDER BY {name(Message, 'sent_at')} DESC, {name(Message, 'pk')} DESC",
     _WINDOW_FIELDS,
+    WindowRow,
 )
 # What "no next message" compares as: later than any message.
 _FAR_FUTURE = datetime(9999, 12, 31, tzinfo=UTC)
 
 
-def window_newest(customer_id: int, size: int) -> list[Row]:
+def window_newest(customer_id: int, size: int) -> list[WindowRow]:
     """The newest `size` effective messages with their stored recall features (`RECALL_COLUMNS`),
     newest first. Twin: `sql_twins.window_newest`."""
-    return _WINDOW_NEWEST.rows(customer_id, size)
+    return _WINDOW_NEWEST.rows(customer=customer_id, size=size)
 
 
-def window_up_to(customer_id: int, sent_at: datetime, message_id: int, size: int, after: int = 0) -> list[Row]:
+def window_up_to(customer_id: int, sent_at: datetime, message_id: int, size: int, after: int = 0) -> list[WindowRow]:
     """As `window_newest`, up to and including the message (`sent_at`, `message_id`): an older turn
     sees its conversation as it was. With `after`, first, the newest `after` effective messages of
     ours (outbound or system) after it and sent no later than the customer's next message (the
     replies it already had), in one statement. Twin: `memory.context.builder.reads._window_up_to`."""
+    position: dict[str, Any] = {"customer": customer_id, "sent_at": sent_at, "message": message_id, "size": size}
     if after <= 0:
-        return _WINDOW_UP_TO.rows(customer_id, sent_at, sent_at, message_id, size)
-    position = (sent_at, sent_at, message_id)
+        return _WINDOW_UP_TO.rows(**position)
     inbound = MessageDirection.INBOUND.value
-    replies = (*position, customer_id, inbound, *position, _FAR_FUTURE, inbound, after)
-    return _WINDOW_AROUND.rows(customer_id, *replies, customer_id, *position, size)
+    return _WINDOW_AROUND.rows(**position, inbound=inbound, far_future=_FAR_FUTURE, after=after)
+
+
+class TaskRow(NamedTuple):
+    id: int
+    title: str
+    due_at: datetime | None
 
 
 _T = table(Task)
 _OPEN_TASKS = Statement(
     f"SELECT {columns(Task, ['pk', 'title', 'due_at'], 't')} FROM {_T} t"
-    f" WHERE t.{name(Task, 'customer')} = %s AND t.{name(Task, 'status')} = %s"
+    f" WHERE t.{name(Task, 'customer')} = %(customer)s AND t.{name(Task, 'status')} = %(status)s"
     f" ORDER BY t.{name(Task, 'due_at')} ASC, t.{name(Task, 'pk')} ASC LIMIT 20",
     fields(Task, ["id", "title", "due_at"]),
+    TaskRow,
 )
 
 
-def open_tasks(customer_id: int) -> list[Row]:
-    """(id, title, due at) of up to 20 open tasks, soonest due first. Twin: `sql_twins.open_tasks`."""
-    return _OPEN_TASKS.rows(customer_id, TaskStatus.OPEN.value)
+def open_tasks(customer_id: int) -> list[TaskRow]:
+    """Up to 20 open tasks, soonest due first. Twin: `sql_twins.open_tasks`."""
+    return _OPEN_TASKS.rows(customer=customer_id, status=TaskStatus.OPEN.value)
+
+
+class AlertRow(NamedTuple):
+    id: int
+    level: str
+    text: str
 
 
 _OPEN_ALERTS = Statement(
     f"SELECT {columns(Alert, ['pk', 'level', 'text'], 'a')} FROM {table(Alert)} a"
-    f" WHERE a.{name(Alert, 'customer')} = %s AND NOT a.{name(Alert, 'resolved')}"
+    f" WHERE a.{name(Alert, 'customer')} = %(customer)s AND NOT a.{name(Alert, 'resolved')}"
     f" ORDER BY a.{name(Alert, 'pk')} ASC LIMIT 20",
     fields(Alert, ["id", "level", "text"]),
+    AlertRow,
 )
 
 
-def open_alerts(customer_id: int) -> list[Row]:
-    """(id, level, text) of up to 20 unresolved alerts, oldest first. Twin: `sql_twins.open_alerts`."""
-    return _OPEN_ALERTS.rows(customer_id)
+def open_alerts(customer_id: int) -> list[AlertRow]:
+    """Up to 20 unresolved alerts, oldest first. Twin: `sql_twins.open_alerts`."""
+    return _OPEN_ALERTS.rows(customer=customer_id)
+
+
+class RecommendationRow(NamedTuple):
+    """A recommendation with one feedback (its newest, in `open_recommendations`; Nones: none)."""
+
+    id: int
+    text: str
+    feedback_source: str | None
+    feedback_verdict: str | None
+    feedback_comment: str | None
 
 
 _R, _RF = table(Recommendation), table(RecommendationFeedback)
@@ -178,34 +227,46 @@ _OPEN_RECOMMENDATIONS = Statement(
     f" FROM {_R} r LEFT OUTER JOIN {_RF} b"
     f" ON b.{name(RecommendationFeedback, 'recommendation')} = r.{name(Recommendation, 'pk')}"
     f" WHERE r.{name(Recommendation, 'pk')} IN (SELECT n.{name(Recommendation, 'pk')} FROM {_R} n"
-    f" WHERE n.{name(Recommendation, 'customer')} = %s AND n.{name(Recommendation, 'status')} = %s"
+    f" WHERE n.{name(Recommendation, 'customer')} = %(customer)s AND n.{name(Recommendation, 'status')} = %(status)s"
     f" ORDER BY n.{name(Recommendation, 'created_at')} DESC, n.{name(Recommendation, 'pk')} DESC LIMIT 10)"
     f" ORDER BY r.{name(Recommendation, 'created_at')} DESC, r.{name(Recommendation, 'pk')} DESC,"
     f" b.{name(RecommendationFeedback, 'created_at')} DESC NULLS LAST, b.{name(RecommendationFeedback, 'pk')} DESC",
     [*fields(Recommendation, ["id", "text"]), *fields(RecommendationFeedback, ["source", "verdict", "comment"])],
+    RecommendationRow,
 )
 
 
-def open_recommendations(customer_id: int) -> list[Row]:
-    """The ten newest open recommendations, each (id, text, feedback source, verdict, comment) with
-    its newest feedback (Nones when it has none). Twin: `sql_twins.open_recommendations`."""
-    newest: dict[int, Row] = {}
-    for row in _OPEN_RECOMMENDATIONS.rows(customer_id, RecommendationStatus.OPEN.value):
-        newest.setdefault(row[0], row)
+def open_recommendations(customer_id: int) -> list[RecommendationRow]:
+    """The ten newest open recommendations, each with its newest feedback (Nones when it has none).
+    Twin: `sql_twins.open_recommendations`."""
+    newest: dict[int, RecommendationRow] = {}
+    for row in _OPEN_RECOMMENDATIONS.rows(customer=customer_id, status=RecommendationStatus.OPEN.value):
+        newest.setdefault(row.id, row)
     return list(newest.values())
+
+
+class SnapshotRow(NamedTuple):
+    version: int
+    content: str
+    item_ids: list[int]
 
 
 _CURRENT_SNAPSHOT = Statement(
     f"SELECT {columns(MemorySnapshot, ['version', 'content', 'item_ids'], 's')} FROM {_S} s"
-    f" WHERE s.{name(MemorySnapshot, 'customer')} = %s ORDER BY s.{name(MemorySnapshot, 'version')} DESC LIMIT 1",
+    f" WHERE s.{name(MemorySnapshot, 'customer')} = %(customer)s"
+    f" ORDER BY s.{name(MemorySnapshot, 'version')} DESC LIMIT 1",
     fields(MemorySnapshot, ["version", "content", "item_ids"]),
+    SnapshotRow,
 )
 
 
-def current_snapshot(customer_id: int) -> list[Row]:
-    """The newest snapshot's (version, content, item ids), as a list of at most one row.
-    Twin: `sql_twins.current_snapshot`."""
-    return _CURRENT_SNAPSHOT.rows(customer_id)
+def current_snapshot(customer_id: int) -> list[SnapshotRow]:
+    """The newest snapshot, as a list of at most one row. Twin: `sql_twins.current_snapshot`."""
+    return _CURRENT_SNAPSHOT.rows(customer=customer_id)
+
+
+class HumanItemRow(NamedTuple):
+    id: int
 
 
 _ITEM_ORDER = (
@@ -214,37 +275,45 @@ _ITEM_ORDER = (
 )
 _HUMAN_ITEMS = Statement(
     f"SELECT i.{name(MemoryItem, 'pk')} FROM {_I} i"
-    f" WHERE i.{name(MemoryItem, 'customer')} = %s AND i.{name(MemoryItem, 'created_by')} = %s" + _ITEM_ORDER,
+    f" WHERE i.{name(MemoryItem, 'customer')} = %(customer)s AND i.{name(MemoryItem, 'created_by')} = %(created_by)s"
+    + _ITEM_ORDER,
     [None],
+    HumanItemRow,
 )
 
 
-def human_items(customer_id: int) -> list[Row]:
-    """(id,) of every item a person wrote, any status. Twin: `sql_twins.human_items`."""
-    return _HUMAN_ITEMS.rows(customer_id, MemoryCreatedBy.HUMAN.value)
+def human_items(customer_id: int) -> list[HumanItemRow]:
+    """Every item a person wrote, any status. Twin: `sql_twins.human_items`."""
+    return _HUMAN_ITEMS.rows(customer=customer_id, created_by=MemoryCreatedBy.HUMAN.value)
 
 
-ACTIVE_ITEM_COLUMNS = (
-    "id",
-    "type",
-    "content",
-    "status",
-    "expires_at",
-    "importance",
-    "confidence",
-    "updated_at",
-    "created_by",
-)
+class ActiveItemRow(NamedTuple):
+    """What `effective_in` and `render_snapshot` read of an item (`MemoryItem(**row._asdict())`)."""
+
+    id: int
+    type: str
+    content: str
+    status: str
+    expires_at: datetime | None
+    importance: int
+    confidence: float
+    updated_at: datetime
+    created_by: str
+
+
+ACTIVE_ITEM_COLUMNS = ActiveItemRow._fields
 _ACTIVE_ITEMS = Statement(
     f"SELECT {columns(MemoryItem, ACTIVE_ITEM_COLUMNS, 'i')} FROM {_I} i"
-    f" WHERE i.{name(MemoryItem, 'customer')} = %s AND i.{name(MemoryItem, 'status')} = %s" + _ITEM_ORDER,
+    f" WHERE i.{name(MemoryItem, 'customer')} = %(customer)s AND i.{name(MemoryItem, 'status')} = %(status)s"
+    + _ITEM_ORDER,
     fields(MemoryItem, ACTIVE_ITEM_COLUMNS),
+    ActiveItemRow,
 )
 
 
-def active_items(customer_id: int) -> list[Row]:
-    """The active items' `ACTIVE_ITEM_COLUMNS`, in the items' order. Twin: `sql_twins.active_items`."""
-    return _ACTIVE_ITEMS.rows(customer_id, MemoryStatus.ACTIVE.value)
+def active_items(customer_id: int) -> list[ActiveItemRow]:
+    """The active items, in the items' order. Twin: `sql_twins.active_items`."""
+    return _ACTIVE_ITEMS.rows(customer=customer_id, status=MemoryStatus.ACTIVE.value)
 
 
 # --- capture (`memory.capture.jobs`, `memory.items.MemoryWrites`) ------------------------------
@@ -253,14 +322,15 @@ _J = table(CaptureJob)
 
 
 def _job_set(*fields: str) -> str:
-    return ", ".join(f"{name(CaptureJob, field)} = %s" for field in fields)
+    """`column = %(field)s` for each field: the new values, bound by the fields' names."""
+    return ", ".join(f"{name(CaptureJob, field)} = %({field})s" for field in fields)
 
 
 _JOB_CLAIM = Statement(
     f"UPDATE {_J} SET {name(CaptureJob, 'attempts')} = {name(CaptureJob, 'attempts')} + 1,"
     f" {_job_set('status', 'started_at', 'updated_at')}"
-    f" WHERE {name(CaptureJob, 'pk')} = %s AND {name(CaptureJob, 'status')} = %s"
-    f" AND ({name(CaptureJob, 'next_attempt_at')} IS NULL OR {name(CaptureJob, 'next_attempt_at')} <= %s)",
+    f" WHERE {name(CaptureJob, 'pk')} = %(job)s AND {name(CaptureJob, 'status')} = %(was)s"
+    f" AND ({name(CaptureJob, 'next_attempt_at')} IS NULL OR {name(CaptureJob, 'next_attempt_at')} <= %(due)s)",
     [],
 )
 
@@ -268,14 +338,21 @@ _JOB_CLAIM = Statement(
 def capture_job_claim(job_id: int, now: datetime) -> bool:
     """pending and due → running, one more attempt, started now; whether this call made the change
     (a conditional UPDATE: one run wins). Twin: `sql_twins.capture_job_claim_query`."""
-    running, pending = CaptureJobStatus.RUNNING.value, CaptureJobStatus.PENDING.value
-    return _JOB_CLAIM.execute(running, now, now, job_id, pending, now) == 1
+    changed = _JOB_CLAIM.execute(
+        status=CaptureJobStatus.RUNNING.value,
+        started_at=now,
+        updated_at=now,
+        job=job_id,
+        was=CaptureJobStatus.PENDING.value,
+        due=now,
+    )
+    return changed == 1
 
 
 _JOB_FINISH = Statement(
     f"UPDATE {_J} SET {_job_set('status', 'finished_at', 'last_error', 'updated_at')}"
-    f" WHERE {name(CaptureJob, 'pk')} = %s AND {name(CaptureJob, 'status')} = %s"
-    f" AND {name(CaptureJob, 'attempts')} = %s",
+    f" WHERE {name(CaptureJob, 'pk')} = %(job)s AND {name(CaptureJob, 'status')} = %(was)s"
+    f" AND {name(CaptureJob, 'attempts')} = %(attempt)s",
     [],
 )
 
@@ -284,53 +361,58 @@ def capture_job_finish(job_id: int, attempt: int, now: datetime) -> int:
     """running (this attempt) → done, finished now; how many rows changed (0: the claim was lost).
     Twin: `memory.capture.jobs._finish_query`."""
     return _JOB_FINISH.execute(
-        CaptureJobStatus.DONE.value, now, "", now, job_id, CaptureJobStatus.RUNNING.value, attempt
+        status=CaptureJobStatus.DONE.value,
+        finished_at=now,
+        last_error="",
+        updated_at=now,
+        job=job_id,
+        was=CaptureJobStatus.RUNNING.value,
+        attempt=attempt,
     )
 
 
-_JOB_NAMES, _CUSTOMER_NAMES, _MESSAGE_NAMES = concrete(CaptureJob), concrete(Customer), concrete(Message)
+_JOB = Part(CaptureJob, concrete(CaptureJob), "job")
+_CUSTOMER = Part(Customer, concrete(Customer), "customer")
+_MESSAGE = Part(Message, concrete(Message), "message")
+_READING = Part(MessageReading, concrete(MessageReading), "reading")
 
 
 def _before(column: str) -> str:
     """A correlated subquery: `column` of the customer's effective, non-system message just before
-    the job's message (`memory.capture.selectors.messages_before`)."""
+    the job's message (`memory.capture.selectors.messages_before`; `system`: the system direction)."""
     sent_at, pk = name(Message, "sent_at"), name(Message, "pk")
     return (
         f"(SELECT b.{name(Message, column)} FROM {_M} b"
         f" WHERE b.{name(Message, 'customer')} = m.{name(Message, 'customer')} AND b.{name(Message, 'is_effective')}"
         f" AND (b.{sent_at} < m.{sent_at} OR (b.{sent_at} = m.{sent_at} AND b.{pk} < m.{pk}))"
-        f" AND NOT (b.{name(Message, 'direction')} = %s)"
+        f" AND NOT (b.{name(Message, 'direction')} = %(system)s)"
         f" ORDER BY b.{sent_at} DESC, b.{pk} DESC LIMIT 1)"
     )
 
 
-_READING_NAMES = concrete(MessageReading)
-
 _CAPTURE_JOB = Statement(
-    f"SELECT {columns(CaptureJob, _JOB_NAMES, 'j')}, {columns(Customer, _CUSTOMER_NAMES, 'c')},"
-    f" {columns(Message, _MESSAGE_NAMES, 'm')}, {_before('direction')}, {_before('text')},"
-    f" x.{name(MessageSecret, 'sealed')}, {columns(MessageReading, _READING_NAMES, 'r')}"
+    f"SELECT {_JOB.select('j')}, {_CUSTOMER.select('c')},"
+    f" {_MESSAGE.select('m')}, {_before('direction')}, {_before('text')},"
+    f" x.{name(MessageSecret, 'sealed')}, {_READING.select('r')}"
     f" FROM {_J} j INNER JOIN {_C} c ON c.{name(Customer, 'pk')} = j.{name(CaptureJob, 'customer')}"
     f" LEFT OUTER JOIN {_M} m ON m.{name(Message, 'pk')} = j.{name(CaptureJob, 'message')}"
     f" LEFT OUTER JOIN {table(MessageSecret)} x ON x.{name(MessageSecret, 'message')} = m.{name(Message, 'pk')}"
     f" LEFT OUTER JOIN {table(MessageReading)} r ON r.{name(MessageReading, 'message')} = m.{name(Message, 'pk')}"
-    f" WHERE j.{name(CaptureJob, 'pk')} = %s",
-    [
-        *fields(CaptureJob, _JOB_NAMES),
-        *fields(Customer, _CUSTOMER_NAMES),
-        *fields(Message, _MESSAGE_NAMES),
-        None,
-        None,
-        None,
-        *fields(MessageReading, _READING_NAMES),
-    ],
+    f" WHERE j.{name(CaptureJob, 'pk')} = %(job)s",
+    [*_JOB.fields, *_CUSTOMER.fields, *_MESSAGE.fields, None, None, None, *_READING.fields],
+    row_type(
+        "CaptureJobRow",
+        [
+            *_JOB.row_names,
+            *_CUSTOMER.row_names,
+            *_MESSAGE.row_names,
+            "previous_direction",
+            "previous_text",
+            "sealed",
+            *_READING.row_names,
+        ],
+    ),
 )
-
-
-_JOB_ATTNAMES = attnames(CaptureJob, _JOB_NAMES)
-_CUSTOMER_ATTNAMES = attnames(Customer, _CUSTOMER_NAMES)
-_MESSAGE_ATTNAMES = attnames(Message, _MESSAGE_NAMES)
-_READING_ATTNAMES = attnames(MessageReading, _READING_NAMES)
 
 
 def capture_job(job_id: int) -> CaptureJob | None:
@@ -338,36 +420,29 @@ def capture_job(job_id: int) -> CaptureJob | None:
     its kept reading, so the evidence check reads no more) and (`previous_direction`,
     `previous_text`) the message before that one, in one statement.
     Twin: `memory.capture.selectors.capture_job_get`."""
-    system = MessageDirection.SYSTEM.value
-    rows = _CAPTURE_JOB.rows(system, system, job_id)
+    rows = _CAPTURE_JOB.rows(system=MessageDirection.SYSTEM.value, job=job_id)
     if not rows:
         return None
     row = rows[0]
     alias = current_alias()
-    job_end = len(_JOB_NAMES)
-    ends = job_end, job_end + len(_CUSTOMER_NAMES), job_end + len(_CUSTOMER_NAMES) + len(_MESSAGE_NAMES)
-    job = CaptureJob.from_db(alias, _JOB_ATTNAMES, row[: ends[0]])
-    customer = Customer.from_db(alias, _CUSTOMER_ATTNAMES, row[ends[0] : ends[1]])
+    job = _JOB.instance(row, alias)
+    customer = _CUSTOMER.instance(row, alias)
     job.customer = customer
-    message_values = row[ends[1] : ends[2]]
-    if message_values[0] is not None:
-        message = Message.from_db(alias, _MESSAGE_ATTNAMES, message_values)
+    message = _MESSAGE.optional(row, alias)
+    if message is not None:
         if message.customer_id == customer.pk:
             message.customer = customer
-        message.sealed_text = row[ends[2] + 2]  # type: ignore[attr-defined]  # conversations.received
-        reading_values = row[ends[2] + 3 :]
-        reading = (
-            MessageReading.from_db(alias, _READING_ATTNAMES, reading_values) if reading_values[0] is not None else None
-        )
-        Message.reading.related.set_cached_value(message, reading)  # type: ignore[attr-defined]
-        job.message = message
-    else:
-        job.message = None
-    job.previous_direction, job.previous_text = row[ends[2]], row[ends[2] + 1]  # type: ignore[attr-defined]
+        message.sealed_text = row.sealed  # type: ignore[attr-defined]  # conversations.received
+        Message.reading.related.set_cached_value(message, _READING.optional(row, alias))  # type: ignore[attr-defined]
+    job.message = message
+    job.previous_direction, job.previous_text = row.previous_direction, row.previous_text  # type: ignore[attr-defined]
     return job
 
 
-_PROFILE_NAMES, _ITEM_NAMES = concrete(CustomerProfile), concrete(MemoryItem)
+# The customer row's profile and its items, as the memory write state reads them (`memory.items`).
+STATE_PROFILE = Part(CustomerProfile, concrete(CustomerProfile), "profile")
+STATE_ITEM = Part(MemoryItem, concrete(MemoryItem), "item")
+_ITEM_NAMES = STATE_ITEM.names
 
 
 def _snapshot_head(column: str) -> str:
@@ -381,18 +456,24 @@ def _snapshot_head(column: str) -> str:
 _MEMORY_STATE = Statement(
     f"SELECT {_snapshot_head('version')}, {_snapshot_head('sha256')},"
     f" EXISTS(SELECT 1 FROM {_D} d WHERE d.{name(MemoryDecision, 'customer')} = c.{name(Customer, 'pk')}),"
-    f" {columns(CustomerProfile, _PROFILE_NAMES, 'p')}, {columns(MemoryItem, _ITEM_NAMES, 'i')}"
+    f" {STATE_PROFILE.select('p')}, {STATE_ITEM.select('i')}"
     f" FROM {_C} c LEFT OUTER JOIN {_P} p ON p.{name(CustomerProfile, 'customer')} = c.{name(Customer, 'pk')}"
     f" LEFT OUTER JOIN {_I} i ON i.{name(MemoryItem, 'customer')} = c.{name(Customer, 'pk')}"
-    f" AND i.{name(MemoryItem, 'status')} IN (%s, %s)"
-    f" WHERE c.{name(Customer, 'pk')} = %s ORDER BY i.{name(MemoryItem, 'pk')}",
-    [None, None, "BooleanField", *fields(CustomerProfile, _PROFILE_NAMES), *fields(MemoryItem, _ITEM_NAMES)],
+    f" AND i.{name(MemoryItem, 'status')} IN (%(active)s, %(proposed)s)"
+    f" WHERE c.{name(Customer, 'pk')} = %(customer)s ORDER BY i.{name(MemoryItem, 'pk')}",
+    [None, None, "BooleanField", *STATE_PROFILE.fields, *STATE_ITEM.fields],
+    row_type(
+        "MemoryStateRow",
+        ["head_version", "head_sha256", "has_decisions", *STATE_PROFILE.row_names, *STATE_ITEM.row_names],
+    ),
 )
 
 
-def memory_state(customer_id: int) -> list[Row]:
+def memory_state(customer_id: int) -> list[Any]:
     """The customer row with its profile and its active items and pending proposals joined (none:
-    one row of NULLs), the snapshot head and whether a decision exists: (head version, head sha256,
-    has decisions, *profile fields, *item fields) per row, items by id. Twin:
-    `memory.selectors.memory_state_rows`."""
-    return _MEMORY_STATE.rows(MemoryStatus.ACTIVE.value, MemoryStatus.PROPOSED.value, customer_id)
+    one row of NULLs), the snapshot head and whether a decision exists: (`head_version`,
+    `head_sha256`, `has_decisions`, the profile's fields (`STATE_PROFILE`), the item's
+    (`STATE_ITEM`)) per row, items by id. Twin: `memory.selectors.memory_state_rows`."""
+    return _MEMORY_STATE.rows(
+        active=MemoryStatus.ACTIVE.value, proposed=MemoryStatus.PROPOSED.value, customer=customer_id
+    )

@@ -271,7 +271,7 @@ class AgentContextBuilder:
         recent_size = read.after + settings.QIWEI_AGENT_MEMORY_RECENT_MESSAGES
         window = read.window()
         candidates = window[recent_size:]
-        replies = [row[0] for row in reversed(window[: read.after]) if row[1] == MessageDirection.OUTBOUND]
+        replies = [row.id for row in reversed(window[: read.after]) if row.direction == MessageDirection.OUTBOUND]
         trace["already_answered"] = bool(replies)
         trace["answered_by_message_ids"] = replies
         no_recall: list[recall_module.RecalledMessage] = []
@@ -391,15 +391,15 @@ class AgentContextBuilder:
         (version, content, item ids, human-written item ids)."""
         snapshot = sql.current_snapshot(customer.pk)
         if snapshot:
-            version: int | None = snapshot[0][0]
-            content, item_ids = snapshot[0][1], list(snapshot[0][2])
+            version: int | None = snapshot[0].version
+            content, item_ids = snapshot[0].content, list(snapshot[0].item_ids)
             trace["snapshot_version"] = version
             # The snapshot's items are the customer's own: its human-written ones among them.
-            human = {pk for (pk,) in sql.human_items(customer.pk)}.intersection(item_ids) if item_ids else set()
+            human = {row.id for row in sql.human_items(customer.pk)}.intersection(item_ids) if item_ids else set()
         else:
             # None yet (a new customer): the items a snapshot would hold, rendered without writing.
             rows = sql.active_items(customer.pk)
-            items = effective_in([MemoryItem(**dict(zip(sql.ACTIVE_ITEM_COLUMNS, row, strict=True))) for row in rows])
+            items = effective_in([MemoryItem(**row._asdict()) for row in rows])
             rendered = render_snapshot(items)
             expiries.extend(item.expires_at for item in items if item.expires_at is not None)
             version, content, item_ids = None, rendered.content, rendered.item_ids
@@ -408,7 +408,7 @@ class AgentContextBuilder:
         trace["memory_item_ids"] = sorted(item_ids)
         return (version, content, tuple(item_ids), tuple(sorted(human)))
 
-    def _window(self, customer: Customer, latest: Message | None) -> tuple[Message | None, list[tuple[Any, ...]], int]:
+    def _window(self, customer: Customer, latest: Message | None) -> tuple[Message | None, list[sql.WindowRow], int]:
         """The message being answered, in one query the window around it, newest first, and how
         many of its rows come after the message: the newest REPLIES_AFTER_LIMIT messages after it
         and before the customer's next one (what we already replied: issue 39), then the newest
@@ -427,7 +427,7 @@ class AgentContextBuilder:
         limit = size + LATEST_SLACK
         rows = sql.window_newest(customer.pk, limit)
         complete = len(rows) < limit  # every effective message was read
-        first = next((index for index, row in enumerate(rows) if row[1] == MessageDirection.INBOUND), None)
+        first = next((index for index, row in enumerate(rows) if row.direction == MessageDirection.INBOUND), None)
         if first is None and complete:
             return None, rows[:size], 0
         if first is not None and (complete or first + size <= len(rows)):
@@ -440,10 +440,10 @@ class AgentContextBuilder:
         return found, *self._around(customer, found, size)
 
     @staticmethod
-    def _around(customer: Customer, latest: Message, size: int) -> tuple[list[tuple[Any, ...]], int]:
+    def _around(customer: Customer, latest: Message, size: int) -> tuple[list[sql.WindowRow], int]:
         rows = sql.window_up_to(customer.pk, latest.sent_at, latest.pk, size, REPLIES_AFTER_LIMIT)
         position = (latest.sent_at, latest.pk)
-        after = next((index for index, row in enumerate(rows) if (row[4], row[0]) <= position), len(rows))
+        after = next((index for index, row in enumerate(rows) if (row.sent_at, row.id) <= position), len(rows))
         return rows, after
 
     def _business_read(self, customer: Customer, profile: tuple[str, ...] | None) -> _Business:

@@ -19,6 +19,7 @@ from memory.context import recall as recall_module
 from memory.context.builder.quoting import _quote, _when, memory_line
 from memory.models import MemoryType
 from memory.snapshots import SECTION_TITLES
+from memory.sql import AlertRow, RecommendationRow, TaskRow
 from qiwei_site.reading.fields import PROFILE_FIELD_NAMES, PROFILE_FIELDS, profile_item_content
 from qiwei_site.reading.normalise import normalize_content
 from qiwei_site.reading.quoting import neutralise, quoted_text
@@ -467,12 +468,12 @@ class _Layout:
 
 @dataclass(frozen=True)
 class _Business:
-    """The business-state rows, as tuples of the columns the section quotes."""
+    """The business-state rows, the columns the section quotes."""
 
     profile: tuple[str, ...] | None
-    tasks: tuple[tuple[Any, ...], ...]  # (id, title, due_at), due first
-    alerts: tuple[tuple[Any, ...], ...]  # (id, level, text), oldest first
-    recommendations: tuple[tuple[Any, ...], ...]  # (id, text, source, verdict, comment), newest first
+    tasks: tuple[TaskRow, ...]  # due first
+    alerts: tuple[AlertRow, ...]  # oldest first
+    recommendations: tuple[RecommendationRow, ...]  # with the newest feedback, newest first
 
 
 def _core_block(core: tuple[Any, ...] | None) -> _Quoted:
@@ -516,20 +517,26 @@ def _business_state(business: _Business, shown: frozenset[str] = frozenset()) ->
     if profile_lines:
         lines += ["【客户画像】", *profile_lines]
     task_refs = [
-        _StateRef("task", pk, f"- {neutralise(title)}" + (f"（截止 {_when(due_at)}）" if due_at else ""))
-        for pk, title, due_at in business.tasks
+        _StateRef(
+            "task", task.id, f"- {neutralise(task.title)}" + (f"（截止 {_when(task.due_at)}）" if task.due_at else "")
+        )
+        for task in business.tasks
     ]
     if task_refs:
         lines += ["【未完成待办】", *(ref.line for ref in task_refs)]
     alert_refs = [
-        _StateRef("alert", pk, f"- [{_display(_ALERT_LEVELS, level)}] {neutralise(text)}")
-        for pk, level, text in business.alerts
+        _StateRef("alert", alert.id, f"- [{_display(_ALERT_LEVELS, alert.level)}] {neutralise(alert.text)}")
+        for alert in business.alerts
     ]
     if alert_refs:
         lines += ["【预警】", *(ref.line for ref in alert_refs)]
     recommendation_refs = [
-        _StateRef("recommendation", row[0], _recommendation_line(*row[1:]))
-        for row in sorted(business.recommendations, key=lambda row: row[0])
+        _StateRef(
+            "recommendation",
+            row.id,
+            _recommendation_line(row.text, row.feedback_source, row.feedback_verdict, row.feedback_comment),
+        )
+        for row in sorted(business.recommendations, key=lambda row: row.id)
     ]
     if recommendation_refs:
         lines += ["【推荐与业务反馈】", *(ref.line for ref in recommendation_refs)]

@@ -8,7 +8,6 @@ except `_window_up_to`, which stays here while a test owned elsewhere
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -19,6 +18,7 @@ from conversations.models import Customer, Message, MessageDirection
 from conversations.selectors import messages_up_to
 from memory.context import recall as recall_module
 from memory.context.builder.layout import _Business, _Instructions
+from memory.sql import WindowRow
 
 
 def _window_up_to(customer_id: int, sent_at: datetime, message_id: int, size: int, after: int = 0) -> Any:
@@ -57,25 +57,27 @@ class _Read:
     latest: Message | None
     # The effective messages (RECALL_COLUMNS), newest first: the `after` newest ones follow
     # `latest` (what was said after it, before the customer's next message), then up to `latest`.
-    window_rows: list[tuple[Any, ...]]
+    window_rows: list[WindowRow]
     business: _Business
     # When the context stops being what these reads give with nothing written: the earliest expiry
     # among the items rendered without a snapshot (a snapshot's content is fixed); None: never.
     valid_until: datetime | None = None
     after: int = 0
 
-    def window(self) -> list[tuple[Any, ...]]:
+    def window(self) -> list[WindowRow]:
         return self.window_rows
 
 
-def _message_from_row(customer: Customer, row: Sequence[Any], alias: str) -> Message:
+def _message_from_row(customer: Customer, row: WindowRow, alias: str) -> Message:
     """The latest inbound message, from its window row (the builder quotes and recalls with it)."""
-    pk, direction, sender, text, sent_at = row[:5]
-    message = Message(id=pk, customer=customer, direction=direction, sender=sender, text=text, sent_at=sent_at)
+    message = Message(
+        id=row.id, customer=customer, direction=row.direction, sender=row.sender, text=row.text, sent_at=row.sent_at
+    )
     message._state.adding, message._state.db = False, alias
     return message
 
 
-def _recent_message(row: Sequence[Any]) -> recall_module.RecalledMessage:
-    pk, direction, sender, text, sent_at = row[:5]
-    return recall_module.RecalledMessage(id=pk, direction=direction, sender=sender, text=text, sent_at=sent_at)
+def _recent_message(row: WindowRow) -> recall_module.RecalledMessage:
+    return recall_module.RecalledMessage(
+        id=row.id, direction=row.direction, sender=row.sender, text=row.text, sent_at=row.sent_at
+    )
