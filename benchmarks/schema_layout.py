@@ -2,33 +2,54 @@
 database per account, in the same run, on the same private cluster (`max_connections = 100`).
 
     .venv/bin/python benchmarks/schema_layout.py [--accounts 200] [--clients 8 32] [--seconds 8]
-        [--rounds 2] [--workers 4] [--cap 8] [--routes direct pgbouncer] [--json out.json]
+        [--rounds 2] [--workers 4] [--cap 8] [--routes direct pgbouncer] [--history 260] [--json out.json]
 
 Set-up (untimed): a private cluster (api_load's PrivatePostgres), a login role `qiwei_bench`
 (NOSUPERUSER NOINHERIT CREATEROLE) owning the schema layout's one database; each layout gets its
-own registry (`default`) and data dir. The first account of each layout is made the normal way
-(`account_create`, `migrate`, 5 customers of 100 messages); the database layout copies it with
-CREATE DATABASE … TEMPLATE; the schema layout makes every other account with `account_create`
-(its schema migrated, in two processes) and copies the first schema's rows into it as the
-superuser with triggers off (`session_replication_role = replica`), sequences set after. Both
-layouts are vacuumed and analysed before timing (the database layout's template, which its copies
-inherit; the schema layout's one database after the copies), as a long-running server's would be:
+own registry (`default`) and data dir. Every account of both layouts is made as production makes
+it: `onboard_accounts` (what `accounts_onboard` runs, two processes), each account from the
+migrated template and verified against it (the count made from the template is printed); nothing
+is copied by hand. Each account's 5 customers then get `--history` messages each (default 260),
+written through the ORM on the account's own connection (the same rows in every account), their
+recall features stored as ingest stores them. Both layouts are vacuumed and analysed before timing
+(the schema layout's one database, each account database), as a long-running server's would be:
 no autovacuum catching up inside a timed phase.
+
+A fair baseline (issue 38, item 5): both phases must build contexts of the same size. Every turn
+stores a message, so a phase's customers grow: one account's phase puts all of its turns on 5
+customers (~100 messages each per 12 s phase here), an all-accounts phase spreads them over 1,000.
+Before, the one-account phase always used the first account, which grew to a full window while the
+others' stayed small, so the baseline did more work than the phase it was compared with. Two things
+make them equal. Histories start at least a full window deep (the builder reads the 12 recent and
+240 scanned messages, 252; `--history` 260), and histories only grow, so every context request of
+every phase reads a full window whatever the writes: the window, which is what a build reads and
+scores, is the same by construction. And the one-account phase rotates: each takes the next account
+(bench000, bench001, ...), which starts from the history every account has, rather than one
+account's ever-growing one; the customer history then differs only by what the phase itself writes
+(printed). Rotation rather than a reset: the product removes messages only by a forget (audited,
+scrubbed), not a path to time between phases, and a reset would not stop the growth inside a phase;
+rather than bounded writes: a turn must store a message, or its context would come from the cache.
+The load generator tallies each customer's messages (the seeded history plus every message a turn
+stored), replays each phase's turns in the order their messages were stored, and prints the phase's
+mean window (messages in the context window: the history, up to the window's size) and mean history
+as its requests saw them; after the phases the tally is checked against the database for the
+accounts used alone.
 
 Timed: for each route (direct to PostgreSQL, through PgBouncer in transaction pooling) one gunicorn
 per layout (`--workers` workers, 4 threads, QIWEI_ACCOUNT_CONN_CAP=`--cap`), warmed up over every
 account (16 clients for `--warm-seconds`, default max(8, accounts / 10) s, so each worker has met
 nearly every account, as a long-running server has); then, for each client count, the phases one
 account / all accounts, layout by layout, alternated for `--rounds` rounds (the order reversed every
-other round). In every phase each client thread, in turn over its accounts, POSTs one new customer
-message and then GETs that conversation's context (the context is never served from a cache); the
-context GET is what is timed. Printed per phase: context req/s, p95, errors, the peak of server client connections
-(pg_stat_activity every 20 ms), and the CPU per turn of the PostgreSQL server (postmaster and
-backends) and of gunicorn (master and workers), from /proc; per layout: the ratio of all accounts
-to one account (median over rounds) — the issue's target is ≥ 0.8 — and `migrate_accounts` over
-every account (exit, s), with current fingerprints and with `--force`. `--layouts schema
---only-all` times only the all-accounts phase (a soak: errors, peak connections; the account
-store's connections counted apart).
+other round; the one account a different one each time, as above). In every phase each client
+thread, in turn over its accounts, POSTs one new customer message and then GETs that conversation's
+context (the context is never served from a cache); the context GET is what is timed. Printed per
+phase: context req/s, p95, errors, the peak of server client connections (pg_stat_activity every 20
+ms), and the CPU per turn of the PostgreSQL server (postmaster and backends) and of gunicorn (master
+and workers), from /proc, and the mean window and history; per layout: the ratio of all accounts to
+one account (median over rounds, each round's beside it, and both phases' mean window and history) —
+the issue's target is ≥ 0.8 — and `migrate_accounts` over every account (exit, s), with current
+fingerprints and with `--force`. `--layouts schema --only-all` times only the all-accounts phase (a
+soak: errors, peak connections; the account store's connections counted apart).
 
 `--day-seconds S` then runs a realistic day on the schema layout (one gunicorn and a real Celery
 worker capturing): open-loop Poisson arrivals at `--day-rate` turns per second, ten times that for
@@ -62,11 +83,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.api_load import (
     MULTI_CUSTOMERS,
-    MULTI_MESSAGES,
     TEXTS,
     ConnectionSampler,
     PgBouncer,
     PrivatePostgres,
+    recall_features_store_all,
     seed_history,
 )
 from benchmarks.common import ROOT, machine_line, percentile, start_gunicorn, stop_process, tree_cpu_seconds
@@ -116,101 +137,82 @@ def _env(layout: str, port: int, data_dir: str, cap: int, pgbouncer: bool) -> di
     return env
 
 
-def _create_accounts(args: tuple[dict[str, str], list[str]]) -> None:
-    """A child process: `account_create` for each id (the schema layout: role, schema, migrate)."""
-    env, ids = args
+def _seed_accounts(args: tuple[dict[str, str], list[str], int, int]) -> None:
+    """A child process: each account's customers and their histories, written through the ORM on
+    the account's own connection (the same rows in every account: `seed_history` is seeded), then
+    their recall features stored, as ingest stores them."""
+    env, ids, customers, messages = args
     os.environ.update(env)
     import django
 
     django.setup()
-    from qiwei_site.platform.services import account_create
-    from qiwei_site.platform.tenancy import account_connections_close
+    from qiwei_site.platform.tenancy import account_connections_close, use_account
 
     for account_id in ids:
-        account_create(account_id=account_id, name=f"压测账号{account_id}")
+        with use_account(account_id):
+            seed_history(customers, messages)
+            recall_features_store_all()
         account_connections_close(account_id)
 
 
-def prepare(layout: str, env: dict[str, str], count: int, server: PrivatePostgres) -> str:
-    """Runs in a process of its own (Django set up once per layout). Returns a staff token."""
+def prepare(layout: str, env: dict[str, str], count: int, history: int, server: PrivatePostgres) -> tuple[str, int]:
+    """Runs in a process of its own (Django set up once per layout): every account onboarded from
+    the migrated template (`onboard_accounts`, as `accounts_onboard` does), its histories seeded.
+    Returns a staff token and the context window's size in messages (recent + scanned)."""
     os.environ.update(env)
     import django
 
     django.setup()
+    from django.conf import settings
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
     from django.db import connections
-    from psycopg import sql
     from rest_framework.authtoken.models import Token
 
-    from qiwei_site.platform.services import account_create
-    from qiwei_site.platform.tenancy import account_connections_close, account_database_config, use_account
+    from qiwei_site.platform.account_migrations import CREATED, NewAccount, onboard_accounts
+    from qiwei_site.platform.tenancy import TEMPLATE, account_database_config
 
     call_command("migrate", verbosity=0, interactive=False)
-    first = "bench000"
-    account_create(account_id=first, name="压测账号0")
-    with use_account(first):
-        seed_history(MULTI_CUSTOMERS, MULTI_MESSAGES)
-    account_connections_close(first)
+    ids = [f"bench{n:03d}" for n in range(count)]
+    new = [NewAccount(account_id, f"压测账号{account_id}", actor="benchmarks/schema_layout.py") for account_id in ids]
+    results = list(onboard_accounts(new, jobs=2))
+    failed = [r for r in results if r.outcome != CREATED]
+    if failed:
+        raise RuntimeError(f"{len(failed)} accounts not created: {failed[:3]}")
+    print(
+        f"  {layout} layout: {sum(r.made_by == TEMPLATE for r in results)} of {count} accounts made from the"
+        f" verified template, histories of {MULTI_CUSTOMERS} customers x {history} messages each",
+        flush=True,
+    )
     connections.close_all()
-    ids = [f"bench{n:03d}" for n in range(1, count)]
-    if layout == "database":
-        template = account_database_config(first)["NAME"]
-        with server.connect(template) as conn:
-            conn.execute("VACUUM ANALYZE")  # statistics the copies inherit: no autovacuum catching up mid-run
-        with server.connect() as conn:
-            for account_id in ids:
-                target = account_database_config(account_id)["NAME"]
-                conn.execute(
-                    sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(target), sql.Identifier(template))
-                )
-        for account_id in ids:
-            account_create(account_id=account_id, name=f"压测账号{account_id}")
-            account_connections_close(account_id)
-    else:
-        with multiprocessing.get_context("spawn").Pool(2) as pool:
-            pool.map(_create_accounts, [(env, ids[i::2]) for i in range(2)])
-        _copy_schema_rows(server, "acct_" + first, ["acct_" + account_id for account_id in ids])
-        with server.connect(SCHEMA_DB) as conn:
-            conn.execute("VACUUM ANALYZE")  # as the database layout's copies: settled, with statistics
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        pool.map(_seed_accounts, [(env, ids[i::2], MULTI_CUSTOMERS, history) for i in range(2)])
+    # Settled, with statistics, as a long-running server's would be: no autovacuum catching up mid-run.
+    for name in {SCHEMA_DB} if layout == "schema" else {account_database_config(a)["NAME"] for a in ids}:
+        with server.connect(name) as conn:
+            conn.execute("VACUUM ANALYZE")
     user = get_user_model().objects.create_user("bench", password="bench-pass", is_staff=True, is_superuser=True)
     token = Token.objects.create(user=user).key
     connections.close_all()
-    return token
+    window = settings.QIWEI_AGENT_MEMORY_RECENT_MESSAGES
+    if settings.QIWEI_AGENT_MEMORY_RECALL_LIMIT > 0:
+        window += settings.QIWEI_AGENT_MEMORY_HISTORY_SCAN_LIMIT
+    return token, window
 
 
-def _copy_schema_rows(server: PrivatePostgres, source: str, targets: list[str]) -> None:
-    """The first account's rows into every other (migrated, empty) schema, as the superuser with
-    triggers off; each sequence set past its table's largest id."""
-    with server.connect(SCHEMA_DB) as conn:
-        tables = [
-            row[0]
-            for row in conn.execute(
-                "SELECT tablename FROM pg_tables WHERE schemaname = %s AND tablename <> 'qiwei_account_schema'"
-                " AND tablename <> 'django_migrations'",
-                [source],
-            )
-        ]
-        sequences = conn.execute(
-            "SELECT s.relname, t.relname, a.attname FROM pg_class s"
-            " JOIN pg_depend d ON d.objid = s.oid AND d.deptype IN ('a', 'i')"
-            " JOIN pg_class t ON t.oid = d.refobjid"
-            " JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = d.refobjsubid"
-            " JOIN pg_namespace n ON n.oid = s.relnamespace WHERE s.relkind = 'S' AND n.nspname = %s",
-            [source],
-        ).fetchall()
-        for target in targets:
-            with conn.transaction():
-                conn.execute("SET LOCAL session_replication_role = replica")
-                for table in tables:  # account_create's own rows (its audit) out first
-                    conn.execute(f'DELETE FROM "{target}"."{table}"')
-                for table in tables:
-                    conn.execute(f'INSERT INTO "{target}"."{table}" SELECT * FROM "{source}"."{table}"')
-                for sequence, table, column in sequences:
-                    conn.execute(
-                        f'SELECT setval(\'"{target}"."{sequence}"\', '
-                        f'COALESCE((SELECT max("{column}") FROM "{target}"."{table}"), 0) + 1, false)'
-                    )
+def _histories_in_database(server: PrivatePostgres, layout: str, accounts: list[str]) -> dict[tuple[str, int], int]:
+    """Messages per customer as the database holds them (the tally's check), read as the superuser."""
+    found: dict[tuple[str, int], int] = {}
+    for account in accounts:
+        dbname, schema = (SCHEMA_DB, f"acct_{account}") if layout == "schema" else (f"qiwei_bench_{account}", "public")
+        with server.connect(dbname) as conn:
+            rows = conn.execute(
+                f'SELECT c.conversation_id, count(m.id) FROM "{schema}".conversations_customer c'
+                f' JOIN "{schema}".conversations_message m ON m.customer_id = c.id GROUP BY 1'
+            ).fetchall()
+        for conversation_id, messages in rows:
+            found[(account, int(str(conversation_id).rsplit("_", 1)[1]))] = int(messages)
+    return found
 
 
 def _cpu(server: PrivatePostgres, gunicorn: subprocess.Popen[bytes]) -> tuple[float, float]:
@@ -228,11 +230,16 @@ def _cpu_per_request(before: tuple[float, float], after: tuple[float, float], ro
     }
 
 
-def _client(args: tuple[str, str, int, float, list[str], int]) -> list[tuple[float, int]]:
+# One timed turn: the context GET's latency and status, its account and customer, and when its
+# message was stored (0 when the POST failed: no message to count).
+Turn = tuple[float, int, str, int, float]
+
+
+def _client(args: tuple[str, str, int, float, list[str], int]) -> list[Turn]:
     base, token, threads, seconds, accounts, seed = args
     import requests
 
-    results: list[tuple[float, int]] = []
+    results: list[Turn] = []
     lock = threading.Lock()
     stop_at = time.monotonic() + seconds
 
@@ -242,20 +249,23 @@ def _client(args: tuple[str, str, int, float, list[str], int]) -> list[tuple[flo
         session.headers["Authorization"] = f"Token {token}"
         position = rng.randrange(len(accounts))
         counter = 0
-        local: list[tuple[float, int]] = []
+        local: list[Turn] = []
         while time.monotonic() < stop_at:
             account = accounts[position % len(accounts)]
             position += 1
             counter += 1
-            url = f"{base}/api/accounts/{account}/conversations/wm_bench_{rng.randrange(MULTI_CUSTOMERS)}/"
+            customer = rng.randrange(MULTI_CUSTOMERS)
+            url = f"{base}/api/accounts/{account}/conversations/wm_bench_{customer}/"
             body = {
                 "external_id": f"turn-{seed}-{n}-{counter}-{time.monotonic_ns()}",
                 "direction": "inbound",
                 "sender": "客户",
                 "text": rng.choice(TEXTS).format(n=rng.randint(1, 12) * 1000),
             }
+            stored_at = 0.0
             try:
                 posted = session.post(url + "messages/", json=body, timeout=30).status_code
+                stored_at = time.time() if posted < 400 else 0.0
                 t0 = time.perf_counter()
                 status = session.get(url + "context/", timeout=30).status_code
                 elapsed = time.perf_counter() - t0
@@ -263,7 +273,7 @@ def _client(args: tuple[str, str, int, float, list[str], int]) -> list[tuple[flo
                     status = posted
             except requests.RequestException:
                 elapsed, status = 0.0, 0
-            local.append((elapsed, status))
+            local.append((elapsed, status, account, customer, stored_at))
         with lock:
             results.extend(local)
 
@@ -275,18 +285,48 @@ def _client(args: tuple[str, str, int, float, list[str], int]) -> list[tuple[flo
     return results
 
 
-def load(base: str, token: str, clients: int, seconds: float, accounts: list[str]) -> dict[str, Any]:
+class Histories:
+    """Messages per customer (account, customer index), kept by the load generator: the seeded
+    history plus every message a turn stored. Each context request saw its customer's history as it
+    stood when its own message was stored (the turns replayed in the order their messages were);
+    its window is that history up to the window's size (the builder reads no more)."""
+
+    def __init__(self, accounts: list[str], seeded: int, window: int) -> None:
+        self.counts = {(account, c): seeded for account in accounts for c in range(MULTI_CUSTOMERS)}
+        self.window = window
+
+    def replay(self, turns: list[Turn]) -> dict[str, float]:
+        seen: list[int] = []
+        for _latency, status, account, customer, stored_at in sorted(turns, key=lambda turn: turn[4]):
+            if stored_at:
+                self.counts[(account, customer)] += 1
+            if 0 < status < 400:
+                seen.append(self.counts[(account, customer)])
+        if not seen:
+            return {"mean_history": 0.0, "mean_window": 0.0}
+        return {
+            "mean_history": statistics.fmean(seen),
+            "mean_window": statistics.fmean(min(history, self.window) for history in seen),
+        }
+
+
+def load(
+    base: str, token: str, clients: int, seconds: float, accounts: list[str], histories: Histories | None = None
+) -> dict[str, Any]:
     per = [clients // 2 + (1 if i < clients % 2 else 0) for i in range(2)]
     with multiprocessing.get_context("spawn").Pool(2) as pool:
         chunks = pool.map(_client, [(base, token, per[i], seconds, accounts, i) for i in range(2)])
     samples = [sample for chunk in chunks for sample in chunk]
-    ok = [latency for latency, status in samples if 0 < status < 400]
-    return {
+    ok = [sample[0] for sample in samples if 0 < sample[1] < 400]
+    row = {
         "requests": len(samples),
-        "errors": sum(1 for _, status in samples if not 0 < status < 400),
+        "errors": sum(1 for sample in samples if not 0 < sample[1] < 400),
         "rps": len(ok) / seconds,
         "p95_ms": percentile(ok, 95) * 1000 if ok else 0.0,
     }
+    if histories is not None:
+        row.update(histories.replay(samples))
+    return row
 
 
 def _arrivals(rate: float, seconds: float, burst_at: float, burst_seconds: float, seed: int) -> list[float]:
@@ -419,6 +459,13 @@ def main() -> None:
         help="warm-up of each server over every account (default max(8, accounts / 10)); with long-lived"
         " connections (QIWEI_DB_CONN_MAX_AGE=600) the server's CPU per turn settles over minutes",
     )
+    parser.add_argument(
+        "--history",
+        type=int,
+        default=260,
+        help="messages seeded per customer (5 per account); at least the context window (12 recent + 240"
+        " scanned = 252), so every context request of every phase reads a full window",
+    )
     parser.add_argument("--json")
     args = parser.parse_args()
     if args.day_rounds < 1:
@@ -439,15 +486,24 @@ def main() -> None:
             for layout in layouts:
                 conn.execute(f"CREATE DATABASE qiwei_bench_default_{layout}")
         tokens: dict[str, str] = {}
+        histories: dict[str, Histories] = {}
+        accounts = [f"bench{n:03d}" for n in range(args.accounts)]
         for layout in layouts:
             started = time.perf_counter()
             env = _env(layout, server.port, data_dirs[layout], args.cap, pgbouncer=False)
             # Not a Pool: its daemonic worker could not start the schema layout's two creators.
             with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as executor:
-                tokens[layout] = executor.submit(prepare, layout, env, args.accounts, server).result()
+                tokens[layout], window = executor.submit(
+                    prepare, layout, env, args.accounts, args.history, server
+                ).result()
+            histories[layout] = Histories(accounts, args.history, window)
             seconds = time.perf_counter() - started
             print(f"prepared {args.accounts} accounts, {layout} layout: {seconds:.0f} s", flush=True)
-        accounts = [f"bench{n:03d}" for n in range(args.accounts)]
+        if args.history < window:
+            print(f"  note: histories of {args.history} messages are below the window ({window}): windows grow")
+        # The one-account phase takes the next account each time (rotation), so its customers start
+        # from the history every account has, not from one account's ever-growing history.
+        ones = {layout: 0 for layout in layouts}
         warm_seconds = args.warm_seconds or max(8.0, args.accounts / 10)
         sampler = AccountConnectionSampler(server)
         for route in [] if args.day_only else args.routes:
@@ -472,7 +528,7 @@ def main() -> None:
                     # Warm: every worker meets (nearly) every account once before any phase is timed,
                     # as a long-running server has (each process's first use of an account checks
                     # its migrations and registers it).
-                    load(servers[layout][1], tokens[layout], 16, warm_seconds, accounts)
+                    load(servers[layout][1], tokens[layout], 16, warm_seconds, accounts, histories[layout])
                 for clients in args.clients:
                     for round_ in range(args.rounds):
                         counts = (len(accounts),) if args.only_all else (1, len(accounts))
@@ -480,14 +536,21 @@ def main() -> None:
                         if round_ % 2:
                             order.reverse()
                         for layout, count in order:
+                            subset = accounts
+                            if count == 1:
+                                subset = [accounts[ones[layout] % len(accounts)]]
+                                ones[layout] += 1
                             sampler.start()
                             cpu_before = _cpu(server, servers[layout][0])
-                            row = load(servers[layout][1], tokens[layout], clients, args.seconds, accounts[:count])
+                            row = load(
+                                servers[layout][1], tokens[layout], clients, args.seconds, subset, histories[layout]
+                            )
                             row.update(_cpu_per_request(cpu_before, _cpu(server, servers[layout][0]), row))
                             row.update(
                                 route=route,
                                 layout=layout,
                                 accounts=count,
+                                account=subset[0] if count == 1 else "",
                                 clients=clients,
                                 round=round_,
                                 peak_connections=sampler.stop(),
@@ -495,8 +558,9 @@ def main() -> None:
                             )
                             rows.append(row)
                             print(
-                                f"  {route:9s} {layout:8s} {clients:2d} clients {count:3d} accounts: "
-                                f"{row['rps']:6.1f} req/s  p95 {row['p95_ms']:6.1f} ms  "
+                                f"  {route:9s} {layout:8s} {clients:2d} clients {count:3d} accounts"
+                                f" {row['account'] or '':8s}: {row['rps']:6.1f} req/s  p95 {row['p95_ms']:6.1f} ms  "
+                                f"window {row['mean_window']:5.1f} (history {row['mean_history']:5.1f})  "
                                 f"errors {row['errors']}/{row['requests']}  peak connections {row['peak_connections']}"
                                 f" (accounts {row['peak_account_connections']})  CPU per turn: server"
                                 f" {row['pg_cpu_ms']:.1f} ms, app {row['app_cpu_ms']:.1f} ms",
@@ -551,31 +615,67 @@ def main() -> None:
                 stop_process(worker)
                 stop_process(gunicorn)
         if not args.day_only:
-            print("\nratio all accounts / one account (median over rounds), target >= 0.8:")
+            for layout in layouts:
+                used = {accounts[k % len(accounts)] for k in range(ones[layout])} | set(accounts[:3])
+                stored = _histories_in_database(server, layout, sorted(used))
+                kept = {key: count for key, count in histories[layout].counts.items() if key[0] in used}
+                wrong = sorted(key for key in kept if stored.get(key) != kept[key])
+                print(
+                    f"\n{layout} layout: messages per customer tallied by the load generator = the database's for"
+                    f" {len(kept) - len(wrong)} of {len(kept)} customers of {len(used)} accounts"
+                    + (f"; differ: {[(key, kept[key], stored.get(key)) for key in wrong[:5]]}" if wrong else "")
+                )
+            print(
+                "\nratio all accounts / one account (median over rounds; each round's in brackets), target >= 0.8;"
+                " mean window (messages in the context window) and history (the customer's messages) per phase:"
+            )
         for route in args.routes:
             for clients in args.clients:
                 for layout in layouts:
-
-                    def rps(count: int, layout: str = layout, clients: int = clients, route: str = route) -> float:
-                        values = [
-                            r["rps"]
-                            for r in rows
-                            if "rps" in r
-                            and (r["route"], r["layout"], r["clients"], r["accounts"])
-                            == (route, layout, clients, count)
-                        ]
-                        return statistics.median(values) if values else 0.0
-
-                    one, many = rps(1), rps(len(accounts))
-                    if not one:
+                    phases = {
+                        count: sorted(
+                            (
+                                r
+                                for r in rows
+                                if "rps" in r
+                                and (r["route"], r["layout"], r["clients"], r["accounts"])
+                                == (route, layout, clients, count)
+                            ),
+                            key=lambda r: r["round"],
+                        )
+                        for count in (1, len(accounts))
+                    }
+                    if not phases[1] or not phases[len(accounts)]:
                         continue  # --only-all: no one-account phase to compare with
+                    one, many = (statistics.median(r["rps"] for r in phases[count]) for count in (1, len(accounts)))
                     ratio = many / one if one else 0.0
+                    per_round = [
+                        b["rps"] / a["rps"] if a["rps"] else 0.0 for a, b in zip(*phases.values(), strict=True)
+                    ]
+                    window, history = (
+                        {count: statistics.fmean(r[key] for r in phases[count]) for count in phases}
+                        for key in ("mean_window", "mean_history")
+                    )
                     verdict = "met" if ratio >= TARGET else "missed"
                     print(
                         f"  {route:9s} {clients:2d} clients {layout:8s}: one {one:6.1f}  all {many:6.1f} req/s"
-                        f"  ratio {ratio:.2f} ({verdict})"
+                        f"  ratio {ratio:.2f} ({verdict}; rounds {', '.join(f'{x:.2f}' for x in per_round)})"
+                        f"  window one {window[1]:.1f} / all {window[len(accounts)]:.1f}"
+                        f"  history one {history[1]:.1f} / all {history[len(accounts)]:.1f}"
                     )
-                    rows.append({"route": route, "clients": clients, "layout": layout, "ratio": ratio})
+                    rows.append(
+                        {
+                            "route": route,
+                            "clients": clients,
+                            "layout": layout,
+                            "ratio": ratio,
+                            "round_ratios": per_round,
+                            "window_one": window[1],
+                            "window_all": window[len(accounts)],
+                            "history_one": history[1],
+                            "history_all": history[len(accounts)],
+                        }
+                    )
         for layout in [] if args.day_only else layouts:
             for force in (False, True):
                 env = _env(layout, server.port, data_dirs[layout], args.cap, pgbouncer=False)
