@@ -502,3 +502,6 @@ def _temporary_alias(alias: str, config: dict[str, Any]) -> Iterator[str]:
         from qiwei_site.platform.connections import account_pool
 
         account_pool.discard(alias)
+
+
+tenancy.template_fillers_register(sqlite=sqlite_from_template, postgres=pg_from_template)

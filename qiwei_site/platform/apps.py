@@ -23,6 +23,7 @@ class PlatformConfig(AppConfig):
     def ready(self) -> None:
         from rest_framework.authtoken.models import Token
 
+        from qiwei_site.platform import account_template  # noqa: F401  registers the template fillers
         from qiwei_site.platform.authentication import token_str
 
         post_save.connect(_token_made, sender=Token, dispatch_uid="qiwei.token_made")

@@ -20,7 +20,7 @@ import os
 import pkgutil
 import re
 import threading
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -714,13 +714,26 @@ def made_by(alias: str) -> str | None:
     return _made_by.get(alias)
 
 
+# Filling a new account from the migrated template: `account_template` builds on this module and
+# registers its two fillers when it is imported (the platform app's ready()), so this module never
+# imports it. Each returns False when the template cannot be used: the caller migrates instead.
+_template_fillers: dict[str, Callable[..., bool]] = {}
+
+
+def template_fillers_register(*, sqlite: Callable[[str, Path], bool], postgres: Callable[[str], bool]) -> None:
+    _template_fillers.update(sqlite=sqlite, postgres=postgres)
+
+
+def _from_template(kind: str, *args: Any) -> bool:
+    filler = _template_fillers.get(kind)
+    return filler is not None and filler(*args)
+
+
 def _create_account_database(alias: str, config: dict[str, Any], *, force_migrate: bool) -> None:
     """A new account is made from the migrated template of this code's migrations and verified
     against it (`account_template`); anything else, or a template refused, runs `migrate`."""
-    from qiwei_site.platform import account_template
-
     if is_sqlite_config(config):
-        if not force_migrate and account_template.sqlite_from_template(alias, Path(config["NAME"])):
+        if not force_migrate and _from_template("sqlite", alias, Path(config["NAME"])):
             _made_by[alias] = TEMPLATE
             return
     elif is_schema_config(config):
@@ -729,7 +742,7 @@ def _create_account_database(alias: str, config: dict[str, Any], *, force_migrat
         _ensure_postgres_database(config)
     if not force_migrate and schema_is_current(alias):
         _made_by[alias] = CURRENT
-    elif not force_migrate and not is_sqlite_config(config) and account_template.pg_from_template(alias):
+    elif not force_migrate and not is_sqlite_config(config) and _from_template("postgres", alias):
         _made_by[alias] = TEMPLATE
     else:
         _migrate_alias(alias)
