@@ -343,9 +343,9 @@ def audit_words_rewrite(rows: Iterable[tuple[int, str, Any]], *, using: str, act
         _words_rewrite(events, signed, using=using)
         for conversation_id, row_ids in by_conversation.items():
             audit_record(
-            action=AuditAction.AUDIT_WORDS_SCRUBBED,
-            conversation_id=conversation_id,
-            actor=actor,
+                action=AuditAction.AUDIT_WORDS_SCRUBBED,
+                conversation_id=conversation_id,
+                actor=actor,
                 reason="遗忘或删除：清理审计记录中的原话",
                 payload={"row_ids": sorted(row_ids)},
                 using=using,
