@@ -43,13 +43,14 @@ account / all accounts, layout by layout, alternated for `--rounds` rounds (the 
 other round; the one account a different one each time, as above). In every phase each client
 thread, in turn over its accounts, POSTs one new customer message and then GETs that conversation's
 context (the context is never served from a cache); the context GET is what is timed. Printed per
-phase: context req/s, p95, errors, the peak of server client connections (pg_stat_activity every 20
-ms), and the CPU per turn of the PostgreSQL server (postmaster and backends) and of gunicorn (master
-and workers), from /proc, and the mean window and history; per layout: the ratio of all accounts to
-one account (median over rounds, each round's beside it, and both phases' mean window and history) —
-the issue's target is ≥ 0.8 — and `migrate_accounts` over every account (exit, s), with current
-fingerprints and with `--force`. `--layouts schema --only-all` times only the all-accounts phase (a
-soak: errors, peak connections; the account store's connections counted apart).
+phase: context req/s, p95, errors, the peak of server client connections (pg_stat_activity every
+20 ms) and the account stores' server sessions it opened (pg_stat_database), the CPU per turn of the
+PostgreSQL server (postmaster and backends) and of gunicorn (master and workers), from /proc, and
+the mean window and history; per layout: the ratio of all accounts to one account (median over
+rounds, each round's beside it, and both phases' mean window and history) — the issue's target is ≥
+0.8 — and `migrate_accounts` over every account (exit, s), with current fingerprints and with
+`--force`. `--layouts schema --only-all` times only the all-accounts phase (a soak: errors, peak
+connections; the account store's connections counted apart).
 
 `--day-seconds S` then runs a realistic day on the schema layout (one gunicorn and a real Celery
 worker capturing): open-loop Poisson arrivals at `--day-rate` turns per second, ten times that for
@@ -219,6 +220,18 @@ def _cpu(server: PrivatePostgres, gunicorn: subprocess.Popen[bytes]) -> tuple[fl
     """CPU seconds so far of the PostgreSQL server (postmaster and backends) and of gunicorn."""
     postmaster = int((server.folder / "data" / "postmaster.pid").read_text().split()[0])
     return tree_cpu_seconds(postmaster), tree_cpu_seconds(gunicorn.pid)
+
+
+def _account_sessions(server: PrivatePostgres) -> int:
+    """Server sessions ever opened to the account stores (pg_stat_database): how many backends a
+    phase started, each with a cold catalogue (a connection renewed past its schemas or its age)."""
+    with server.connect() as conn:
+        row = conn.execute(
+            "SELECT COALESCE(sum(sessions), 0) FROM pg_stat_database WHERE datname = %s"
+            " OR datname LIKE 'qiwei_bench_bench%%'",
+            [SCHEMA_DB],
+        ).fetchone()
+    return int(row[0])
 
 
 def _cpu_per_request(before: tuple[float, float], after: tuple[float, float], row: dict[str, Any]) -> dict[str, float]:
@@ -540,6 +553,7 @@ def main() -> None:
                             if count == 1:
                                 subset = [accounts[ones[layout] % len(accounts)]]
                                 ones[layout] += 1
+                            sessions_before = _account_sessions(server)
                             sampler.start()
                             cpu_before = _cpu(server, servers[layout][0])
                             row = load(
@@ -555,6 +569,7 @@ def main() -> None:
                                 round=round_,
                                 peak_connections=sampler.stop(),
                                 peak_account_connections=sampler.peak_accounts,
+                                new_account_sessions=_account_sessions(server) - sessions_before,
                             )
                             rows.append(row)
                             print(
@@ -562,7 +577,8 @@ def main() -> None:
                                 f" {row['account'] or '':8s}: {row['rps']:6.1f} req/s  p95 {row['p95_ms']:6.1f} ms  "
                                 f"window {row['mean_window']:5.1f} (history {row['mean_history']:5.1f})  "
                                 f"errors {row['errors']}/{row['requests']}  peak connections {row['peak_connections']}"
-                                f" (accounts {row['peak_account_connections']})  CPU per turn: server"
+                                f" (accounts {row['peak_account_connections']}, {row['new_account_sessions']} opened)"
+                                "  CPU per turn: server"
                                 f" {row['pg_cpu_ms']:.1f} ms, app {row['app_cpu_ms']:.1f} ms",
                                 flush=True,
                             )
@@ -659,7 +675,7 @@ def main() -> None:
                     verdict = "met" if ratio >= TARGET else "missed"
                     print(
                         f"  {route:9s} {clients:2d} clients {layout:8s}: one {one:6.1f}  all {many:6.1f} req/s"
-                        f"  ratio {ratio:.2f} ({verdict}; rounds {', '.join(f'{x:.2f}' for x in per_round)})"
+                        f"  ratio {ratio:.3f} ({verdict}; rounds {', '.join(f'{x:.2f}' for x in per_round)})"
                         f"  window one {window[1]:.1f} / all {window[len(accounts)]:.1f}"
                         f"  history one {history[1]:.1f} / all {history[len(accounts)]:.1f}"
                     )
