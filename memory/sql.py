@@ -4,8 +4,9 @@ turn and every customer message.
 The ORM builds and compiles a query on every call, and for these reads that Python work cost more
 than the database did (a capture job's load: ~1.9 ms through the ORM against ~0.2 ms for the same
 SQL on the cursor). Each function here is one statement written once, with the table and column
-names taken from the models' `_meta`, the parameters bound by the driver, and the values converted
-the way the ORM converts them (`qiwei_site.platform.sql.Statement`). Each has an ORM twin, named in
+names taken from the models' `_meta`, the parameters bound by name, each row a named tuple
+(`WindowRow` …; a `Part` per model in the wide ones), and the values converted the way the ORM
+converts them (`qiwei_site.platform.sql.Statement`). Each has an ORM twin, named in
 its docstring (most in `tests/memory/sql_twins.py`: only tests call them), and
 `tests/memory/test_sql.py` (SQLite) and `tests/integration/test_sql_pg.py` (PostgreSQL) run both on
 the same rows and require the same answer. Nothing here uses Django's private query internals.

@@ -209,25 +209,23 @@ class Statement(Generic[R]):
         return self._converters[key]
 
     @staticmethod
-    def _adapted(connection: Any, positional: Sequence[Any], params: Mapping[str, Any]) -> Any:
+    def _adapted(connection: Any, params: Mapping[str, Any]) -> dict[str, Any]:
         adapt = connection.ops.adapt_datetimefield_value
-        if positional:  # TRANSITION: until every statement names its parameters
-            return [adapt(value) if isinstance(value, datetime) else value for value in positional]
         return {key: adapt(value) if isinstance(value, datetime) else value for key, value in params.items()}
 
-    def execute(self, *positional: Any, using: str | None = None, **params: Any) -> int:
+    def execute(self, *, using: str | None = None, **params: Any) -> int:
         """Run a statement that changes rows; returns how many it changed."""
         connection = connections[using or current_alias()]
         with connection.cursor() as cursor:
-            cursor.execute(self.sql, self._adapted(connection, positional, params))
+            cursor.execute(self.sql, self._adapted(connection, params))
             return int(cursor.rowcount)
 
-    def rows(self, *positional: Any, using: str | None = None, **params: Any) -> list[R]:
+    def rows(self, *, using: str | None = None, **params: Any) -> list[R]:
         """The rows, each value as the ORM would give it (`using`: the selected account's database
         unless named)."""
         connection = connections[using or current_alias()]
         with connection.cursor() as cursor:
-            cursor.execute(self.sql, self._adapted(connection, positional, params))
+            cursor.execute(self.sql, self._adapted(connection, params))
             fetched = cursor.fetchall()
         make = self._make
         converters = self._converters_for(connection)
