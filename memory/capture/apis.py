@@ -26,12 +26,18 @@ from qiwei_site.platform.errors import ValidationFailed
 SEARCH_LIMIT_MAX = 100
 
 
-class MessageOutputSerializer(serializers.ModelSerializer):
-    text = MaskedTextField(read_only=True)
+class MessageOutputSerializer(serializers.Serializer):
+    """One message as the API shows it. Declared fields rather than a ModelSerializer: every ingest
+    answer builds one, and a ModelSerializer introspects the model each time (issue 38: a tenth of
+    an ingest's CPU)."""
 
-    class Meta:
-        model = Message
-        fields = ["id", "external_id", "direction", "sender", "text", "sent_at", "is_effective"]
+    id = serializers.IntegerField(read_only=True)
+    external_id = serializers.CharField(read_only=True)
+    direction = serializers.ChoiceField(choices=MessageDirection.choices, read_only=True)
+    sender = serializers.CharField(read_only=True)
+    text = MaskedTextField(read_only=True)
+    sent_at = serializers.DateTimeField(read_only=True)
+    is_effective = serializers.BooleanField(read_only=True)
 
 
 class MessageInputSerializer(serializers.Serializer):

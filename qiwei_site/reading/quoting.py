@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable
+from functools import lru_cache
 
 from qiwei_site.reading.masking import mask_sensitive
 
@@ -73,6 +74,9 @@ def _role(match: re.Match[str]) -> str:
     return f"{word}∶"
 
 
+# Every build quotes the same recent lines again (issue 38: 36 lines a turn, ~6% of a context's
+# CPU); the answer depends on the text alone. Text-keyed like `spans._find_sensitive`.
+@lru_cache(maxsize=4096)
 def neutralise(text: str) -> str:
     """One safe line of quoted text. Invisible characters go first (so they cannot hide a marker
     from the checks), then NFKC, then line breaks and control characters; what is left cannot pass
