@@ -96,3 +96,23 @@ def test_sql_statement_refuses_a_column_kind_it_does_not_convert(db, field):
         statement._converters_for(connection)
     # Then it is refused at once, naming the kind; the kinds it converts or passes still work
     assert Statement("SELECT 1", ["DateTimeField", "BooleanField", "CharField", None])._converters_for(connection)
+
+
+def test_sql_statement_binds_parameters_and_reads_rows_by_name(db):
+    # Given a statement whose parameters are named, one of them used twice, and a named row class
+    from typing import NamedTuple
+
+    from qiwei_site.platform.sql import Statement
+
+    class Pair(NamedTuple):
+        city: str
+        twice: str
+
+    statement = Statement("SELECT %(city)s, %(city)s || %(district)s", ["CharField", "CharField"], Pair)
+    # When its rows are read
+    rows = statement.rows(city="上海", district="浦东", using="default")
+    # Then each value is bound by its name, once however often it is used, and read back by name
+    assert rows == [Pair(city="上海", twice="上海浦东")] and rows[0].twice == "上海浦东"
+    # And a row class that does not match the statement's columns is refused at once
+    with pytest.raises(ValueError, match="2 fields for 3 columns"):
+        Statement("SELECT 1, 2, 3", [None, None, None], Pair)
