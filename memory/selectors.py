@@ -6,12 +6,11 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from django.db import connections
-from django.db.models import Exists, FilteredRelation, OuterRef, Q, QuerySet
+from django.db.models import QuerySet
 
 from conversations.models import Customer, CustomerProfile, Message
 from conversations.selectors import filter_errors_text
 from memory.models import MemoryDecision, MemoryItem, MemorySnapshot, MemoryStatus
-from memory.snapshots import snapshot_head_annotations
 from qiwei_site.platform.errors import NotFound, ValidationFailed
 from qiwei_site.platform.selectors import account_samples
 from qiwei_site.platform.tenancy import current_alias
@@ -64,33 +63,6 @@ def snapshot_get(*, customer: Customer, version: int | None = None) -> MemorySna
 
 
 # --- reads inside a memory write (`memory.items.MemoryWrites`), on the write transaction --------
-
-ITEM_FIELDS = list(MemoryItem._meta.concrete_fields)
-PROFILE_MODEL_FIELDS = list(CustomerProfile._meta.concrete_fields)
-STATE_HEAD_COLUMNS = ("snapshot_head_version", "snapshot_head_sha256", "has_decisions")
-
-
-def memory_state_rows(*, customer_id: int) -> list[tuple[Any, ...]]:
-    """ORM twin of `memory.sql.memory_state` (which capture runs). SQLite: the customer row with
-    its profile, its active items and pending proposals joined (none: one row of NULLs),
-    the snapshot head and whether a decision exists, in one statement: (head version, head sha256,
-    has decisions, *profile fields, *item fields) per row."""
-    return list(
-        Customer.objects.filter(pk=customer_id)
-        .annotate(
-            active_item=FilteredRelation(
-                "memory_items",
-                condition=Q(memory_items__status__in=[MemoryStatus.ACTIVE, MemoryStatus.PROPOSED]),
-            ),
-            **snapshot_head_annotations("pk"),
-            has_decisions=Exists(MemoryDecision.objects.filter(customer=OuterRef("pk"))),
-        )
-        .values_list(
-            *STATE_HEAD_COLUMNS,
-            *[f"profile__{f.name}" for f in PROFILE_MODEL_FIELDS],
-            *[f"active_item__{f.name}" for f in ITEM_FIELDS],
-        )
-    )
 
 
 def memory_items_active_locked(*, customer_id: int) -> list[MemoryItem]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
-from django.db.models import OuterRef, Q, Subquery
+from django.db.models import Q
 from django.utils import timezone
 
 from conversations.models import Customer
@@ -120,16 +120,6 @@ def snapshot_refresh(*, customer: Customer, reason: str) -> tuple[MemorySnapshot
 
 # (version, sha256) of a customer's current snapshot; None when it has none yet.
 SnapshotHead = tuple[int, str] | None
-
-
-def snapshot_head_annotations(customer_ref: str) -> dict[str, Subquery]:
-    """The current snapshot's version and hash as annotations of a query whose `customer_ref`
-    names the customer, so a batched writer reads them with the items it will change."""
-    head = MemorySnapshot.objects.filter(customer=OuterRef(customer_ref)).order_by("-version")
-    return {
-        "snapshot_head_version": Subquery(head.values("version")[:1]),
-        "snapshot_head_sha256": Subquery(head.values("sha256")[:1]),
-    }
 
 
 def snapshot_write(

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import F, OuterRef, Q, QuerySet, Subquery
+from django.db.models import OuterRef, Q, QuerySet, Subquery
 
 from conversations.models import Message, MessageDirection
-from memory.models import CaptureJob
 
 
 def messages_before(customer: Any, sent_at: Any, pk: Any) -> QuerySet[Message]:
@@ -36,23 +35,3 @@ def message_previous(message: Message) -> tuple[str | None, str | None]:
     """(direction, text) of the message before this one; (None, None) when there is none."""
     row = messages_before(message.customer_id, message.sent_at, message.pk).values_list("direction", "text").first()
     return (row[0], row[1]) if row is not None else (None, None)
-
-
-def capture_job_get(job_id: int) -> CaptureJob | None:
-    """ORM twin of `memory.sql.capture_job` (which a job runs). The job with its customer, its
-    message (and its kept reading) and (`previous_direction`, `previous_text`) the
-    message before that one, in one query."""
-    job = (
-        CaptureJob.objects.select_related("customer", "message", "message__reading")
-        .annotate(
-            sealed_text=F("message__secret__sealed"),
-            **previous_message_fields("message__customer_id", "message__sent_at", "message_id"),
-        )
-        .filter(pk=job_id)
-        .first()
-    )
-    if job is not None and job.message is not None:
-        if job.message.customer_id == job.customer_id:
-            job.message.customer = job.customer
-        job.message.sealed_text = job.sealed_text  # type: ignore[attr-defined]  # conversations.received
-    return job

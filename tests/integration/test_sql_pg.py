@@ -10,10 +10,9 @@ import pytest
 from django.db import connections
 
 from memory import sql
-from memory.capture.selectors import capture_job_get
-from memory.selectors import memory_state_rows
 from qiwei_site.platform.services import account_create
 from qiwei_site.platform.tenancy import use_account
+from tests.memory import sql_twins
 from tests.memory.test_sql import (
     assert_claim_and_finish_equal_their_twins,
     assert_context_reads_equal,
@@ -39,10 +38,10 @@ def test_sql_reads_equal_their_orm_twins_on_postgres(postgres_accounts):
             assert_context_reads_equal(customer_id, world["messages"])
         # And the capture reads too
         for job in world["jobs"]:
-            assert job_as_values(sql.capture_job(job.pk)) == job_as_values(capture_job_get(job.pk))
+            assert job_as_values(sql.capture_job(job.pk)) == job_as_values(sql_twins.capture_job_get(job.pk))
         for customer_id in [world["customer"].pk, bare.pk]:
             ours = sql.memory_state(customer_id)
-            twin = memory_state_rows(customer_id=customer_id)
+            twin = sql_twins.memory_state_rows(customer_id=customer_id)
             assert ours == sorted(twin, key=lambda row: row[-len(sql._ITEM_NAMES)] or 0)
         # And the job claim and finish
         assert_claim_and_finish_equal_their_twins(bare)

@@ -3,29 +3,40 @@ ORM, run beside the SQL on the same rows by `tests/memory/test_sql.py` (and, on 
 `tests/integration/test_sql_pg.py`), which require equal answers. Only the tests call them: the
 product runs the SQL.
 
-Still in product modules, because tests owned elsewhere import them from there:
-`memory.context.builder.reads._window_up_to`, `memory.capture.selectors.capture_job_get`,
-`memory.selectors.memory_state_rows`; `memory.capture.jobs._finish_query` is the product's own
-finish for a payload job (which changes more columns), and the twin of `capture_job_finish` too."""
+`memory.capture.jobs._finish_query` stays in the product: it is the product's own finish for a
+payload job (which changes more columns), and the twin of `capture_job_finish` too."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
-from django.db.models import F, OuterRef, Q, Subquery
+from django.db.models import Exists, F, FilteredRelation, OuterRef, Q, Subquery
 
 from conversations.models import (
     Alert,
     Customer,
     CustomerContextVersion,
+    CustomerProfile,
+    Message,
+    MessageDirection,
     Recommendation,
     RecommendationStatus,
     Task,
     TaskStatus,
 )
 from conversations.selectors import messages_up_to
+from memory.capture.selectors import previous_message_fields
 from memory.context import recall as recall_module
-from memory.models import CaptureJob, CaptureJobStatus, MemoryCreatedBy, MemoryItem, MemorySnapshot, MemoryStatus
+from memory.models import (
+    CaptureJob,
+    CaptureJobStatus,
+    MemoryCreatedBy,
+    MemoryDecision,
+    MemoryItem,
+    MemorySnapshot,
+    MemoryStatus,
+)
 from memory.sql import ACTIVE_ITEM_COLUMNS
 from qiwei_site.reading.fields import PROFILE_FIELD_NAMES
 
@@ -114,3 +125,73 @@ def capture_job_claim_query(job_id: Any, due: Any, started_at: Any, updated_at: 
         "started_at": started_at,
         "updated_at": updated_at,
     }
+
+
+# --- the window with the replies after it, the capture job, the memory write state -------------
+
+
+def window_up_to(customer_id: int, sent_at: datetime, message_id: int, size: int, after: int = 0) -> Any:
+    """Twin of `memory.sql.window_up_to`: the recent window up to a message, with up to `after`
+    of our replies to it (before the customer's next message), newest first."""
+    latest = Message(id=message_id, sent_at=sent_at)
+    window = messages_up_to(Customer(pk=customer_id), latest).values_list(*recall_module.RECALL_COLUMNS)[:size]
+    if after <= 0:
+        return window
+    later = Q(sent_at__gt=sent_at) | Q(sent_at=sent_at, id__gt=message_id)
+    effective = Message.objects.filter(customer_id=customer_id, is_effective=True).filter(later)
+    inbound = effective.filter(direction=MessageDirection.INBOUND)
+    replies = effective.exclude(direction=MessageDirection.INBOUND).order_by("-sent_at", "-id")
+    following = inbound.order_by("sent_at", "id").values_list("sent_at", flat=True).first()
+    if following is not None:
+        replies = replies.filter(sent_at__lte=following)
+    return [*replies.values_list(*recall_module.RECALL_COLUMNS)[:after], *window]
+
+
+def capture_job_get(job_id: int) -> CaptureJob | None:
+    """Twin of `memory.sql.capture_job` (which a job runs): the job with its customer, its message
+    (and its kept reading) and (`previous_direction`, `previous_text`) the message before that one,
+    in one query."""
+    job = (
+        CaptureJob.objects.select_related("customer", "message", "message__reading")
+        .annotate(
+            sealed_text=F("message__secret__sealed"),
+            **previous_message_fields("message__customer_id", "message__sent_at", "message_id"),
+        )
+        .filter(pk=job_id)
+        .first()
+    )
+    if job is not None and job.message is not None:
+        if job.message.customer_id == job.customer_id:
+            job.message.customer = job.customer
+        job.message.sealed_text = job.sealed_text  # type: ignore[attr-defined]  # conversations.received
+    return job
+
+
+ITEM_FIELDS = list(MemoryItem._meta.concrete_fields)
+PROFILE_MODEL_FIELDS = list(CustomerProfile._meta.concrete_fields)
+STATE_HEAD_COLUMNS = ("snapshot_head_version", "snapshot_head_sha256", "has_decisions")
+
+
+def memory_state_rows(*, customer_id: int) -> list[tuple[Any, ...]]:
+    """Twin of `memory.sql.memory_state` (which capture runs). SQLite: the customer row with its
+    profile, its active items and pending proposals joined (none: one row of NULLs), the snapshot
+    head and whether a decision exists, in one statement: (head version, head sha256, has
+    decisions, *profile fields, *item fields) per row."""
+    head = MemorySnapshot.objects.filter(customer=OuterRef("pk")).order_by("-version")
+    return list(
+        Customer.objects.filter(pk=customer_id)
+        .annotate(
+            active_item=FilteredRelation(
+                "memory_items",
+                condition=Q(memory_items__status__in=[MemoryStatus.ACTIVE, MemoryStatus.PROPOSED]),
+            ),
+            snapshot_head_version=Subquery(head.values("version")[:1]),
+            snapshot_head_sha256=Subquery(head.values("sha256")[:1]),
+            has_decisions=Exists(MemoryDecision.objects.filter(customer=OuterRef("pk"))),
+        )
+        .values_list(
+            *STATE_HEAD_COLUMNS,
+            *[f"profile__{f.name}" for f in PROFILE_MODEL_FIELDS],
+            *[f"active_item__{f.name}" for f in ITEM_FIELDS],
+        )
+    )

@@ -27,11 +27,8 @@ from conversations.models import (
 )
 from conversations.received import stored_form
 from memory import sql
-from memory.capture.selectors import capture_job_get
-from memory.context.builder import reads
 from memory.context.recall import recall_features_store
 from memory.models import CaptureJob, MemoryCreatedBy, MemoryDecision, MemorySnapshot, MemoryStatus
-from memory.selectors import memory_state_rows
 from tests.factories import CustomerFactory, MemoryItemFactory, MessageFactory, TaskFactory
 from tests.memory import sql_twins
 
@@ -149,7 +146,7 @@ def assert_context_reads_equal(customer_id: int, messages: list[Message]) -> Non
         assert sql.window_newest(customer_id, size) == list(sql_twins.window_newest(customer_id, size))
         for message in messages:
             assert sql.window_up_to(customer_id, message.sent_at, message.pk, size) == list(
-                reads._window_up_to(customer_id, message.sent_at, message.pk, size)
+                sql_twins.window_up_to(customer_id, message.sent_at, message.pk, size)
             )
     assert sql.open_tasks(customer_id) == list(sql_twins.open_tasks(customer_id))
     assert sql.open_alerts(customer_id) == list(sql_twins.open_alerts(customer_id))
@@ -212,7 +209,7 @@ def test_sql_capture_job_equals_its_orm_twin(account):
         job_id = job.pk if job is not None else 987654
         # Then the job read gives the job, its customer, its message and the message before it,
         # as the ORM twin does
-        assert job_as_values(sql.capture_job(job_id)) == job_as_values(capture_job_get(job_id))
+        assert job_as_values(sql.capture_job(job_id)) == job_as_values(sql_twins.capture_job_get(job_id))
     previous = [sql.capture_job(job.pk).previous_text for job in world["jobs"]]  # type: ignore[union-attr]
     # (the system line is skipped; the message with a mobile number comes before the fifth, masked)
     assert previous[:5] == [
@@ -231,7 +228,7 @@ def test_sql_memory_state_equals_its_orm_twin(account):
     for customer_id in [world["customer"].pk, bare_customer().pk]:
         # Then the state read gives the ORM twin's rows (items in id order; the twin's are unordered)
         ours = sql.memory_state(customer_id)
-        twin = memory_state_rows(customer_id=customer_id)
+        twin = sql_twins.memory_state_rows(customer_id=customer_id)
         assert ours == sorted(twin, key=lambda row: row[-len(sql._ITEM_NAMES)] or 0)
     busy = sql.memory_state(world["customer"].pk)
     assert len(busy) == 3 and busy[0][:3] == (3, "3".zfill(64), True)
@@ -272,10 +269,10 @@ def test_sql_window_and_job_equal_their_twins_for_any_conversation(account, rows
     assert sql.window_newest(customer.pk, size) == list(sql_twins.window_newest(customer.pk, size))
     for message in messages:
         assert sql.window_up_to(customer.pk, message.sent_at, message.pk, size) == list(
-            reads._window_up_to(customer.pk, message.sent_at, message.pk, size)
+            sql_twins.window_up_to(customer.pk, message.sent_at, message.pk, size)
         )
         job = CaptureJob.objects.create(customer=customer, message=message, payload={})
-        assert job_as_values(sql.capture_job(job.pk)) == job_as_values(capture_job_get(job.pk))
+        assert job_as_values(sql.capture_job(job.pk)) == job_as_values(sql_twins.capture_job_get(job.pk))
 
 
 # --- capture's claim and finish -----------------------------------------------------------------

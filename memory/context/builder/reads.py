@@ -2,9 +2,7 @@
 holds once it has read (`_Read`), and rows made into messages.
 
 The reads themselves are hand-written SQL (`memory.sql`: the ORM's per-call compile cost more than
-the database on a cold build); their ORM twins live beside their tests (`tests/memory/sql_twins.py`),
-except `_window_up_to`, which stays here while a test owned elsewhere
-(`tests/memory/context/test_builder_replies.py`) imports it from this module. Only tests call it."""
+the database on a cold build); their ORM twins live beside their tests (`tests/memory/sql_twins.py`)."""
 
 from __future__ import annotations
 
@@ -12,29 +10,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Q
-
-from conversations.models import Customer, Message, MessageDirection
-from conversations.selectors import messages_up_to
+from conversations.models import Customer, Message
 from memory.context import recall as recall_module
 from memory.context.builder.layout import _Business, _Instructions
 from memory.sql import WindowRow
-
-
-def _window_up_to(customer_id: int, sent_at: datetime, message_id: int, size: int, after: int = 0) -> Any:
-    latest = Message(id=message_id, sent_at=sent_at)
-    window = messages_up_to(Customer(pk=customer_id), latest).values_list(*recall_module.RECALL_COLUMNS)[:size]
-    if after <= 0:
-        return window
-    later = Q(sent_at__gt=sent_at) | Q(sent_at=sent_at, id__gt=message_id)
-    effective = Message.objects.filter(customer_id=customer_id, is_effective=True).filter(later)
-    inbound = effective.filter(direction=MessageDirection.INBOUND)
-    replies = effective.exclude(direction=MessageDirection.INBOUND).order_by("-sent_at", "-id")
-    following = inbound.order_by("sent_at", "id").values_list("sent_at", flat=True).first()
-    if following is not None:
-        replies = replies.filter(sent_at__lte=following)
-    return [*replies.values_list(*recall_module.RECALL_COLUMNS)[:after], *window]
-
 
 # --- what a build reads ------------------------------------------------------------------------
 

@@ -20,10 +20,10 @@ from memory.context.builder import (
     AgentContextBuilder,
     context_cache_clear,
 )
-from memory.context.builder.reads import _window_up_to
 from qiwei_site.platform.services import account_create
 from qiwei_site.platform.tenancy import current_alias, use_account
 from tests.factories import BASE_TIME, CustomerFactory, MessageFactory
+from tests.memory import sql_twins
 from tests.memory.context.conftest import filler
 
 IN, OUT, SYSTEM = MessageDirection.INBOUND, MessageDirection.OUTBOUND, MessageDirection.SYSTEM
@@ -215,7 +215,7 @@ def assert_replies_window_equals_its_twin(customer: Customer, messages: list[Mes
         for size in (1, 3, 50):
             for after in (0, 1, 2, REPLIES_AFTER_LIMIT):
                 assert sql.window_up_to(customer.pk, message.sent_at, message.pk, size, after) == list(
-                    _window_up_to(customer.pk, message.sent_at, message.pk, size, after)
+                    sql_twins.window_up_to(customer.pk, message.sent_at, message.pk, size, after)
                 )
     # and the replies to 小张's question are ours after it, up to his next message, newest first
     rows = sql.window_up_to(customer.pk, messages[2].sent_at, messages[2].pk, 50, REPLIES_AFTER_LIMIT)
