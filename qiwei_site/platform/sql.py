@@ -22,7 +22,6 @@ from typing import Any, Generic, NamedTuple, TypeVar, overload
 from django.conf import settings
 from django.db import connections, router
 from django.db.models import Field, Model
-from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from qiwei_site.platform.tenancy import current_alias
@@ -133,8 +132,10 @@ def _datetime_converter(connection: Any) -> Callable[[Any], Any]:
                 value = datetime.fromisoformat(value)  # what Django writes; parse_datetime is slower
             except ValueError:
                 value = parse_datetime(value)
-        if zone is not None and value is not None and timezone.is_naive(value):
-            value = timezone.make_aware(value, zone)
+        if zone is not None and value is not None and value.tzinfo is None:
+            # What timezone.make_aware does for a naive value (its checks cost more than the
+            # replace: ~6% of a context build's CPU, 260 datetimes a build).
+            value = value.replace(tzinfo=zone)
         return value
 
     return convert
