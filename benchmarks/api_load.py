@@ -22,18 +22,20 @@ connections disturbs nobody; PgBouncer is Debian's, in front of it.
     .venv/bin/python benchmarks/api_load.py --accounts 1 200 [500] [--backends sqlite postgres pgbouncer]
         [--modes legacy capped] [--seconds 15] [--clients 32] [--workers 4] [--cap 8] [--json out.json]
 
-Beside another revision (issue 13: context req/s ≥ 2.5× b40be73's at 8 clients): `--compare REV`
-exports REV with `git archive` into a temporary directory, prepares one data dir with this
-checkout's code and one with REV's (each by its own code in a process of its own: same data,
-same seed), starts one gunicorn on each tree (same venv, same settings, workers never recycled),
-both up at once, and times every phase alternately (ours, REV; REV, ours; … for `--rounds`
-rounds) for each of `--kinds` (healthz as the floor, context; turn — one new inbound message
-POSTed, then that conversation's context GET, as a real turn has, timed as one request pair —
-and ingest, which add messages, after every read phase). Prints per variant the median req/s,
-p50 and p95 over the rounds, errors, and the ratio ours/REV of req/s, with a verdict for context
-against the 2.5× target.
+Beside other revisions (issue 13: context req/s ≥ 2.5× b40be73's at 8 clients; issue 38: a real turn
+≥ 2.5× b40be73's in req/s and in the server's CPU per turn): `--compare REV [REV ...]` exports each
+REV with `git archive` into a temporary directory, prepares one data dir with this checkout's code
+and one with each REV's (each by its own code in a process of its own: same data, same seed),
+starts one gunicorn on each tree (same venv, same settings, workers never recycled), all up at
+once, and times every phase in turn, the order rotated every round, for each of `--kinds`
+(healthz as the floor, context; turn — one new inbound message POSTed, then that conversation's
+context GET, as a real turn has, timed as one request pair — and ingest, which add messages, after
+every read phase). Each phase also reads the server's CPU (gunicorn's process tree, /proc) before
+and after. Prints per variant the median req/s, p50, p95 and CPU per request over the rounds,
+errors, and per REV the ratios ours/REV of req/s and REV/ours of CPU, with their spread over the
+rounds and a verdict for context and turn against the 2.5× target.
 
-    .venv/bin/python benchmarks/api_load.py --compare b40be73 [--backends sqlite] [--clients 8] [--seconds 10]
+    .venv/bin/python benchmarks/api_load.py --compare b40be73 [5804d3c] [--backends sqlite] [--clients 8] [--seconds 10]
         [--rounds 3] [--kinds healthz context [turn] [ingest]] [--workers 4] [--json out.json]
 """
 
@@ -266,11 +268,41 @@ def prepare_in_tree(env: dict[str, str], root: Path) -> str:
     return out.stdout.strip().splitlines()[-1].removeprefix("TOKEN ")
 
 
-def compare_backend(backend: str, args: argparse.Namespace, revision: str, revision_root: Path) -> list[dict]:
-    """Both servers up at once; every phase timed alternately, ours and `revision`, order flipped
-    every round, so drift on a shared machine falls on both alike."""
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def process_tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of `pid` and every process below it, from /proc: the gunicorn
+    master and its workers, not the load generator. Children that exited are not counted (workers
+    are never recycled here)."""
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "
+        parents[int(entry.name)] = int(fields[1])
+        times[int(entry.name)] = (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+    tree, frontier = {pid}, [pid]
+    while frontier:
+        parent = frontier.pop()
+        for child, its_parent in parents.items():
+            if its_parent == parent and child not in tree:
+                tree.add(child)
+                frontier.append(child)
+    return sum(times.get(p, 0.0) for p in tree)
+
+
+def compare_backend(backend: str, args: argparse.Namespace, revisions: dict[str, Path]) -> list[dict]:
+    """Every server up at once; every phase timed in turn, ours and each revision, the order
+    rotated every round, so drift on a shared machine falls on all alike. Each phase also reads
+    the server's CPU (its process tree, /proc) before and after: CPU per request."""
     persistent = backend == "postgres-persistent"
-    variants = {"ours": ROOT, revision: revision_root}
+    variants = {"ours": ROOT, **revisions}
     envs: dict[str, dict[str, str]] = {}
     tokens: dict[str, str] = {}
     servers: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
@@ -298,21 +330,26 @@ def compare_backend(backend: str, args: argparse.Namespace, revision: str, revis
         for kind in args.kinds:
             for name in variants:
                 run_load(servers[name][1], tokens[name], 2, 2, kind)  # warm up every worker
+        names = list(variants)
         for round_, kind in schedule:
-            order = list(variants) if round_ % 2 == 0 else list(reversed(variants))
+            shift = round_ % len(names)
+            order = names[shift:] + names[:shift]
             for n in args.clients:
                 for name in order:
+                    before = process_tree_cpu(servers[name][0].pid)
                     row = run_load(servers[name][1], tokens[name], n, args.seconds, kind)
+                    spent = process_tree_cpu(servers[name][0].pid) - before
                     row.update(backend=backend, workers=args.workers, variant=name, round=round_ + 1)
-                    row["revision"] = "working tree" if name == "ours" else revision
+                    row["revision"] = "working tree" if name == "ours" else name
+                    row["cpu_ms"] = spent * 1000 / row["requests"] if row["requests"] else float("nan")
                     rows.append(row)
                     print(
                         f"  round {round_ + 1}/{args.rounds} {backend:8s} {kind:7s} {n:3d} clients {name:8s}: "
                         f"{row['rps']:7.1f} req/s  p50 {row['p50_ms']:6.1f} ms  p95 {row['p95_ms']:7.1f} ms  "
-                        f"errors {row['errors']}",
+                        f"CPU {row['cpu_ms']:6.1f} ms/req  errors {row['errors']}",
                         flush=True,
                     )
-        return rows + compare_summary(rows, backend, args, revision)
+        return rows + [s for revision in revisions for s in compare_summary(rows, backend, args, revision)]
     finally:
         for server, _base in servers.values():
             stop_process(server)
@@ -329,7 +366,7 @@ def compare_summary(rows: list[dict], backend: str, args: argparse.Namespace, re
         f"\n  {backend}: ours (working tree) beside {revision}, gunicorn {args.workers} workers × 4 threads each, "
         f"{args.seconds:g} s per phase, {args.rounds} rounds alternating (median of the rounds; errors summed)"
     )
-    header = f"{'req/s':>9s}{'p50 ms':>9s}{'p95 ms':>9s}{'errors':>8s}"
+    header = f"{'req/s':>9s}{'p50 ms':>9s}{'p95 ms':>9s}{'CPU ms':>9s}{'errors':>8s}"
     print(f"  {'kind':8s}{'clients':>8s}  {'variant':9s}{header}  rounds req/s")
     for kind in args.kinds:
         for n in args.clients:
@@ -347,20 +384,29 @@ def compare_summary(rows: list[dict], backend: str, args: argparse.Namespace, re
                     "rps": statistics.median(r["rps"] for r in mine),
                     "p50_ms": statistics.median(r["p50_ms"] for r in mine),
                     "p95_ms": statistics.median(r["p95_ms"] for r in mine),
+                    "cpu_ms": statistics.median(r["cpu_ms"] for r in mine),
                     "errors": sum(r["errors"] for r in mine),
                     "requests": sum(r["requests"] for r in mine),
                     "rounds_rps": [r["rps"] for r in mine],
                 }
                 m = medians[name]
                 print(
-                    f"  {kind:8s}{n:8d}  {name:9s}{m['rps']:9.1f}{m['p50_ms']:9.1f}{m['p95_ms']:9.1f}{m['errors']:8d}  "
-                    + ", ".join(f"{v:.1f}" for v in m["rounds_rps"])
+                    f"  {kind:8s}{n:8d}  {name:9s}{m['rps']:9.1f}{m['p50_ms']:9.1f}{m['p95_ms']:9.1f}"
+                    f"{m['cpu_ms']:9.1f}{m['errors']:8d}  " + ", ".join(f"{v:.1f}" for v in m["rounds_rps"])
                 )
             ratio = medians["ours"]["rps"] / medians[revision]["rps"] if medians[revision]["rps"] else float("nan")
+            cpu_ratio = (
+                medians[revision]["cpu_ms"] / medians["ours"]["cpu_ms"] if medians["ours"]["cpu_ms"] else float("nan")
+            )
+            spread_rps, spread_cpu = _round_ratios(rows, kind, n, revision)
             verdict = ""
-            if kind == "context":
-                verdict = f"  ({'meets' if ratio >= CONTEXT_TARGET else 'below'} the ≥ {CONTEXT_TARGET}× target)"
-            print(f"  {kind:8s}{n:8d}  ratio ours/{revision} of req/s: {ratio:.2f}×{verdict}")
+            if kind in ("context", "turn"):
+                met = ratio >= CONTEXT_TARGET and cpu_ratio >= CONTEXT_TARGET
+                verdict = f"  ({'meets' if met else 'below'} the ≥ {CONTEXT_TARGET}× target on both)"
+            print(
+                f"  {kind:8s}{n:8d}  ours/{revision}: req/s {ratio:.2f}× (rounds {spread_rps}), "
+                f"CPU per request {cpu_ratio:.2f}× less (rounds {spread_cpu}){verdict}"
+            )
             summary += [*medians.values()]
             summary.append(
                 {
@@ -371,11 +417,30 @@ def compare_summary(rows: list[dict], backend: str, args: argparse.Namespace, re
                     "variant": "ratio",
                     "summary": f"ours/{revision}",
                     "ratio": ratio,
-                    "target": CONTEXT_TARGET if kind == "context" else None,
-                    "meets": ratio >= CONTEXT_TARGET if kind == "context" else None,
+                    "cpu_ratio": cpu_ratio,
+                    "target": CONTEXT_TARGET if kind in ("context", "turn") else None,
+                    "meets": (ratio >= CONTEXT_TARGET and cpu_ratio >= CONTEXT_TARGET)
+                    if kind in ("context", "turn")
+                    else None,
                 }
             )
     return summary
+
+
+def _round_ratios(rows: list[dict], kind: str, clients: int, revision: str) -> tuple[str, str]:
+    """The spread: ours/revision of req/s and revision/ours of CPU per request, round by round."""
+    by_round: dict[int, dict[str, dict]] = {}
+    for row in rows:
+        if row.get("kind") == kind and row.get("clients") == clients and "round" in row:
+            by_round.setdefault(row["round"], {})[row["variant"]] = row
+    rps, cpu = [], []
+    for pair in by_round.values():
+        if "ours" in pair and revision in pair and pair[revision]["rps"] and pair["ours"]["cpu_ms"]:
+            rps.append(pair["ours"]["rps"] / pair[revision]["rps"])
+            cpu.append(pair[revision]["cpu_ms"] / pair["ours"]["cpu_ms"])
+    if not rps:
+        return "-", "-"
+    return f"{min(rps):.2f}–{max(rps):.2f}×", f"{min(cpu):.2f}–{max(cpu):.2f}×"
 
 
 def compare_main(args: argparse.Namespace) -> None:
@@ -384,12 +449,12 @@ def compare_main(args: argparse.Namespace) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="qiwei-api-compare-"))
     rows: list[dict] = []
     try:
-        revision_root = revision_tree(args.compare, tmp / args.compare.replace("/", "_"))
+        revisions = {rev: revision_tree(rev, tmp / rev.replace("/", "_")) for rev in args.compare}
         for backend in args.backends:
             if backend.startswith("postgres") and not postgres_available():
                 print(f"  {backend}: not reachable at 127.0.0.1:5432, skipped")
                 continue
-            rows.extend(compare_backend(backend, args, args.compare, revision_root))
+            rows.extend(compare_backend(backend, args, revisions))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if args.json:
@@ -807,7 +872,10 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", choices=MULTI_MODES, default=MULTI_MODES)
     parser.add_argument("--cap", type=int, default=8, help="QIWEI_ACCOUNT_CONN_CAP of the capped mode")
     parser.add_argument(
-        "--compare", metavar="REV", help="single-account mode beside REV's code (git archive), both servers up at once"
+        "--compare",
+        metavar="REV",
+        nargs="+",
+        help="single-account mode beside each REV's code (git archive), every server up at once",
     )
     parser.add_argument("--rounds", type=int, default=3, help="--compare: alternating rounds per kind")
     parser.add_argument(

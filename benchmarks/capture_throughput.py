@@ -18,9 +18,10 @@ it calls), statements counted at Django's cursor: those that read or write rows,
 COMMIT and savepoints. `direct` ends with probes: a single-item, a three-item and a profile-fact
 message for customers that already have memory, statements and time per stage.
 
-`--compare REV` runs the same mode with the same data on another revision's code too (a read-only
+`--compare REV [REV ...]` runs the same mode with the same data on other revisions' code too (a read-only
 `git archive` of REV in a temporary directory, this script run on it as a subprocess), alternating
-the two implementations for `--rounds` rounds, and prints both side by side with their ratio.
+the implementations (order rotated) for `--rounds` rounds, and prints them side by side with the
+ratios of messages/s and of CPU per message (this process's CPU over the jobs' phase).
 `--postgres` puts the databases on PostgreSQL (QIWEI_BENCH_POSTGRES, default
 postgres://postgres@127.0.0.1:5432; every run creates databases of its own and drops them).
 
@@ -426,6 +427,7 @@ def _run(args: argparse.Namespace, env: dict[str, str], queue: str) -> dict[str,
             ingested = time.perf_counter()
             job_ids = list(CaptureJob.objects.order_by("id").values_list("pk", flat=True))
         meter.reset()
+        cpu_started = time.process_time()
         if args.mode == "bare":
             with use_account(ACCOUNT):
                 for message in created:
@@ -442,6 +444,7 @@ def _run(args: argparse.Namespace, env: dict[str, str], queue: str) -> dict[str,
                         raise RuntimeError(f"capture jobs not done after {args.timeout:.0f} s")
                     time.sleep(0.05)
         finished = time.perf_counter()
+        capture_cpu = time.process_time() - cpu_started  # this process's: the in-process modes' whole capture
         split = meter.snapshot()
         with use_account(ACCOUNT):
             done = CaptureJob.objects.filter(status=CaptureJobStatus.DONE).count()
@@ -473,6 +476,7 @@ def _run(args: argparse.Namespace, env: dict[str, str], queue: str) -> dict[str,
         "after_ingest_seconds": capture_seconds,
         "rate": total / (finished - started),
         "capture_rate": total / capture_seconds,
+        "cpu_ms_per_message": capture_cpu * 1000 / total if args.mode in IN_PROCESS else None,
         "ingest_rate": total / (ingested - started),
         "jobs_done": done,
         "memory_items": items,
@@ -530,16 +534,17 @@ def compare(args: argparse.Namespace) -> int:
     from benchmarks.common import revision_tree
 
     tmp = Path(tempfile.mkdtemp(prefix="qiwei-capture-compare-"))
-    old_root = revision_tree(args.compare, tmp / args.compare)
-    implementations = {
-        "working tree": {},
-        args.compare: {"QIWEI_BENCH_CODE_ROOT": str(old_root), "QIWEI_BENCH_IMPLEMENTATION": args.compare},
-    }
+    implementations: dict[str, dict[str, str]] = {"working tree": {}}
+    for revision in args.compare:
+        root = revision_tree(revision, tmp / revision)
+        implementations[revision] = {"QIWEI_BENCH_CODE_ROOT": str(root), "QIWEI_BENCH_IMPLEMENTATION": revision}
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in implementations}
+    names = list(implementations)
     try:
         for round_ in range(args.rounds):
-            # Alternate which goes first, so drift on a shared machine does not favour one.
-            order = list(implementations) if round_ % 2 == 0 else list(reversed(implementations))
+            # Rotate which goes first, so drift on a shared machine does not favour one.
+            shift = round_ % len(names)
+            order = names[shift:] + names[:shift]
             for name in order:
                 out = tmp / f"{name.replace(' ', '_')}-{round_}.json"
                 command = [sys.executable, str(HERE), "--mode", args.mode, "--messages", str(args.messages)]
@@ -561,34 +566,53 @@ def compare(args: argparse.Namespace) -> int:
 
 
 def _summary(runs: dict[str, list[dict[str, Any]]], args: argparse.Namespace) -> dict[str, Any]:
-    new_name, old_name = list(runs)
+    new_name, *old_names = list(runs)
+
+    def cpu(result: dict[str, Any]) -> float:
+        return float(result.get("cpu_ms_per_message") or float("nan"))
+
     medians = {
         name: {
             "capture_rate": statistics.median(r["capture_rate"] for r in results),
             "rate": statistics.median(r["rate"] for r in results),
             "statements_per_message": statistics.median(r["statements_per_message"] for r in results),
+            "cpu_ms_per_message": statistics.median(cpu(r) for r in results),
         }
         for name, results in runs.items()
     }
-    ratio = medians[new_name]["capture_rate"] / medians[old_name]["capture_rate"]
     database = "PostgreSQL" if args.postgres else "SQLite"
     held = ", account connection held between jobs" if args.hold_connection else ""
     lines = [
         f"capture [{args.mode}{held}] on {database}, {args.messages} messages over {args.customers} customers, "
-        f"{args.rounds} rounds alternating (median):"
+        f"{args.rounds} rounds rotated (median):"
     ]
-    for name in (old_name, new_name):
+    for name in (*old_names, new_name):
         rounds = ", ".join(f"{r['capture_rate']:.1f}" for r in runs[name])
         lines.append(
             f"  {name:14s} {medians[name]['capture_rate']:7.1f} msg/s captured, "
+            f"{medians[name]['cpu_ms_per_message']:6.2f} ms CPU/msg, "
             f"{medians[name]['statements_per_message']:5.1f} statements/msg (rounds: {rounds})"
         )
-    lines.append(f"  ratio {ratio:.2f}× ({'meets' if ratio >= 3 else 'below'} the 3× goal)")
+    ratios: dict[str, dict[str, float]] = {}
+    for old_name in old_names:
+        rate = medians[new_name]["capture_rate"] / medians[old_name]["capture_rate"]
+        cpu_less = medians[old_name]["cpu_ms_per_message"] / medians[new_name]["cpu_ms_per_message"]
+        by_round = [
+            (new["capture_rate"] / old["capture_rate"], cpu(old) / cpu(new))
+            for new, old in zip(runs[new_name], runs[old_name], strict=False)
+        ]
+        spread = (
+            f"rounds {min(r for r, _ in by_round):.2f}–{max(r for r, _ in by_round):.2f}× and "
+            f"{min(c for _, c in by_round):.2f}–{max(c for _, c in by_round):.2f}×"
+        )
+        ratios[old_name] = {"capture_rate": rate, "cpu": cpu_less}
+        lines.append(f"  ours/{old_name}: {rate:.2f}× msg/s, {cpu_less:.2f}× less CPU per message ({spread})")
+    old_name = old_names[0]
     probes_new, probes_old = runs[new_name][-1].get("probes", {}), runs[old_name][-1].get("probes", {})
     for kind in probes_new:
         new, old = probes_new[kind], probes_old.get(kind, {})
         lines.append(
-            f"  probe {kind:12s}: {sum(old.get('statements', {}).values()):5.1f} → "
+            f"  probe {kind:12s}: {sum(old.get('statements', {}).values()):5.1f} ({old_name}) → "
             f"{sum(new['statements'].values()):4.1f} statements that read or write rows, "
             f"{old.get('transaction_statements', 0):4.1f} → {new['transaction_statements']:3.1f} "
             "BEGIN/COMMIT/savepoints, "
@@ -599,7 +623,8 @@ def _summary(runs: dict[str, list[dict[str, Any]]], args: argparse.Namespace) ->
         "database": database,
         "hold_connection": bool(args.hold_connection),
         "medians": medians,
-        "ratio": ratio,
+        "ratio": ratios[old_name]["capture_rate"],
+        "ratios": ratios,
         "runs": runs,
         "lines": lines,
     }
@@ -614,7 +639,9 @@ def main() -> int:
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/11")
     parser.add_argument("--timeout", type=float, default=900, help="give up waiting for the jobs after this")
     parser.add_argument("--postgres", action="store_true", help="databases on PostgreSQL instead of SQLite")
-    parser.add_argument("--compare", metavar="REV", help="also run REV's code with the same data (in-process modes)")
+    parser.add_argument(
+        "--compare", metavar="REV", nargs="+", help="also run each REV's code with the same data (in-process modes)"
+    )
     parser.add_argument("--rounds", type=int, default=2, help="alternating rounds per implementation (--compare)")
     parser.add_argument(
         "--hold-connection",
