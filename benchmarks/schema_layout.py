@@ -44,13 +44,14 @@ other round; the one account a different one each time, as above). In every phas
 thread, in turn over its accounts, POSTs one new customer message and then GETs that conversation's
 context (the context is never served from a cache); the context GET is what is timed. Printed per
 phase: context req/s, p95, errors, the peak of server client connections (pg_stat_activity every
-20 ms) and the account stores' server sessions it opened (pg_stat_database), the CPU per turn of the
-PostgreSQL server (postmaster and backends) and of gunicorn (master and workers), from /proc, and
-the mean window and history; per layout: the ratio of all accounts to one account (median over
-rounds, each round's beside it, and both phases' mean window and history) — the issue's target is ≥
-0.8 — and `migrate_accounts` over every account (exit, s), with current fingerprints and with
-`--force`. `--layouts schema --only-all` times only the all-accounts phase (a soak: errors, peak
-connections; the account store's connections counted apart).
+20 ms) and the account stores' server sessions it opened (pg_stat_database), the share of the phase
+an autovacuum worker ran, the CPU per turn of the PostgreSQL server (postmaster and backends) and of
+gunicorn (master and workers), from /proc, and the mean window and history; per layout: the ratio of
+all accounts to one account (median over rounds, each round's beside it, and both phases' mean
+window and history) — the issue's target is ≥ 0.8 — and `migrate_accounts` over every account (exit,
+s), with current fingerprints and with `--force`. `--layouts schema --only-all` times only the
+all-accounts phase (a soak: errors, peak connections; the account store's connections counted
+apart).
 
 `--day-seconds S` then runs a realistic day on the schema layout (one gunicorn and a real Celery
 worker capturing): open-loop Poisson arrivals at `--day-rate` turns per second, ten times that for
@@ -100,22 +101,33 @@ TARGET = 0.8
 
 class AccountConnectionSampler(ConnectionSampler):
     """Peak client connections, all of them and those to account stores (the schema layout's one
-    database, or the account databases), sampled every 20 ms."""
+    database, or the account databases), sampled every 20 ms; and the share of samples in which an
+    autovacuum worker ran (its CPU is the server's, counted in the phase's CPU per turn)."""
 
     peak_accounts = 0
+    samples = 0
+    autovacuum_samples = 0
 
     def count(self, conn: Any) -> int:
         row = conn.execute(
-            "SELECT count(*), count(*) FILTER (WHERE datname = %s OR datname LIKE 'qiwei_bench_bench%%')"
-            " FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()",
+            "SELECT count(*) FILTER (WHERE backend_type = 'client backend'),"
+            " count(*) FILTER (WHERE backend_type = 'client backend'"
+            " AND (datname = %s OR datname LIKE 'qiwei_bench_bench%%')),"
+            " count(*) FILTER (WHERE backend_type = 'autovacuum worker')"
+            " FROM pg_stat_activity WHERE pid <> pg_backend_pid()",
             [SCHEMA_DB],
         ).fetchone()
         self.peak_accounts = max(self.peak_accounts, int(row[1]))
+        self.samples += 1
+        self.autovacuum_samples += 1 if row[2] else 0
         return int(row[0])
 
     def start(self) -> None:
-        self.peak_accounts = 0
+        self.peak_accounts = self.samples = self.autovacuum_samples = 0
         super().start()
+
+    def autovacuum_share(self) -> float:
+        return self.autovacuum_samples / self.samples if self.samples else 0.0
 
 
 def _env(layout: str, port: int, data_dir: str, cap: int, pgbouncer: bool) -> dict[str, str]:
@@ -570,6 +582,7 @@ def main() -> None:
                                 peak_connections=sampler.stop(),
                                 peak_account_connections=sampler.peak_accounts,
                                 new_account_sessions=_account_sessions(server) - sessions_before,
+                                autovacuum_share=sampler.autovacuum_share(),
                             )
                             rows.append(row)
                             print(
@@ -579,7 +592,8 @@ def main() -> None:
                                 f"errors {row['errors']}/{row['requests']}  peak connections {row['peak_connections']}"
                                 f" (accounts {row['peak_account_connections']}, {row['new_account_sessions']} opened)"
                                 "  CPU per turn: server"
-                                f" {row['pg_cpu_ms']:.1f} ms, app {row['app_cpu_ms']:.1f} ms",
+                                f" {row['pg_cpu_ms']:.1f} ms, app {row['app_cpu_ms']:.1f} ms"
+                                f"  autovacuum {row['autovacuum_share']:.0%} of the phase",
                                 flush=True,
                             )
             finally:
