@@ -3,7 +3,7 @@
 # Usage:
 #   scripts/mutation.sh                 every module below, one after the other (long: hours on a busy 2-core machine)
 #   scripts/mutation.sh decisions items only these modules
-# Modules: decisions items grounding autosend masking governance
+# Modules: decisions items grounding autosend masking governance builder recall
 # Environment: MUTATION_JOBS (mutmut's --max-children, default 2), MUTATION_FRESH=1 (forget earlier results:
 # without it a run resumes where the last one stopped, and re-runs only mutants of changed code),
 # MUTATION_SURVIVORS=1 (run only the last run's survivors again, e.g. after adding tests to kill them).
@@ -45,7 +45,29 @@ main() {
   FILES[governance]="memory/governance/services.py"
   GLOBS[governance]="memory.governance.services.*"
   TESTS[governance]="tests/memory/governance/test_services.py tests/memory/governance/test_audit_trail.py tests/memory/governance/test_expiry_task.py tests/memory/governance/test_api.py"
-  ORDER=(decisions items grounding autosend masking governance)
+  # The context builder (issue 40): the functions that hold its promises only. The whole of layout.py and
+  # build.py is 1,462 mutants, most of them in the contract's wording, the knowledge split, the business
+  # state's lines, the trace and the answer cache; this is the fitting itself (~220): the per-section
+  # budgets and the overall limit (`_Layout`, `_cut`, `_joined_length`, `AgentContextBuilder._budgets`),
+  # the latest customer message always kept (`_latest_block`, `_Layout._shorten_latest_to`), the section
+  # order (`_Layout.ordered`, `numbered`) and the quoted lists that give up their oldest lines first
+  # (`_Quoted`). Left out for time: the instructions' fit by knowledge priority (`_Instructions.fit`,
+  # 130) and the build steps around the layout (`_gather`, `_assemble`, 166). Left out of the tests:
+  # the property test (test_builder_property.py), which reaches every one of these mutants and cost
+  # 30-40 s a mutant on the shared 2-core machine (issue 40's run); the unit tests state the same
+  # promises at their edges.
+  FILES[builder]="memory/context/builder/layout.py memory/context/builder/build.py"
+  GLOBS[builder]="memory.context.builder.layout.x__cut__mutmut_* memory.context.builder.layout.x__joined_length__mutmut_* memory.context.builder.layout.x_numbered__mutmut_* memory.context.builder.layout.x__latest_block__mutmut_* memory.context.builder.layout.xǁ_Quotedǁ* memory.context.builder.layout.xǁ_Layoutǁ* memory.context.builder.build.xǁAgentContextBuilderǁ_budgets__mutmut_*"
+  NAMED[builder]=1
+  TESTS[builder]="tests/memory/context/test_builder.py tests/memory/context/test_builder_mutants.py"
+  # Recall over a customer's history: the window, the limits, the order of what is recalled, and the
+  # stored features it ranks by (the whole file, 316 mutants). The builder's property test is left out:
+  # it reaches only recall_for's mutants, at ~15 s each on a busy machine; test_recall_mutants.py states
+  # the window's edges instead.
+  FILES[recall]="memory/context/recall.py"
+  GLOBS[recall]="memory.context.recall.*"
+  TESTS[recall]="tests/memory/context/test_recall.py tests/memory/context/test_recall_22.py tests/memory/context/test_recall_fallback.py tests/memory/context/test_recall_features.py tests/memory/context/test_recall_numbers.py tests/memory/context/test_recall_decode_cache.py tests/memory/context/test_recall_mutants.py"
+  ORDER=(decisions items grounding autosend masking governance builder recall)
 
   modules=("$@")
   [ ${#modules[@]} -gt 0 ] || modules=("${ORDER[@]}")
