@@ -2,7 +2,8 @@
 database per account, in the same run, on the same private cluster (`max_connections = 100`).
 
     .venv/bin/python benchmarks/schema_layout.py [--accounts 200] [--clients 8 32] [--seconds 8]
-        [--rounds 2] [--workers 4] [--cap 8] [--routes direct pgbouncer] [--history 260] [--json out.json]
+        [--rounds 2] [--workers 4] [--cap 8] [--routes direct pgbouncer] [--history 260]
+        [--shared-buffers 1GB] [--json out.json]
 
 Set-up (untimed): a private cluster (api_load's PrivatePostgres), a login role `qiwei_bench`
 (NOSUPERUSER NOINHERIT CREATEROLE) owning the schema layout's one database; each layout gets its
@@ -85,10 +86,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.api_load import (
     MULTI_CUSTOMERS,
+    PG_BIN,
     TEXTS,
     ConnectionSampler,
     PgBouncer,
     PrivatePostgres,
+    _as_postgres_user,
     recall_features_store_all,
     seed_history,
 )
@@ -232,6 +235,16 @@ def _cpu(server: PrivatePostgres, gunicorn: subprocess.Popen[bytes]) -> tuple[fl
     """CPU seconds so far of the PostgreSQL server (postmaster and backends) and of gunicorn."""
     postmaster = int((server.folder / "data" / "postmaster.pid").read_text().split()[0])
     return tree_cpu_seconds(postmaster), tree_cpu_seconds(gunicorn.pid)
+
+
+def _set_shared_buffers(server: PrivatePostgres, size: str) -> None:
+    """The private cluster's shared_buffers (initdb's default is 128MB), set and restarted."""
+    with server.connect() as conn:
+        conn.execute(f"ALTER SYSTEM SET shared_buffers = '{size}'")
+    # Its output to the cluster's log, as at start: a pipe held open by the postmaster never ends.
+    command = [str(PG_BIN / "pg_ctl"), "-D", str(server.folder / "data"), "-l", str(server.folder / "log")]
+    command += ["-w", "restart"]
+    subprocess.run(_as_postgres_user(command), check=True, capture_output=True)
 
 
 def _account_sessions(server: PrivatePostgres) -> int:
@@ -491,6 +504,11 @@ def main() -> None:
         help="messages seeded per customer (5 per account); at least the context window (12 recent + 240"
         " scanned = 252), so every context request of every phase reads a full window",
     )
+    parser.add_argument(
+        "--shared-buffers",
+        help="the private cluster's shared_buffers (e.g. 1GB; default initdb's 128MB, less than 200"
+        " accounts' data: the all-accounts phases then read from the OS page cache)",
+    )
     parser.add_argument("--json")
     args = parser.parse_args()
     if args.day_rounds < 1:
@@ -505,7 +523,10 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     bouncer: PgBouncer | None = None
     try:
+        if args.shared_buffers:
+            _set_shared_buffers(server, args.shared_buffers)
         with server.connect() as conn:
+            print(f"private cluster: shared_buffers {conn.execute('SHOW shared_buffers').fetchone()[0]}", flush=True)
             conn.execute(f"CREATE ROLE {LOGIN} LOGIN NOSUPERUSER NOINHERIT CREATEROLE")
             conn.execute(f"CREATE DATABASE {SCHEMA_DB} OWNER {LOGIN}")
             for layout in layouts:
