@@ -20,6 +20,7 @@ from django.db import connections, transaction
 from django.utils import timezone
 
 from qiwei_site.platform import audit_anchor, audit_chain, audit_owner
+from qiwei_site.platform.errors import ValidationFailed
 from qiwei_site.platform.history import Actor, actor_identity
 from qiwei_site.platform.keyfiles import KeyUnavailable
 from qiwei_site.platform.models import (
@@ -374,6 +375,19 @@ def audit_scrubs_sign(*, using: str) -> int:
     after the upgrade (`manage.py audit_anchor --sign-scrubs`); a row rewritten behind the service's
     back before then is signed as it stands, so verify first. Returns rows signed."""
     events = AuditEvent.objects.using(using)
+    connection = connections[using]
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            separated = audit_owner.is_separated(cursor)
+        if separated:
+            # Every scrub since separation went through the owner's function with a signature; an
+            # unsigned one now was made by hand there (it can call the function), never legacy.
+            raise ValidationFailed(
+                "该账号的审计已交给审计属主，不再为未签名的清理补签：未签名的清理是被人改写的，请用 audit_verify 核查 "
+                "(this account's audit belongs to its owner role: an unsigned scrub there was made by hand, "
+                "not before the upgrade; it is not signed; check it with audit_verify).",
+                code="audit_separated",
+            )
     legacy = []
     for row in events.exclude(scrubbed_hash="").values("pk", "reason", "payload", "payload_hash", "scrubbed_hash"):
         words = audit_chain.payload_hash(row["reason"], row["payload"])

@@ -188,8 +188,19 @@ def _pg_array(names: Sequence[str]) -> str:
     return "ARRAY[" + ", ".join(f"'{name}'" for name in names) + "]::text[]"
 
 
-_PG_GUARD_SQL = f"""
-CREATE OR REPLACE FUNCTION {PG_GUARD_FUNCTION}() RETURNS trigger AS $$
+def pg_function_sql(schema: str | None = None) -> tuple[str, str, str]:
+    """The guard, chain and no-truncate functions. With `schema` (an audit handed to its owner role,
+    `audit_owner`): created in that schema, every table named with it, the search path pinned to
+    pg_catalog (nothing the account role creates in its schema can stand in for a table, function or
+    operator they use, however its argument types match), and the chain function SECURITY DEFINER
+    (it links each row as the owner)."""
+    unlock = f'"{schema}".{UNLOCK_TABLE}' if schema else UNLOCK_TABLE
+    prefix = f'"{schema}".' if schema else ""
+    named, names = ("%I.%I", "TG_TABLE_SCHEMA, TG_TABLE_NAME") if schema else ("%I", "TG_TABLE_NAME")
+    pinned = " SET search_path = pg_catalog, pg_temp" if schema else ""
+    definer = " SECURITY DEFINER" if schema else ""
+    guard = f"""
+CREATE OR REPLACE FUNCTION {prefix}{PG_GUARD_FUNCTION}() RETURNS trigger AS $$
 BEGIN
     IF TG_OP = 'INSERT' THEN
         IF NEW.entry_hash = '' OR NEW.payload_hash = '' OR NEW.chain_hash <> '' OR NEW.chain_seq IS NOT NULL THEN
@@ -204,21 +215,20 @@ BEGIN
             RETURN NEW;
         END IF;
         -- A scrub: only the words change, inside audit_unlocked('scrub').
-        IF EXISTS (SELECT 1 FROM {UNLOCK_TABLE} WHERE purpose = '{SCRUB}')
+        IF EXISTS (SELECT 1 FROM {unlock} WHERE purpose = '{SCRUB}')
            AND (to_jsonb(NEW) - {_pg_array(SCRUBBABLE)}) = (to_jsonb(OLD) - {_pg_array(SCRUBBABLE)}) THEN
             RETURN NEW;
         END IF;
     END IF;
-    IF TG_OP = 'DELETE' AND EXISTS (SELECT 1 FROM {UNLOCK_TABLE} WHERE purpose = '{FLUSH}') THEN
+    IF TG_OP = 'DELETE' AND EXISTS (SELECT 1 FROM {unlock} WHERE purpose = '{FLUSH}') THEN
         RETURN OLD;
     END IF;
     RAISE EXCEPTION '{REFUSED}' USING ERRCODE = 'insufficient_privilege';
 END
-$$ LANGUAGE plpgsql
+$$ LANGUAGE plpgsql{pinned}
 """
-
-_PG_CHAIN_SQL = f"""
-CREATE OR REPLACE FUNCTION {PG_CHAIN_FUNCTION}() RETURNS trigger AS $$
+    chain = f"""
+CREATE OR REPLACE FUNCTION {prefix}{PG_CHAIN_FUNCTION}() RETURNS trigger AS $$
 DECLARE
     last_seq bigint;
     last_hash text;
@@ -227,37 +237,40 @@ BEGIN
     -- names the table and its schema: accounts sharing one database (a schema each) never wait
     -- on each other's chain.
     PERFORM pg_advisory_xact_lock(TG_ARGV[0]::integer, hashtext(TG_TABLE_SCHEMA));
-    EXECUTE format('SELECT chain_seq, chain_hash FROM %I WHERE chain_seq IS NOT NULL '
-                   'ORDER BY chain_seq DESC LIMIT 1', TG_TABLE_NAME) INTO last_seq, last_hash;
+    EXECUTE format('SELECT chain_seq, chain_hash FROM {named} WHERE chain_seq IS NOT NULL '
+                   'ORDER BY chain_seq DESC LIMIT 1', {names}) INTO last_seq, last_hash;
     last_hash := COALESCE(last_hash, '');
-    EXECUTE format('UPDATE %I SET chain_seq = $1, prev_hash = $2, chain_hash = $3 WHERE id = $4', TG_TABLE_NAME)
+    EXECUTE format('UPDATE {named} SET chain_seq = $1, prev_hash = $2, chain_hash = $3 WHERE id = $4', {names})
     USING COALESCE(last_seq, 0) + 1, last_hash,
           encode(sha256(convert_to(last_hash || ':' || NEW.entry_hash, 'UTF8')), 'hex'), NEW.id;
     RETURN NULL;
 END
-$$ LANGUAGE plpgsql
+$$ LANGUAGE plpgsql{definer}{pinned}
 """
-
-
-# TRUNCATE fires no row trigger: a statement trigger refuses it outside the flush unlock.
-_PG_TRUNCATE_SQL = f"""
-CREATE OR REPLACE FUNCTION {PG_TRUNCATE_FUNCTION}() RETURNS trigger AS $$
+    # TRUNCATE fires no row trigger: a statement trigger refuses it outside the flush unlock.
+    truncate = f"""
+CREATE OR REPLACE FUNCTION {prefix}{PG_TRUNCATE_FUNCTION}() RETURNS trigger AS $$
 BEGIN
-    IF EXISTS (SELECT 1 FROM {UNLOCK_TABLE} WHERE purpose = '{FLUSH}') THEN
+    IF EXISTS (SELECT 1 FROM {unlock} WHERE purpose = '{FLUSH}') THEN
         RETURN NULL;
     END IF;
     RAISE EXCEPTION '{REFUSED}' USING ERRCODE = 'insufficient_privilege';
 END
-$$ LANGUAGE plpgsql
+$$ LANGUAGE plpgsql{pinned}
 """
+    return guard, chain, truncate
+
+
+_PG_GUARD_SQL, _PG_CHAIN_SQL, _PG_TRUNCATE_SQL = pg_function_sql()
 
 
 def pg_trigger_statements(table: str, lock_key: int) -> list[str]:
+    return [_CREATE_UNLOCK, _PG_GUARD_SQL, _PG_CHAIN_SQL, _PG_TRUNCATE_SQL, *pg_triggers(table, lock_key)]
+
+
+def pg_triggers(table: str, lock_key: int) -> list[str]:
+    """`table`'s three triggers, (re)created on the functions the search path finds now."""
     return [
-        _CREATE_UNLOCK,
-        _PG_GUARD_SQL,
-        _PG_CHAIN_SQL,
-        _PG_TRUNCATE_SQL,
         f"DROP TRIGGER IF EXISTS {table}_no_truncate ON {table}",
         f"CREATE TRIGGER {table}_no_truncate BEFORE TRUNCATE ON {table} "
         f"FOR EACH STATEMENT EXECUTE FUNCTION {PG_TRUNCATE_FUNCTION}()",

@@ -565,8 +565,25 @@ def _ensure_account_schema(config: dict[str, Any]) -> None:
                     raise _provisioning_refused(config, "开通")
                 conn.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(role))
             _grant_switch_only(conn, role, config["QIWEI_ROLE"], login if provisioner is not None else None)
+            if provisioner is None and _separation_pending(conn, config):
+                raise _provisioning_refused(config, "开通")
             if not conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", [config["QIWEI_SCHEMA"]]).fetchone():
                 conn.execute(sql.SQL("CREATE SCHEMA {} AUTHORIZATION {}").format(schema, role))
+
+
+def _separation_pending(conn: Any, config: dict[str, Any]) -> bool:
+    """In a database provisioned apart (its audit owner role exists), a schema not yet handed to the
+    owner is the provisioner's to finish: a process without the URL must not migrate it, or it
+    would be left with an audit its own role can rewrite (a provisioning command cut short)."""
+    from qiwei_site.platform import audit_owner
+
+    owner = audit_owner.audit_owner_role(role_prefix(str(config["NAME"])))
+    if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [owner]).fetchone():
+        return False
+    row = conn.execute(
+        "SELECT pg_get_userbyid(nspowner) FROM pg_namespace WHERE nspname = %s", [config["QIWEI_SCHEMA"]]
+    ).fetchone()
+    return row is None or row[0] != owner
 
 
 def provisioning_refusal(account_id: str) -> str | None:

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connections, transaction
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
@@ -370,3 +370,182 @@ def test_audit_owner_words_kept_takes_every_scrub_and_refuses_added_words(owned_
         scrubbed = quotes.scrub(said)
         cursor.execute(check, [said, scrubbed[:at] + "新" + scrubbed[at:]])
         assert cursor.fetchone()[0] is False
+
+
+# --- found in review: what the account role could plant before or beside the owner's code -------
+
+
+def _pwn_table(cursor) -> None:
+    cursor.execute("CREATE TABLE pwn (who text, via text)")
+    cursor.execute("GRANT ALL ON pwn TO PUBLIC")
+
+
+GRANT_ALL = "EXECUTE 'GRANT ALL ON conversations_auditevent, qiwei_audit_unlock TO \"{role}\"'"
+SHADOWS = {
+    # an exact argument-type match in the account's schema beats pg_catalog's, which needs a cast
+    "hashtext": ("CREATE FUNCTION hashtext(name) RETURNS integer", "pg_catalog.hashtext($1::text)"),
+    "to_jsonb": ("CREATE FUNCTION to_jsonb(conversations_auditevent) RETURNS jsonb", "pg_catalog.to_jsonb($1)"),
+    "concat": ("CREATE FUNCTION textcat_varchar(text, varchar) RETURNS text", "pg_catalog.textcat($1, $2::text)"),
+}
+
+
+@pytest.mark.parametrize("shadow", sorted(SHADOWS))
+def test_audit_owner_functions_run_no_code_the_account_role_planted(provisioned, owned_account, shadow):
+    role = tenancy.account_role(provisioned.database, owned_account)
+    with use_account(owned_account) as alias:
+        # Given an audit row, and a function the account role planted in its own schema under a
+        # name the owner's trigger functions call (a text || varchar operator for the last)
+        row = write("客户不同意自动回复")
+        signature, result = SHADOWS[shadow]
+        with transaction.atomic(using=alias), connections[alias].cursor() as cursor:
+            _pwn_table(cursor)
+            cursor.execute(
+                f"{signature} LANGUAGE plpgsql AS $f$ BEGIN INSERT INTO pwn VALUES (current_user, '{shadow}'); "
+                f"{GRANT_ALL.format(role=role)}; RETURN {result}; END $f$"
+            )
+            if shadow == "concat":
+                cursor.execute("CREATE OPERATOR || (LEFTARG = text, RIGHTARG = varchar, FUNCTION = textcat_varchar)")
+        # When ordinary audit rows are written and scrubbed from a new server session
+        connections[alias].close()
+        write("第二条")
+        audit_words_rewrite([(row.pk, f"客户{FORGOTTEN_MARK}自动回复", {"fields": ["mode"]})], using=alias)
+        # Then none of its code ran as the owner, it gained no privilege, and the chain verifies
+        with transaction.atomic(using=alias), connections[alias].cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pwn")
+            assert cursor.fetchone()[0] == 0
+        refusal = refused_for_the_database_user(alias, "DELETE FROM conversations_auditevent WHERE id = %s", [row.pk])
+        assert "permission denied" in refusal
+        assert account_audit_verify().intact
+
+
+def _made_before_separation(provisioned, settings, label: str) -> str:
+    """An account made while the runtime login still provisioned (the upgrade's starting point)."""
+    provisioned.admin(f'ALTER ROLE "{provisioned.login}" CREATEROLE')
+    provisioned.admin(f'ALTER DATABASE "{provisioned.database}" OWNER TO "{provisioned.login}"')
+    settings.QIWEI_ACCOUNT_PROVISION_URL = ""
+    account_id = provisioned.account(label)
+    account_create(account_id=account_id, name="安居客服五部")
+    return account_id
+
+
+def _separate_now(provisioned, settings, account_id: str) -> None:
+    provisioned.admin(f'ALTER ROLE "{provisioned.login}" NOCREATEROLE')
+    settings.QIWEI_ACCOUNT_PROVISION_URL = f"postgres://postgres@{POSTGRES[0]}:{POSTGRES[1]}/postgres"
+    call_command("migrate_accounts", "--account", account_id, "--jobs", "1", stdout=io.StringIO())
+
+
+def test_audit_owner_separation_drops_a_trigger_and_grants_the_account_role_left(provisioned, settings):
+    import psycopg
+
+    # Given an account whose role, before separation, put its own trigger on the audit table and
+    # granted the login every privilege on it
+    account_id = _made_before_separation(provisioned, settings, "left")
+    schema = tenancy.alias_for(account_id)
+    with use_account(account_id) as alias:
+        row = write("客户要求改为人工接待")
+        with transaction.atomic(using=alias), connections[alias].cursor() as cursor:
+            cursor.execute(
+                "CREATE FUNCTION zz_stats() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN RETURN NULL; END $f$"
+            )
+            cursor.execute(
+                "CREATE TRIGGER zz_stats AFTER UPDATE ON conversations_auditevent "
+                "FOR EACH ROW EXECUTE FUNCTION zz_stats()"
+            )
+            cursor.execute(f'GRANT ALL ON conversations_auditevent, qiwei_audit_unlock TO "{provisioned.login}"')
+            cursor.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{provisioned.login}"')
+    # When the operator separates it
+    _separate_now(provisioned, settings, account_id)
+    # Then the foreign trigger is gone and the login, connecting on its own, can delete nothing
+    assert (
+        provisioned.admin(
+            "SELECT tgname FROM pg_trigger WHERE tgrelid = %s::regclass AND tgname = 'zz_stats'",
+            [f"{schema}.conversations_auditevent"],
+        )
+        == []
+    )
+    with (
+        pytest.raises(psycopg.errors.InsufficientPrivilege),
+        psycopg.connect(
+            host=POSTGRES[0], port=POSTGRES[1], user=provisioned.login, dbname=provisioned.database
+        ) as conn,
+    ):
+        conn.execute(f'DELETE FROM "{schema}".conversations_auditevent WHERE id = %s', [row.pk])
+    with use_account(account_id):
+        assert AuditEvent.objects.filter(pk=row.pk).exists()
+        assert account_audit_verify().intact
+
+
+def test_audit_owner_login_through_a_role_that_may_create_roles_is_refused(provisioned):
+    # Given a runtime login without CREATEROLE that is a member of a NOLOGIN role with it
+    group = f"qiwei_it_ops_{provisioned.login[-6:]}"
+    provisioned.admin(f'CREATE ROLE "{group}" NOLOGIN CREATEROLE')
+    provisioned.admin(f'GRANT "{group}" TO "{provisioned.login}"')
+    try:
+        # When an account is provisioned, then it is refused, naming the role
+        with pytest.raises(UnsafeLoginRole, match=group):
+            account_create(account_id=provisioned.account("grp"), name="安居客服六部")
+    finally:
+        provisioned.admin(f'DROP ROLE IF EXISTS "{group}"')
+
+
+def test_audit_owner_scrub_refuses_a_payload_whose_keys_were_spliced(provisioned, owned_account):
+    with use_account(owned_account) as alias:
+        # Given a row whose payload has two keys
+        row = audit_record(
+            action=AuditAction.CUSTOMER_UPDATED,
+            conversation_id=CONVERSATION,
+            actor="admin-王主管",
+            reason="修改接待方式",
+            payload={"before": "人工接待", "after": "自动回复"},
+        )
+        # When the database user removes a key and splices its value into the other, through the
+        # owner's scrub (each text only lost words, as a whole)
+        with (
+            pytest.raises(DatabaseError, match="只能删去原话"),
+            transaction.atomic(using=alias),
+            connections[alias].cursor() as cursor,
+        ):
+            spliced = {"after": f"人工接待{FORGOTTEN_MARK}自动回复"}
+            audit_owner.scrub(
+                cursor, row_id=row.pk, reason="修改接待方式", payload_json=json.dumps(spliced), seal="f" * 64
+            )
+        # Then nothing changed
+        assert AuditEvent.objects.get(pk=row.pk).payload == {"before": "人工接待", "after": "自动回复"}
+
+
+def test_audit_owner_unsigned_scrub_made_by_hand_is_never_signed_later(provisioned, owned_account):
+    with use_account(owned_account) as alias:
+        # Given the database user calling the owner's scrub itself, with an unsigned (plain) hash
+        row = write("客户不同意自动回复")
+        words = f"客户{FORGOTTEN_MARK}同意自动回复"
+        with transaction.atomic(using=alias), connections[alias].cursor() as cursor:
+            audit_owner.scrub(
+                cursor,
+                row_id=row.pk,
+                reason=words,
+                payload_json=json.dumps({"fields": ["mode"]}),
+                seal=audit_chain.payload_hash(words, {"fields": ["mode"]}),
+            )
+        # Then audit_verify reports it, and --sign-scrubs refuses to sign it as a legacy scrub
+        assert not account_audit_verify().intact
+    with pytest.raises(CommandError, match="审计属主"):
+        call_command("audit_anchor", "--account", owned_account, "--sign-scrubs", stdout=io.StringIO())
+    with use_account(owned_account):
+        assert not account_audit_verify().intact
+
+
+def test_audit_owner_account_left_half_provisioned_is_not_finished_by_a_web_process(provisioned, settings):
+    # Given a provisioning command that made the role and schema, then stopped (in a database
+    # provisioned apart: the audit owner exists)
+    account_create(account_id=provisioned.account("first"), name="安居客服七部")
+    account_id = provisioned.account("half")
+    alias = tenancy.register_account_database(account_id)
+    tenancy._ensure_account_schema(dict(connections.settings[alias]))
+    # When a web process (no provisioning URL) meets the account
+    settings.QIWEI_ACCOUNT_PROVISION_URL = ""
+    # Then it refuses to migrate it, naming the command, and leaves nothing behind to rewrite
+    with pytest.raises(tenancy.ProvisioningRequired, match="QIWEI_ACCOUNT_PROVISION_URL"):
+        tenancy.ensure_account_database(account_id)
+    assert not provisioned.admin(
+        "SELECT 1 FROM pg_class WHERE relname = 'conversations_auditevent' AND relnamespace = %s::regnamespace", [alias]
+    )
