@@ -176,13 +176,6 @@ class _DecodedCache:
         self._entries: OrderedDict[_DecodedKey, _Decoded] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: _DecodedKey) -> _Decoded | None:
-        with self._lock:
-            found = self._entries.get(key)
-            if found is not None:
-                self._entries.move_to_end(key)
-            return found
-
     def get_many(self, keys: Sequence[_DecodedKey]) -> list[_Decoded | None]:
         """`get` for a build's candidates, under the lock once (240 a build)."""
         with self._lock:

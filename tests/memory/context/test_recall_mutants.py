@@ -160,16 +160,16 @@ def test_decoded_cache_keeps_the_most_recently_used_entries_within_its_size():
     )
     cache.put(first, (document(features(first[2])), False))
     cache.put(second, (document(features(second[2])), False))
-    assert cache.get(first) is not None
+    assert cache.get_many([first])[0] is not None
 
     # When a third candidate is added
     cache.put(third, (document(features(third[2])), False))
 
     # Then the least recently used one is gone, the newest two are kept
     assert len(cache) == 2
-    assert cache.get(second) is None
-    assert cache.get(first) == (document(features(first[2])), False)
-    assert cache.get(third) == (document(features(third[2])), False)
+    assert cache.get_many([second])[0] is None
+    assert cache.get_many([first])[0] == (document(features(first[2])), False)
+    assert cache.get_many([third])[0] == (document(features(third[2])), False)
 
 
 def test_recall_features_refresh_of_no_messages_writes_nothing(account):
