@@ -6,15 +6,17 @@ database per account, in the same run, on the same private cluster (`max_connect
         [--shared-buffers 1GB] [--json out.json]
 
 Set-up (untimed): a private cluster (api_load's PrivatePostgres), a login role `qiwei_bench`
-(NOSUPERUSER NOINHERIT CREATEROLE) owning the schema layout's one database; each layout gets its
-own registry (`default`) and data dir. Every account of both layouts is made as production makes
-it: `onboard_accounts` (what `accounts_onboard` runs, two processes), each account from the
-migrated template and verified against it (the count made from the template is printed); nothing
-is copied by hand. Each account's 5 customers then get `--history` messages each (default 260),
-written through the ORM on the account's own connection (the same rows in every account), their
-recall features stored as ingest stores them. Both layouts are vacuumed and analysed before timing
-(the schema layout's one database, each account database), as a long-running server's would be:
-no autovacuum catching up inside a timed phase.
+(NOSUPERUSER NOINHERIT CREATEROLE) owning the schema layout's one database; each layout gets its own
+registry (`default`) and data dir. Every account of both layouts is made as production makes it:
+`onboard_accounts` (what `accounts_onboard` runs, two processes), each account from the migrated
+template and verified against it (the count made from the template is printed); nothing is copied by
+hand. Each account's 5 customers then get `--history` messages each (default 260), written through
+the ORM on the account's own connection (the same rows in every account), their recall features
+stored as ingest stores them. Both layouts are vacuumed and analysed before timing (the schema
+layout's one database, each account database), as a long-running server's would be: no autovacuum
+catching up inside a timed phase. `--shared-buffers` sizes the cluster's buffer cache (initdb's
+128MB unless given; 200 accounts' schemas with these histories take ~850 MB, so at 128MB the
+all-accounts phases read much of their data from the OS page cache).
 
 A fair baseline (issue 38, item 5): both phases must build contexts of the same size. Every turn
 stores a message, so a phase's customers grow: one account's phase puts all of its turns on 5
