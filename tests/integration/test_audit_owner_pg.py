@@ -496,7 +496,7 @@ def test_audit_owner_scrub_refuses_a_payload_whose_keys_were_spliced(provisioned
             conversation_id=CONVERSATION,
             actor="admin-王主管",
             reason="修改接待方式",
-            payload={"before": "人工接待", "after": "自动回复"},
+            payload={"after": "人工接待", "before": "自动回复"},
         )
         # When the database user removes a key and splices its value into the other, through the
         # owner's scrub (each text only lost words, as a whole)
@@ -505,12 +505,12 @@ def test_audit_owner_scrub_refuses_a_payload_whose_keys_were_spliced(provisioned
             transaction.atomic(using=alias),
             connections[alias].cursor() as cursor,
         ):
-            spliced = {"after": f"人工接待{FORGOTTEN_MARK}自动回复"}
+            spliced = {"after": f"人工接待{FORGOTTEN_MARK}自动回复"}  # as text, only words removed
             audit_owner.scrub(
                 cursor, row_id=row.pk, reason="修改接待方式", payload_json=json.dumps(spliced), seal="f" * 64
             )
         # Then nothing changed
-        assert AuditEvent.objects.get(pk=row.pk).payload == {"before": "人工接待", "after": "自动回复"}
+        assert AuditEvent.objects.get(pk=row.pk).payload == {"after": "人工接待", "before": "自动回复"}
 
 
 def test_audit_owner_unsigned_scrub_made_by_hand_is_never_signed_later(provisioned, owned_account):
