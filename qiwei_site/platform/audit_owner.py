@@ -256,7 +256,7 @@ def _foreign_statements(conn: Any, *, schema: str) -> list[str]:
         {"t": f"{s}.{AUDIT_TABLE}"},
     ).fetchall()
     if called:
-        raise UnsafeRuntimeLogin(
+        raise SeparationRefused(
             f"审计表 {schema}.{AUDIT_TABLE} 的索引、约束或默认值调用了账号自己的函数 {[c for (c,) in called]}，"
             "不能交给审计属主；请先检查并删除它们 (an index, constraint or default of the audit table calls a "
             "function of the account's own; remove it before the audit is separated)."
@@ -288,7 +288,11 @@ def separate(conn: Any, *, schema: str, account_role: str, owner: str, login: st
 
 
 class UnsafeRuntimeLogin(Exception):
-    pass
+    """The runtime login could still become, or act as, the audit's owner."""
+
+
+class SeparationRefused(Exception):
+    """The audit table depends on code of the account role's own: it cannot be handed over as it is."""
 
 
 def login_refusal(conn: Any, *, login: str, owner: str) -> str | None:

@@ -643,6 +643,8 @@ def _audit_owner_separate(config: dict[str, Any]) -> bool:
             )
         except audit_owner.UnsafeRuntimeLogin as exc:
             raise UnsafeLoginRole(str(exc)) from None
+        except audit_owner.SeparationRefused as exc:
+            raise ImproperlyConfigured(str(exc)) from None
     return True
 
 

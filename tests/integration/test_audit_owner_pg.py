@@ -549,3 +549,33 @@ def test_audit_owner_account_left_half_provisioned_is_not_finished_by_a_web_proc
     assert not provisioned.admin(
         "SELECT 1 FROM pg_class WHERE relname = 'conversations_auditevent' AND relnamespace = %s::regnamespace", [alias]
     )
+
+
+NOTE = "女儿明年在张江上小学"
+
+
+@pytest.mark.parametrize("path", ["item_forget", "customer_erase"])
+def test_audit_owner_item_forget_and_erasure_scrub_through_the_owner(provisioned, owned_account, path):
+    from conversations.models import Customer
+    from memory.governance.erasure import customer_erase
+    from memory.governance.services import memory_item_add, memory_item_forget
+
+    with use_account(owned_account):
+        # Given a supervisor's item and an audit row quoting it, on a separated audit
+        messages_ingest(
+            conversation_id=CONVERSATION,
+            messages=[{"external_id": "m1", "direction": "inbound", "text": "想租学区房", "sender": "周女士"}],
+            actor="test",
+        )
+        customer = Customer.objects.get(conversation_id=CONVERSATION)
+        item = memory_item_add(customer=customer, content=NOTE, actor="admin-王主管", reason="电话沟通")
+        quoted = write(f"电话里说{NOTE}，改为人工接待")
+        # When the item is forgotten, or the customer erased (the other two forget paths)
+        if path == "item_forget":
+            memory_item_forget(item=item, actor="admin-王主管", reason="客户要求删除")
+        else:
+            customer_erase(customer=customer, actor="admin-王主管", reason="客户要求删除全部数据")
+        # Then the quote is gone through the owner's function, and the chain verifies with it
+        assert NOTE not in AuditEvent.objects.get(pk=quoted.pk).reason
+        report = account_audit_verify()
+        assert report.intact and report.scrubbed >= 1
