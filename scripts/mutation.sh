@@ -3,7 +3,8 @@
 # Usage:
 #   scripts/mutation.sh                 every module below, one after the other (long: hours on a busy 2-core machine)
 #   scripts/mutation.sh decisions items only these modules
-# Modules: decisions items grounding autosend masking governance builder recall
+# Modules: decisions items grounding autosend masking governance builder recall, then those defined in
+# scripts/mutation.d/*.sh (one file per module: FILES, GLOBS, TESTS, NAMED and ORDER+=(module)).
 # Environment: MUTATION_JOBS (mutmut's --max-children, default 2), MUTATION_FRESH=1 (forget earlier results:
 # without it a run resumes where the last one stopped, and re-runs only mutants of changed code),
 # MUTATION_SURVIVORS=1 (run only the last run's survivors again, e.g. after adding tests to kill them).
@@ -68,6 +69,16 @@ main() {
   GLOBS[recall]="memory.context.recall.*"
   TESTS[recall]="tests/memory/context/test_recall.py tests/memory/context/test_recall_22.py tests/memory/context/test_recall_fallback.py tests/memory/context/test_recall_features.py tests/memory/context/test_recall_numbers.py tests/memory/context/test_recall_decode_cache.py tests/memory/context/test_recall_mutants.py"
   ORDER=(decisions items grounding autosend masking governance builder recall)
+  # Modules added since (issue 40): one file each in scripts/mutation.d/, setting FILES, GLOBS, TESTS
+  # (and NAMED) for its module and appending it to ORDER, so each can be tuned without touching this one.
+  shopt -s nullglob
+  set +f
+  definitions=("$root"/scripts/mutation.d/*.sh)
+  set -f
+  for definition in "${definitions[@]}"; do
+    # shellcheck source=/dev/null
+    source "$definition"
+  done
 
   modules=("$@")
   [ ${#modules[@]} -gt 0 ] || modules=("${ORDER[@]}")
