@@ -46,7 +46,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -446,6 +446,12 @@ def _run(args: argparse.Namespace, env: dict[str, str], queue: str) -> dict[str,
         finished = time.perf_counter()
         capture_cpu = time.process_time() - cpu_started  # this process's: the in-process modes' whole capture
         split = meter.snapshot()
+        if meter.trace is not None:  # QIWEI_BENCH_SQL=1: the measured phase's statements by stage and shape
+            words = int(os.environ.get("QIWEI_BENCH_SQL_WORDS", "4"))  # how much of each statement names its shape
+            shapes = Counter((stage, " ".join(sql.split()[:words])) for stage, sql in meter.trace)
+            print(f"  statements of the {total} measured messages, per message, by stage and shape:")
+            for (stage, shape), count in shapes.most_common():
+                print(f"      {count / total:5.2f}  [{stage}] {shape}")
         with use_account(ACCOUNT):
             done = CaptureJob.objects.filter(status=CaptureJobStatus.DONE).count()
             items, snapshots = MemoryItem.objects.count(), MemorySnapshot.objects.count()

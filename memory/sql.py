@@ -327,29 +327,6 @@ def _job_set(*fields: str) -> str:
     return ", ".join(f"{name(CaptureJob, field)} = %({field})s" for field in fields)
 
 
-_JOB_CLAIM = Statement(
-    f"UPDATE {_J} SET {name(CaptureJob, 'attempts')} = {name(CaptureJob, 'attempts')} + 1,"
-    f" {_job_set('status', 'started_at', 'updated_at')}"
-    f" WHERE {name(CaptureJob, 'pk')} = %(job)s AND {name(CaptureJob, 'status')} = %(was)s"
-    f" AND ({name(CaptureJob, 'next_attempt_at')} IS NULL OR {name(CaptureJob, 'next_attempt_at')} <= %(due)s)",
-    [],
-)
-
-
-def capture_job_claim(job_id: int, now: datetime) -> bool:
-    """pending and due → running, one more attempt, started now; whether this call made the change
-    (a conditional UPDATE: one run wins). Twin: `sql_twins.capture_job_claim_query`."""
-    changed = _JOB_CLAIM.execute(
-        status=CaptureJobStatus.RUNNING.value,
-        started_at=now,
-        updated_at=now,
-        job=job_id,
-        was=CaptureJobStatus.PENDING.value,
-        due=now,
-    )
-    return changed == 1
-
-
 _JOB_FINISH = Statement(
     f"UPDATE {_J} SET {_job_set('status', 'finished_at', 'last_error', 'updated_at')}"
     f" WHERE {name(CaptureJob, 'pk')} = %(job)s AND {name(CaptureJob, 'status')} = %(was)s"
@@ -383,23 +360,37 @@ def _before(column: str) -> str:
     the job's message (`memory.capture.selectors.messages_before`; `system`: the system direction)."""
     sent_at, pk = name(Message, "sent_at"), name(Message, "pk")
     return (
-        f"(SELECT b.{name(Message, column)} FROM {_M} b"
-        f" WHERE b.{name(Message, 'customer')} = m.{name(Message, 'customer')} AND b.{name(Message, 'is_effective')}"
+        f"(SELECT b.{name(Message, column)} FROM {_M} m INNER JOIN {_M} b"
+        f" ON b.{name(Message, 'customer')} = m.{name(Message, 'customer')} AND b.{name(Message, 'is_effective')}"
         f" AND (b.{sent_at} < m.{sent_at} OR (b.{sent_at} = m.{sent_at} AND b.{pk} < m.{pk}))"
         f" AND NOT (b.{name(Message, 'direction')} = %(system)s)"
+        f" WHERE m.{pk} = {_J}.{name(CaptureJob, 'message')}"
         f" ORDER BY b.{sent_at} DESC, b.{pk} DESC LIMIT 1)"
     )
 
 
-_CAPTURE_JOB = Statement(
-    f"SELECT {_JOB.select('j')}, {_CUSTOMER.select('c')},"
-    f" {_MESSAGE.select('m')}, {_before('direction')}, {_before('text')},"
-    f" x.{name(MessageSecret, 'sealed')}, {_READING.select('r')}"
-    f" FROM {_J} j INNER JOIN {_C} c ON c.{name(Customer, 'pk')} = j.{name(CaptureJob, 'customer')}"
-    f" LEFT OUTER JOIN {_M} m ON m.{name(Message, 'pk')} = j.{name(CaptureJob, 'message')}"
-    f" LEFT OUTER JOIN {table(MessageSecret)} x ON x.{name(MessageSecret, 'message')} = m.{name(Message, 'pk')}"
-    f" LEFT OUTER JOIN {table(MessageReading)} r ON r.{name(MessageReading, 'message')} = m.{name(Message, 'pk')}"
-    f" WHERE j.{name(CaptureJob, 'pk')} = %(job)s",
+def _returned(part: Part[Any], source: str, key: str, on: str) -> str:
+    """Each of the part's columns as a scalar subquery of `source`'s row whose `key` column equals
+    `on` (RETURNING names only the updated table's own columns, but a subquery in it may read any
+    table: SQLite 3.35+ and PostgreSQL alike)."""
+    return ", ".join(
+        f"(SELECT x.{name(part.model, field)} FROM {source} x WHERE x.{key} = {on})" for field in part.names
+    )
+
+
+_ON_MESSAGE = f"{_J}.{name(CaptureJob, 'message')}"
+_ON_CUSTOMER = f"{_J}.{name(CaptureJob, 'customer')}"
+_JOB_CLAIM = Statement(
+    f"UPDATE {_J} SET {name(CaptureJob, 'attempts')} = {name(CaptureJob, 'attempts')} + 1,"
+    f" {_job_set('status', 'started_at', 'updated_at')}"
+    f" WHERE {name(CaptureJob, 'pk')} = %(job)s AND {name(CaptureJob, 'status')} = %(was)s"
+    f" AND ({name(CaptureJob, 'next_attempt_at')} IS NULL OR {name(CaptureJob, 'next_attempt_at')} <= %(due)s)"
+    f" RETURNING {_JOB.select(_J)},"
+    f" {_returned(_CUSTOMER, _C, name(Customer, 'pk'), _ON_CUSTOMER)},"
+    f" {_returned(_MESSAGE, _M, name(Message, 'pk'), _ON_MESSAGE)}, {_before('direction')}, {_before('text')},"
+    f" (SELECT x.{name(MessageSecret, 'sealed')} FROM {table(MessageSecret)} x"
+    f" WHERE x.{name(MessageSecret, 'message')} = {_ON_MESSAGE}),"
+    f" {_returned(_READING, table(MessageReading), name(MessageReading, 'message'), _ON_MESSAGE)}",
     [*_JOB.fields, *_CUSTOMER.fields, *_MESSAGE.fields, None, None, None, *_READING.fields],
     row_type(
         "CaptureJobRow",
@@ -416,12 +407,21 @@ _CAPTURE_JOB = Statement(
 )
 
 
-def capture_job(job_id: int) -> CaptureJob | None:
-    """The job with its customer, its message (with `sealed_text`, its sealed original or None, and
-    its kept reading, so the evidence check reads no more) and (`previous_direction`,
-    `previous_text`) the message before that one, in one statement.
-    Twin: `memory.capture.selectors.capture_job_get`."""
-    rows = _CAPTURE_JOB.rows(system=MessageDirection.SYSTEM.value, job=job_id)
+def capture_job_claim(job_id: int, now: datetime) -> CaptureJob | None:
+    """Claim the job and read it, in one statement: pending and due → running, one more attempt,
+    started now (a conditional UPDATE: one run wins; None for the others), returned with its
+    customer, its message (with `sealed_text`, its sealed original or None, and its kept reading,
+    so the evidence check reads no more) and (`previous_direction`, `previous_text`) the message
+    before that one. Twins: `sql_twins.capture_job_claim_query`, then `sql_twins.capture_job_get`."""
+    rows = _JOB_CLAIM.rows(
+        status=CaptureJobStatus.RUNNING.value,
+        started_at=now,
+        updated_at=now,
+        job=job_id,
+        was=CaptureJobStatus.PENDING.value,
+        due=now,
+        system=MessageDirection.SYSTEM.value,
+    )
     if not rows:
         return None
     row = rows[0]

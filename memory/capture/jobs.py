@@ -151,17 +151,11 @@ def _finish_query(job_id: Any, attempt: Any, finished_at: Any, updated_at: Any) 
     }
 
 
-def _claim(job_id: int, now: datetime) -> bool:
-    """pending and due → running, one more attempt (a conditional UPDATE: one run wins)."""
+def _claim(job_id: int, now: datetime) -> CaptureJob | None:
+    """pending and due → running, one more attempt (a conditional UPDATE: one run wins), and the
+    claimed job read back with its customer, its message and the message before that one, all in
+    the same statement; None when another run holds it or it is not due."""
     return sql.capture_job_claim(job_id, now)
-
-
-def _job_load(job_id: int) -> CaptureJob:
-    """The claimed job with its customer, its message and the message before that one, in one query."""
-    job = sql.capture_job(job_id)
-    if job is None:
-        raise CaptureJob.DoesNotExist(f"capture job {job_id} is gone")
-    return job
 
 
 def _run_message(job: CaptureJob, attempt: int) -> None:
@@ -320,15 +314,14 @@ def _finish(job: CaptureJob, attempt: int, changes: dict[str, Any]) -> bool:
 def capture_job_run(*, job_id: int) -> CaptureJob | None:
     """Run one job if it is pending and due; returns the job as it ends, or None if not claimed.
 
-    Claim (committed, so a killed worker's job is seen as running and its attempt counted) → read
-    the job with its message and the one before → scan and extract, outside any write transaction →
+    Claim and read the job with its message and the one before, in one statement (committed, so a
+    killed worker's job is seen as running and its attempt counted) → scan and extract, outside any write transaction →
     one transaction with the memory writes and the `done` transition (no transaction at all when
     there is nothing to write: the conditional UPDATE alone).
     """
-    now = timezone.now()
-    if not _claim(job_id, now):
+    job = _claim(job_id, timezone.now())
+    if job is None:
         return None
-    job = _job_load(job_id)
     attempt = job.attempts
     try:
         if job.message is not None:

@@ -18,6 +18,7 @@ from tests.memory.test_sql import (
     assert_context_reads_equal,
     bare_customer,
     busy_customer,
+    claimed_and_twin,
     job_as_values,
 )
 
@@ -38,7 +39,8 @@ def test_sql_reads_equal_their_orm_twins_on_postgres(postgres_accounts):
             assert_context_reads_equal(customer_id, world["messages"])
         # And the capture reads too
         for job in world["jobs"]:
-            assert job_as_values(sql.capture_job(job.pk)) == job_as_values(sql_twins.capture_job_get(job.pk))
+            ours, twin = claimed_and_twin(job.pk)
+            assert ours is not None and job_as_values(ours) == job_as_values(twin)
         for customer_id in [world["customer"].pk, bare.pk]:
             ours = sql.memory_state(customer_id)
             twin = sql_twins.memory_state_rows(customer_id=customer_id)

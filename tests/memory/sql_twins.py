@@ -148,9 +148,9 @@ def window_up_to(customer_id: int, sent_at: datetime, message_id: int, size: int
 
 
 def capture_job_get(job_id: int) -> CaptureJob | None:
-    """Twin of `memory.sql.capture_job` (which a job runs): the job with its customer, its message
-    (and its kept reading) and (`previous_direction`, `previous_text`) the message before that one,
-    in one query."""
+    """Twin of what `memory.sql.capture_job_claim` returns (read after the claim): the job with its
+    customer, its message (and its kept reading) and (`previous_direction`, `previous_text`) the
+    message before that one, in one query."""
     job = (
         CaptureJob.objects.select_related("customer", "message", "message__reading")
         .annotate(

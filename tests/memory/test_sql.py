@@ -201,16 +201,28 @@ def job_as_values(job: CaptureJob | None) -> Any:
     )
 
 
+def claimed_and_twin(job_id: int) -> tuple[Any, Any]:
+    """The job as the claim returns it, and as the ORM twin reads it back after that claim."""
+    ours = sql.capture_job_claim(job_id, at(0))
+    return ours, sql_twins.capture_job_get(job_id)
+
+
 @pytest.mark.django_db
-def test_sql_capture_job_equals_its_orm_twin(account):
+def test_sql_capture_job_claim_returns_what_its_orm_twin_reads(account):
     # Given jobs for a first message, messages after a tie and after a system line, and a payload job
     world = busy_customer()
+    previous = []
     for job in [*world["jobs"], None]:
         job_id = job.pk if job is not None else 987654
-        # Then the job read gives the job, its customer, its message and the message before it,
-        # as the ORM twin does
-        assert job_as_values(sql.capture_job(job_id)) == job_as_values(sql_twins.capture_job_get(job_id))
-    previous = [sql.capture_job(job.pk).previous_text for job in world["jobs"]]  # type: ignore[union-attr]
+        # When each is claimed
+        ours, twin = claimed_and_twin(job_id)
+        # Then the claim returns the job as claimed, its customer, its message and the message
+        # before it, as the ORM twin reads them back
+        assert job_as_values(ours) == job_as_values(twin)
+        assert (ours is None) == (job is None)
+        if ours is not None:
+            assert (ours.status, ours.attempts) == ("running", 1)
+            previous.append(ours.previous_text)  # type: ignore[attr-defined]
     # (the system line is skipped; the message with a mobile number comes before the fifth, masked)
     assert previous[:5] == [
         None,
@@ -272,7 +284,8 @@ def test_sql_window_and_job_equal_their_twins_for_any_conversation(account, rows
             sql_twins.window_up_to(customer.pk, message.sent_at, message.pk, size)
         )
         job = CaptureJob.objects.create(customer=customer, message=message, payload={})
-        assert job_as_values(sql.capture_job(job.pk)) == job_as_values(sql_twins.capture_job_get(job.pk))
+        ours, twin = claimed_and_twin(job.pk)
+        assert ours is not None and job_as_values(ours) == job_as_values(twin)
 
 
 # --- capture's claim and finish -----------------------------------------------------------------
@@ -310,7 +323,7 @@ def assert_claim_and_finish_equal_their_twins(customer: Customer) -> None:
 
     for state in JOB_STATES:
         for ours, twin in [
-            (lambda pk: sql.capture_job_claim(pk, now), twin_claim),
+            (lambda pk: sql.capture_job_claim(pk, now) is not None, twin_claim),
             (lambda pk: sql.capture_job_finish(pk, 1, now), twin_finish),
         ]:
             # Given two jobs in the same state
@@ -329,8 +342,8 @@ def assert_claim_and_finish_equal_their_twins(customer: Customer) -> None:
 def test_sql_capture_claim_and_finish_equal_their_orm_twins(account):
     assert_claim_and_finish_equal_their_twins(CustomerFactory(conversation_id="wm_sql_jobs"))
     claimed = CaptureJob.objects.create(customer=Customer.objects.get(conversation_id="wm_sql_jobs"), payload={})
-    assert sql.capture_job_claim(claimed.pk, at(0)) is True
-    assert sql.capture_job_claim(claimed.pk, at(0)) is False  # one run wins
+    assert sql.capture_job_claim(claimed.pk, at(0)) is not None
+    assert sql.capture_job_claim(claimed.pk, at(0)) is None  # one run wins
     assert job_row(claimed.pk)["status"] == "running" and job_row(claimed.pk)["attempts"] == 1
     assert sql.capture_job_finish(claimed.pk, 1, at(1)) == 1
     assert job_row(claimed.pk)["finished_at"] == at(1)
