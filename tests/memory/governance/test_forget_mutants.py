@@ -1,8 +1,9 @@
 """Forget, erase and their scrub at the edges the mutation run found untested (issue 40, module
 `forget` of scripts/mutation.sh): an erased customer's words gone from every audit row that stays,
 wherever we kept them (a message, a draft's JSON, a capture job), while the trail keeps what was
-done; the erasure's counts; the recall cache; a message's standing as evidence reaching every
-capture job that rests on it."""
+done; the erasure's counts; the recall cache; a message's standing as evidence reaching every item
+and capture job that rests on it, audited with who and why; an item's words gone from every reason
+and text kept about the customer; the quote rule at its edges."""
 
 from __future__ import annotations
 
