@@ -330,6 +330,8 @@ def test_account_connection_selected_further_out_is_never_closed_by_the_cap(db, 
             # When code inside serves two other 门店 in turn (the cap then closes the least recently used)
             with use_account("songjiang"), use_account("putuo"):
                 Customer.objects.count()
+            # (the one past the cap and not in use is what was closed)
+            assert alias_for("putuo") not in tenancy._kept_sqlite()
             # Then 闵行's connection, still in use further out, was not closed under the read
             assert [first, *rows] == ["王先生", "李女士"]
     finally:
