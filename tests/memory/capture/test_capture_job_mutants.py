@@ -16,10 +16,11 @@ import pytest
 from celery import current_app
 from django.utils import timezone
 
-from conversations.models import Alert, AlertKind, AlertLevel, AuditEvent, MessageDirection
+from conversations.models import Alert, AlertKind, AlertLevel, AuditAction, AuditEvent, MessageDirection
 from memory import sql
 from memory.capture import jobs
 from memory.capture import services as capture_services
+from memory.capture.ingest import messages_ingest
 from memory.capture.jobs import (
     CAPTURE_TASK_NAME,
     HYPOTHESIS_MAX_CONFIDENCE,
@@ -32,6 +33,7 @@ from memory.capture.jobs import (
 )
 from memory.models import CaptureJob, CaptureJobStatus, MemoryItem, MemorySnapshot
 from tests.factories import CustomerFactory, MessageFactory
+from tests.memory.conftest import wecom_message
 
 AT = dt.datetime(2026, 11, 20, 9, 30, tzinfo=dt.UTC)
 SECOND = dt.timedelta(seconds=1)
@@ -109,7 +111,7 @@ def test_failed_capture_job_waits_a_doubling_backoff_and_keeps_only_the_errors_f
     assert job.next_attempt_at == failed_at + dt.timedelta(seconds=80)
     assert job.last_error == "RuntimeError: 数据库被锁定"
     assert (job.enqueued_at, job.finished_at, job.started_at, job.updated_at) == (None, None, AT, failed_at)
-    assert f"capture job {job.pk} failed (attempt 3, final=False): RuntimeError: 数据库被锁定" in caplog.text
+    assert f"capture job {job.pk} failed (attempt 3, final=False): RuntimeError: 数据库被锁定" in caplog.messages
     # and the caller gets the job as it ended, not as it was claimed
     assert (returned.status, returned.next_attempt_at) == (
         CaptureJobStatus.PENDING,
@@ -339,7 +341,7 @@ def test_reading_job_whose_claim_was_lost_is_not_marked_done(customer, clock, mo
         assert capture_job_run(job_id=job.pk) is None
     # then the job stays with the run that took it over, and the loss is logged
     assert CaptureJob.objects.get(pk=job.pk).status == CaptureJobStatus.RUNNING
-    assert f"capture job {job.pk} was re-claimed by another run" in caplog.text
+    assert f"capture job {job.pk} was re-claimed by another run; its writes were rolled back" in caplog.messages
 
 
 def test_reading_job_reads_the_customers_messages_and_writes_no_memory(customer, clock):
@@ -423,7 +425,8 @@ def test_draft_hypotheses_are_stored_capped_and_only_on_the_customers_own_words(
     assert MemorySnapshot.objects.get(customer=customer).reason == jobs.HYPOTHESIS_REASON
     # and the job keeps only each hypothesis's key and ids, not its words
     kept = [{"key": h["key"], "message_ids": h["message_ids"]} for h in hypotheses if isinstance(h, dict)]
-    assert CaptureJob.objects.get(pk=job.pk).payload == {"hypotheses": kept}
+    stored = CaptureJob.objects.get(pk=job.pk)
+    assert (stored.status, stored.finished_at, stored.payload) == (CaptureJobStatus.DONE, AT, {"hypotheses": kept})
     assert returned.payload == {"hypotheses": kept}
 
 
@@ -575,7 +578,7 @@ def test_capture_job_broker_outage_does_not_fail_the_caller_and_the_next_job_is_
         jobs._send(account.pk, [first.pk, second.pk])
     # then the second is still sent, the outage logged, and the first waits for the sweeper
     assert delivered == [0, second.pk]
-    assert f"capture job {first.pk} could not be queued" in caplog.text
+    assert f"capture job {first.pk} could not be queued" in caplog.messages
     assert CaptureJob.objects.get(pk=first.pk).status == CaptureJobStatus.PENDING
 
 
@@ -689,3 +692,20 @@ def test_capture_sweep_sends_a_thousand_due_jobs_at_a_time(customer, clock, sent
     # then it sends the first thousand, and the last one waits for the next sweep
     assert len(result.requeued) == 1000
     assert CaptureJob.objects.filter(enqueued_at__isnull=True).get().payload == {"draft_id": 1000}
+
+
+def test_capture_job_judges_the_words_as_received_not_as_stored_masked(customer, clock, sent):
+    # given a message that told a door code, stored masked with its words as received sealed, queued
+    messages_ingest(
+        conversation_id=customer.conversation_id,
+        messages=[wecom_message("门锁密码是Lx9#qa2041，看房时直接进")],
+        actor="wecom-webhook",
+    )
+    job = CaptureJob.objects.get(customer=customer)
+    assert "Lx9#qa2041" not in job.message.text
+    # when its capture job runs
+    capture_job_run(job_id=job.pk)
+    # then the safety gate judged the sealed words: the message is blocked, and nothing is memory
+    blocked = AuditEvent.objects.get(action=AuditAction.MEMORY_CAPTURE_BLOCKED)
+    assert blocked.payload["message_id"] == job.message_id
+    assert not MemoryItem.objects.exists()
