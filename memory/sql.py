@@ -17,6 +17,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
+from django.db import connections
+
 from conversations.models import (
     Alert,
     Customer,
@@ -478,3 +480,41 @@ def memory_state(customer_id: int) -> list[Any]:
     return _MEMORY_STATE.rows(
         active=MemoryStatus.ACTIVE.value, proposed=MemoryStatus.PROPOSED.value, customer=customer_id
     )
+
+
+# --- ingest (`memory.capture.ingest`) --------------------------------------------------------------
+
+_INGEST_CUSTOMER = Part(Customer, concrete(Customer), "customer")
+_INGEST_CUSTOMER_ROW = row_type("IngestCustomerRow", _INGEST_CUSTOMER.row_names)
+_CUSTOMER_WHERE = f"SELECT {_INGEST_CUSTOMER.select('c')} FROM {_C} c WHERE c."
+_CUSTOMER_BY_CONVERSATION = Statement(
+    f"{_CUSTOMER_WHERE}{name(Customer, 'conversation_id')} = %(conversation)s",
+    _INGEST_CUSTOMER.fields,
+    _INGEST_CUSTOMER_ROW,
+)
+# PostgreSQL locks the row for the rest of the transaction; a SQLite writer holds the whole database
+# already (BEGIN IMMEDIATE), and SQLite has no FOR UPDATE.
+_CUSTOMER_LOCKED = {
+    vendor: Statement(
+        f"{_CUSTOMER_WHERE}{name(Customer, 'pk')} = %(customer)s{lock}", _INGEST_CUSTOMER.fields, _INGEST_CUSTOMER_ROW
+    )
+    for vendor, lock in (("sqlite", ""), ("postgresql", " FOR UPDATE"))
+}
+
+
+def customer_by_conversation(conversation_id: str) -> Customer | None:
+    """The customer of a conversation id, or None. Twin: `sql_twins.customer_by_conversation`."""
+    rows = _CUSTOMER_BY_CONVERSATION.rows(conversation=conversation_id)
+    return _INGEST_CUSTOMER.instance(rows[0], current_alias()) if rows else None
+
+
+def customer_locked(customer_id: int) -> Customer:
+    """The customer row read afresh in the current transaction, locked against other writers until it
+    ends (`select_for_update().get(pk=…)`); Customer.DoesNotExist when it is gone (erased meanwhile).
+    Twin: `sql_twins.customer_locked`."""
+    alias = current_alias()
+    statement = _CUSTOMER_LOCKED["postgresql" if connections[alias].vendor == "postgresql" else "sqlite"]
+    rows = statement.rows(customer=customer_id)
+    if not rows:
+        raise Customer.DoesNotExist(f"customer {customer_id} is gone")
+    return _INGEST_CUSTOMER.instance(rows[0], alias)

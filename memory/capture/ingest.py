@@ -25,6 +25,7 @@ from conversations.models import AuditAction, Customer, Message, MessageDirectio
 from conversations.received import stored_form
 from conversations.selectors import messages_up_to
 from conversations.services import customer_get_or_create
+from memory import sql
 from memory.capture.jobs import enqueue_after_commit
 from memory.context.recall import recall_features_store
 from memory.models import CaptureJob
@@ -179,7 +180,7 @@ def _store(customer: Customer, cleaned: list[dict[str, Any]], actor: Actor, reas
         # One ingest per conversation at a time (PostgreSQL; SQLite writers are serialised anyway):
         # the duplicate check below then sees every message stored before, and last_message_at
         # is read fresh, so a slower batch cannot move it back.
-        customer = Customer.objects.select_for_update().get(pk=customer.pk)
+        customer = sql.customer_locked(customer.pk)
         result = IngestResult(customer=customer)
         ids = [item["external_id"] for item in cleaned]
         existing = {m.external_id: m for m in Message.objects.filter(customer=customer, external_id__in=ids)}
@@ -232,6 +233,14 @@ def _store(customer: Customer, cleaned: list[dict[str, Any]], actor: Actor, reas
     return result
 
 
+def _customer_create(conversation_id: str, display_name: str, actor: Actor, reason: str) -> Customer:
+    """The conversation's customer on first sight (or theirs, if a concurrent request made it first)."""
+    customer, _created = customer_get_or_create(
+        conversation_id=conversation_id, display_name=display_name, actor=actor, reason=reason
+    )
+    return customer
+
+
 def messages_ingest(
     *, conversation_id: str, messages: list[dict[str, Any]], actor: Actor, reason: str = "企微消息入库"
 ) -> IngestResult:
@@ -242,6 +251,7 @@ def messages_ingest(
         raise ValidationFailed(f"一次最多 {MAX_BATCH} 条消息 (at most {MAX_BATCH} messages per request).")
     now = timezone.now()
     cleaned = [_clean(index, raw, now) for index, raw in enumerate(messages)]
+    conversation_id = validate_identifier(conversation_id, field="conversation_id", code="invalid_conversation_id")
     display_name = next(
         (c["sender"] for c in cleaned if c["direction"] == MessageDirection.INBOUND and c["sender"]), ""
     )
@@ -249,8 +259,8 @@ def messages_ingest(
     for attempt in range(1, INGEST_ATTEMPTS + 1):
         started = time.monotonic()
         try:
-            customer, _created = customer_get_or_create(
-                conversation_id=conversation_id, display_name=display_name, actor=actor, reason=reason
+            customer = sql.customer_by_conversation(conversation_id) or _customer_create(
+                conversation_id, display_name, actor, reason
             )
             return _store(customer, cleaned, actor, reason)
         except (IntegrityError, Customer.DoesNotExist):

@@ -16,6 +16,7 @@ from tests.memory import sql_twins
 from tests.memory.test_sql import (
     assert_claim_and_finish_equal_their_twins,
     assert_context_reads_equal,
+    assert_ingest_customer_reads_equal,
     bare_customer,
     busy_customer,
     claimed_and_twin,
@@ -45,6 +46,8 @@ def test_sql_reads_equal_their_orm_twins_on_postgres(postgres_accounts):
             ours = sql.memory_state(customer_id)
             twin = sql_twins.memory_state_rows(customer_id=customer_id)
             assert ours == sorted(twin, key=lambda row: row[-len(sql._ITEM_NAMES)] or 0)
+        # And ingest's reads of the customer (the locked one with FOR UPDATE here)
+        assert_ingest_customer_reads_equal([world["customer"].conversation_id, bare.conversation_id, "wm_nobody"])
         # And the job claim and finish
         assert_claim_and_finish_equal_their_twins(bare)
         # And the values are typed as the ORM types them on this backend

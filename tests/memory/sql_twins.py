@@ -195,3 +195,14 @@ def memory_state_rows(*, customer_id: int) -> list[tuple[Any, ...]]:
             *[f"active_item__{f.name}" for f in ITEM_FIELDS],
         )
     )
+
+
+# --- ingest (`memory.sql.customer_by_conversation`, `memory.sql.customer_locked`) ----------------
+
+
+def customer_by_conversation(conversation_id: str) -> Customer | None:
+    return Customer.objects.filter(conversation_id=conversation_id).first()
+
+
+def customer_locked(customer_id: int) -> Customer:
+    return Customer.objects.select_for_update().get(pk=customer_id)

@@ -7,6 +7,7 @@ import datetime as dt
 from typing import Any
 
 import pytest
+from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -29,6 +30,7 @@ from conversations.received import stored_form
 from memory import sql
 from memory.context.recall import recall_features_store
 from memory.models import CaptureJob, MemoryCreatedBy, MemoryDecision, MemorySnapshot, MemoryStatus
+from qiwei_site.platform.tenancy import current_alias
 from tests.factories import CustomerFactory, MemoryItemFactory, MessageFactory, TaskFactory
 from tests.memory import sql_twins
 
@@ -347,3 +349,38 @@ def test_sql_capture_claim_and_finish_equal_their_orm_twins(account):
     assert job_row(claimed.pk)["status"] == "running" and job_row(claimed.pk)["attempts"] == 1
     assert sql.capture_job_finish(claimed.pk, 1, at(1)) == 1
     assert job_row(claimed.pk)["finished_at"] == at(1)
+
+
+# --- ingest's reads of the customer -------------------------------------------------------------
+
+
+def customer_as_values(customer: Customer | None) -> Any:
+    if customer is None:
+        return None
+    return {field.attname: getattr(customer, field.attname) for field in Customer._meta.concrete_fields}
+
+
+def assert_ingest_customer_reads_equal(conversation_ids: list[str]) -> None:
+    for conversation_id in conversation_ids:
+        ours = sql.customer_by_conversation(conversation_id)
+        assert customer_as_values(ours) == customer_as_values(sql_twins.customer_by_conversation(conversation_id))
+        if ours is None:
+            continue
+        with transaction.atomic(using=current_alias()):
+            assert customer_as_values(sql.customer_locked(ours.pk)) == customer_as_values(
+                sql_twins.customer_locked(ours.pk)
+            )
+
+
+@pytest.mark.django_db
+def test_sql_ingest_customer_reads_equal_their_orm_twins(account):
+    # Given a customer with every column set (a last message time, a whitelist, a name) and a bare one
+    world = busy_customer()
+    Customer.objects.filter(pk=world["customer"].pk).update(last_message_at=at(3), auto_send_whitelisted=True)
+    bare = bare_customer()
+    # Then the look-up by conversation id and the locked re-read give what the ORM gives, and an
+    # unknown conversation is None
+    assert_ingest_customer_reads_equal([world["customer"].conversation_id, bare.conversation_id, "wm_nobody_here"])
+    # And a customer gone (erased meanwhile) is DoesNotExist, as the ORM's get says
+    with transaction.atomic(using=current_alias()), pytest.raises(Customer.DoesNotExist):
+        sql.customer_locked(987654)

@@ -163,13 +163,13 @@ def test_full_database_ingest_is_json_503_naming_full(client, customer):
 def test_locked_database_ingest_is_json_503_within_the_busy_timeout(client, customer, monkeypatch):
     # given another connection holding the account database's write lock, and each ingest attempt counted
     attempts: list[str] = []
-    real_get_or_create = ingest.customer_get_or_create
+    real_lookup = ingest.sql.customer_by_conversation  # each attempt starts by looking the customer up
 
-    def counted(**kwargs):
-        attempts.append(kwargs["conversation_id"])
-        return real_get_or_create(**kwargs)
+    def counted(conversation_id):
+        attempts.append(conversation_id)
+        return real_lookup(conversation_id)
 
-    monkeypatch.setattr(ingest, "customer_get_or_create", counted)
+    monkeypatch.setattr(ingest.sql, "customer_by_conversation", counted)
     with _held_write_lock():
         # when a message arrives for an existing and for a new conversation
         started = time.monotonic()
