@@ -31,10 +31,5 @@ GLOBS[safety]="qiwei_site.reading.safety.*x_scan__mutmut_* qiwei_site.reading.sa
 NAMED[safety]=1
 TESTS[safety]="tests/qiwei_site/reading/safety tests/qiwei_site/reading/test_safety.py tests/qiwei_site/reading/test_safety_review.py tests/qiwei_site/reading/test_safety_sensitive.py tests/qiwei_site/reading/test_credential_shapes.py tests/memory/capture/test_capture_sensitive.py tests/memory/capture/test_instruction_like.py tests/memory/capture/test_stored_readings.py tests/memory/capture/test_secrets_at_rest.py tests/memory/capture/test_capture_service.py tests/memory/governance/test_sealing.py"
 ORDER+=(safety)
-# mutation.sh's plugin cannot empty caches that gc.freeze() hid (mutmut's fork server and
-# tests/conftest.py both freeze): without this, find_sensitive's cache answered with the unmutated
-# code and every credentials mutant a cached text reaches survived unrun. mutation_unfreeze.py
-# (beside this file) unfreezes and empties them, in the safety module's tree only; the fix belongs
-# in mutation.sh's plugin (`gc.unfreeze()` before its walk), for every module.
-export PYTHONPATH="$root/scripts/mutation.d${PYTHONPATH:+:$PYTHONPATH}"
-export PYTEST_ADDOPTS="${PYTEST_ADDOPTS:+$PYTEST_ADDOPTS }-p mutation_unfreeze"
+# (This module's first run found that mutation.sh's plugin could not empty caches gc.freeze() hid:
+# every credentials mutant a cached text reaches survived unrun. The plugin now unfreezes first.)
