@@ -281,6 +281,7 @@ M = FORGOTTEN_MARK
         (["prefers the metro line"], "note: e metro line", f"note: {M}"),
         # a short content goes wherever it appears whole, every time
         (["徐汇"], "徐汇还是徐汇", f"{M}还是{M}"),
+        (["徐汇"], "徐汇、徐汇还是徐汇", f"{M}、{M}还是{M}"),
         (["room 5"], "room 5 or room 5", f"{M} or {M}"),
         # a 7-character Latin content is short: whole only
         (["Lujiazu"], "near Lujiazu", f"near {M}"),
