@@ -518,3 +518,16 @@ def customer_locked(customer_id: int) -> Customer:
     if not rows:
         raise Customer.DoesNotExist(f"customer {customer_id} is gone")
     return _INGEST_CUSTOMER.instance(rows[0], alias)
+
+
+_CUSTOMER_LAST_MESSAGE = Statement(
+    f"UPDATE {_C} SET {name(Customer, 'last_message_at')} = %(at)s, {name(Customer, 'updated_at')} = %(now)s"
+    f" WHERE {name(Customer, 'pk')} = %(customer)s",
+    [],
+)
+
+
+def customer_last_message_set(customer_id: int, at: datetime, now: datetime) -> int:
+    """The time of the customer's last message moved to `at` (no revision: `Customer.history` leaves
+    the field out); how many rows changed. Twin: `sql_twins.customer_last_message_set`."""
+    return _CUSTOMER_LAST_MESSAGE.execute(at=at, now=now, customer=customer_id)

@@ -31,7 +31,7 @@ from memory.context.recall import recall_features_store
 from memory.models import CaptureJob
 from qiwei_site.platform.audit import audit_record
 from qiwei_site.platform.errors import StorageUnavailable, ValidationFailed, storage_fault, validate_identifier
-from qiwei_site.platform.history import Actor, stamp_history
+from qiwei_site.platform.history import Actor
 from qiwei_site.platform.tenancy import account_atomic, current_alias
 from qiwei_site.reading.recall import features
 from qiwei_site.reading.safety import CREDENTIAL, VERIFICATION_CODE, bare_secret
@@ -215,9 +215,8 @@ def _store(customer: Customer, cleaned: list[dict[str, Any]], actor: Actor, reas
         result.jobs = CaptureJob.objects.bulk_create(jobs)
         latest = max(m.sent_at for m in result.created)
         if customer.last_message_at is None or latest > customer.last_message_at:
-            customer.last_message_at = latest
-            stamp_history(customer, actor=actor, reason=reason)
-            customer.save(update_fields=["last_message_at", "updated_at"])
+            customer.last_message_at, customer.updated_at = latest, now
+            sql.customer_last_message_set(customer.pk, latest, now)
         audit_record(
             action=AuditAction.MESSAGES_INGESTED,
             conversation_id=customer.conversation_id,

@@ -48,6 +48,11 @@ def test_sql_reads_equal_their_orm_twins_on_postgres(postgres_accounts):
             assert ours == sorted(twin, key=lambda row: row[-len(sql._ITEM_NAMES)] or 0)
         # And ingest's reads of the customer (the locked one with FOR UPDATE here)
         assert_ingest_customer_reads_equal([world["customer"].conversation_id, bare.conversation_id, "wm_nobody"])
+        # And the last message time's move
+        assert (
+            sql.customer_last_message_set(bare.pk, dt.datetime(2026, 10, 1, 9, tzinfo=dt.UTC), dt.datetime.now(dt.UTC))
+            == 1
+        )
         # And the job claim and finish
         assert_claim_and_finish_equal_their_twins(bare)
         # And the values are typed as the ORM types them on this backend

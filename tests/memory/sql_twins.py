@@ -206,3 +206,7 @@ def customer_by_conversation(conversation_id: str) -> Customer | None:
 
 def customer_locked(customer_id: int) -> Customer:
     return Customer.objects.select_for_update().get(pk=customer_id)
+
+
+def customer_last_message_set(customer_id: int, at: Any, now: Any) -> int:
+    return Customer.objects.filter(pk=customer_id).update(last_message_at=at, updated_at=now)

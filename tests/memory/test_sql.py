@@ -384,3 +384,17 @@ def test_sql_ingest_customer_reads_equal_their_orm_twins(account):
     # And a customer gone (erased meanwhile) is DoesNotExist, as the ORM's get says
     with transaction.atomic(using=current_alias()), pytest.raises(Customer.DoesNotExist):
         sql.customer_locked(987654)
+
+
+@pytest.mark.django_db
+def test_sql_customer_last_message_set_equals_its_orm_twin(account):
+    # Given two customers alike
+    first, second = CustomerFactory(conversation_id="wm_sql_last_a"), CustomerFactory(conversation_id="wm_sql_last_b")
+    # When one's last message time is moved by the statement and the other's by the ORM twin
+    assert sql.customer_last_message_set(first.pk, at(7), at(8)) == sql_twins.customer_last_message_set(
+        second.pk, at(7), at(8)
+    )
+    # Then both rows hold the same times, and an unknown customer changes nothing
+    rows = Customer.objects.filter(pk__in=[first.pk, second.pk]).values_list("last_message_at", "updated_at")
+    assert set(rows) == {(at(7), at(8))}
+    assert sql.customer_last_message_set(987654, at(7), at(8)) == 0

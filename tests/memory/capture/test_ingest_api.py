@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 
 from conversations.models import Customer, Message
@@ -97,3 +99,24 @@ def test_ingest_api_needs_membership(other_account, agent_client):
         "/api/accounts/globex/conversations/c1/messages/", wecom_message("你好"), format="json"
     )
     assert response.status_code == 404
+
+
+def test_ingest_api_moves_the_last_message_time_forward_only_and_writes_no_customer_revision(agent_client):
+    # Given a customer created by a first message (one revision: the creation)
+    assert (
+        agent_client.post(URL, wecom_message("想在徐汇找一居室", external_id="wx_t1"), format="json").status_code == 201
+    )
+    customer = Customer.objects.get(conversation_id="wm_conv_api")
+    first_at, revisions = customer.last_message_at, customer.history.count()
+    # When a later message arrives, and then one sent earlier (a late delivery)
+    later = wecom_message("预算五千左右", external_id="wx_t2")
+    later["sent_at"] = (first_at + dt.timedelta(minutes=5)).isoformat()
+    earlier = wecom_message("之前说的地铁口那套还在吗", external_id="wx_t0")
+    earlier["sent_at"] = (first_at - dt.timedelta(hours=1)).isoformat()
+    assert agent_client.post(URL, later, format="json").status_code == 201
+    assert agent_client.post(URL, earlier, format="json").status_code == 201
+    # Then the last message time is the later message's, never moved back by the late one
+    customer.refresh_from_db()
+    assert customer.last_message_at == first_at + dt.timedelta(minutes=5)
+    # And the customer's revision trail holds no row per message (messages are their own record)
+    assert customer.history.count() == revisions
