@@ -138,7 +138,9 @@ _CODE_WORDS_ZH = r"(?:验证码|校验码|动态码|短信码|安全码|授权�
 # "wrong again"). A one-time code may be grouped as it is displayed ("482 913").
 _VALUE_CHAR = r"[A-Za-z0-9!@#$%^&*()_+\-=.~]"
 _ZH_VALUE = rf"(?:{_VALUE_CHAR}{{3,}}|{_VALUE_CHAR}{{2}}(?= {_VALUE_CHAR}{{2}}))(?: {_VALUE_CHAR}{{2,}})*"
-_EN_VALUE_CHAR = r"[^\s\"'”,;]"
+# A backtick ends a value as a quote does: a value typed as inline code (`DB_PASSWORD=changeme`，…) is
+# what is between the backticks, not the backtick and the words after it.
+_EN_VALUE_CHAR = r"[^\s\"'”,;`]"
 _EN_VALUE = rf"{_EN_VALUE_CHAR}{{3,}}(?: (?={_EN_VALUE_CHAR}*[0-9!@#$%^&*_+=~]){_EN_VALUE_CHAR}{{2,}})*"
 _CODE_VALUE = r"(?<![0-9])(?:\d{2,4}(?: \d{2,4}){1,3}|\d{4,8})(?![0-9])"
 # English cue words are read as words even where Chinese touches them ("我的passwd是…"): \b would
@@ -246,7 +248,7 @@ _SECRET_RULES: tuple[_Rule, ...] = (
         CREDENTIAL,
         r"(?<![\w-])--(?:[a-z]+-)?(?:password|passwd|pass|pwd|secret|client-secret|api-key|apikey|api-token|"
         r"access-token|auth-token|token|private-token|secret-key|access-key|secret-access-key|bearer-token|app-secret)"
-        r"(?:=|\s+)[\"']?(?P<v>[^\s\"']{4,})",
+        r"(?:=|\s+)[\"'`]?(?P<v>[^\s\"'`]{4,})",
         _credential_value,
     ),
     _rule(
@@ -362,14 +364,14 @@ _SECRET_RULES: tuple[_Rule, ...] = (
     _rule(
         "password_en",
         CREDENTIAL,
-        rf"{_EN_PASSWORD_CUE}[\"']?(?:\s+(?:is|was|=|:)|\s*[:=]|\s*(?:是|为))\s*[\"'“]?(?P<v>{_EN_VALUE})",
+        rf"{_EN_PASSWORD_CUE}[\"']?(?:\s+(?:is|was|=|:)|\s*[:=]|\s*(?:是|为))\s*[\"'“`]?(?P<v>{_EN_VALUE})",
         _en_password_value,
     ),
     # The cue and the value with only a space between ("pwd Zw@2024abc", "passwd Li19880808").
     _rule(
         "password_bare_en",
         CREDENTIAL,
-        rf"{_EN_PASSWORD_WORD}[ \t]+[\"'“]?(?P<v>{_EN_VALUE})",
+        rf"{_EN_PASSWORD_WORD}[ \t]+[\"'“`]?(?P<v>{_EN_VALUE})",
         _en_password_value_with_digit,
     ),
     # "pass: X", "pw=X": the short cues only before an assignment sign ("I'll pass" is a verb).
