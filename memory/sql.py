@@ -14,6 +14,7 @@ the same rows and require the same answer. Nothing here uses Django's private qu
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -531,3 +532,31 @@ def customer_last_message_set(customer_id: int, at: datetime, now: datetime) -> 
     """The time of the customer's last message moved to `at` (no revision: `Customer.history` leaves
     the field out); how many rows changed. Twin: `sql_twins.customer_last_message_set`."""
     return _CUSTOMER_LAST_MESSAGE.execute(at=at, now=now, customer=customer_id)
+
+
+_MESSAGE_ROW = row_type("IngestMessageRow", _MESSAGE.row_names)
+
+
+@functools.lru_cache(maxsize=64)
+def _messages_by_external_id(count: int) -> Statement[Any]:
+    """The statement for `count` external ids (one text per batch size: parameters are bound by name)."""
+    marks = ", ".join(f"%(e{index})s" for index in range(count))
+    return Statement(
+        f"SELECT {_MESSAGE.select('m')} FROM {_M} m WHERE m.{name(Message, 'customer')} = %(customer)s"
+        f" AND m.{name(Message, 'external_id')} IN ({marks})",
+        _MESSAGE.fields,
+        _MESSAGE_ROW,
+    )
+
+
+def messages_by_external_id(customer_id: int, external_ids: list[str]) -> list[Message]:
+    """The customer's messages stored already under these external ids (ingest's duplicate check),
+    as instances. Twin: `sql_twins.messages_by_external_id`."""
+    wanted = list(dict.fromkeys(external_ids))
+    if not wanted:
+        return []
+    rows = _messages_by_external_id(len(wanted)).rows(
+        customer=customer_id, **{f"e{index}": value for index, value in enumerate(wanted)}
+    )
+    alias = current_alias()
+    return [_MESSAGE.instance(row, alias) for row in rows]

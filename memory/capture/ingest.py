@@ -183,7 +183,7 @@ def _store(customer: Customer, cleaned: list[dict[str, Any]], actor: Actor, reas
         customer = sql.customer_locked(customer.pk)
         result = IngestResult(customer=customer)
         ids = [item["external_id"] for item in cleaned]
-        existing = {m.external_id: m for m in Message.objects.filter(customer=customer, external_id__in=ids)}
+        existing = {m.external_id: m for m in sql.messages_by_external_id(customer.pk, ids)}
         fresh: list[Message] = []
         fresh_features = []
         for item, item_features in zip(cleaned, text_features, strict=True):

@@ -16,6 +16,7 @@ from tests.memory import sql_twins
 from tests.memory.test_sql import (
     assert_claim_and_finish_equal_their_twins,
     assert_context_reads_equal,
+    assert_duplicate_check_equals_its_twin,
     assert_ingest_customer_reads_equal,
     bare_customer,
     busy_customer,
@@ -48,6 +49,9 @@ def test_sql_reads_equal_their_orm_twins_on_postgres(postgres_accounts):
             assert ours == sorted(twin, key=lambda row: row[-len(sql._ITEM_NAMES)] or 0)
         # And ingest's reads of the customer (the locked one with FOR UPDATE here)
         assert_ingest_customer_reads_equal([world["customer"].conversation_id, bare.conversation_id, "wm_nobody"])
+        # And ingest's duplicate check
+        stored = list(world["customer"].messages.values_list("external_id", flat=True))
+        assert_duplicate_check_equals_its_twin(world["customer"].pk, [*stored[:2], "wx_unknown"])
         # And the last message time's move
         assert (
             sql.customer_last_message_set(bare.pk, dt.datetime(2026, 10, 1, 9, tzinfo=dt.UTC), dt.datetime.now(dt.UTC))

@@ -210,3 +210,7 @@ def customer_locked(customer_id: int) -> Customer:
 
 def customer_last_message_set(customer_id: int, at: Any, now: Any) -> int:
     return Customer.objects.filter(pk=customer_id).update(last_message_at=at, updated_at=now)
+
+
+def messages_by_external_id(customer_id: int, external_ids: list[str]) -> list[Message]:
+    return list(Message.objects.filter(customer_id=customer_id, external_id__in=external_ids))

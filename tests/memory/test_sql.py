@@ -398,3 +398,28 @@ def test_sql_customer_last_message_set_equals_its_orm_twin(account):
     rows = Customer.objects.filter(pk__in=[first.pk, second.pk]).values_list("last_message_at", "updated_at")
     assert set(rows) == {(at(7), at(8))}
     assert sql.customer_last_message_set(987654, at(7), at(8)) == 0
+
+
+def message_as_values(message: Message) -> dict[str, Any]:
+    return {field.attname: getattr(message, field.attname) for field in Message._meta.concrete_fields}
+
+
+def assert_duplicate_check_equals_its_twin(customer_id: int, external_ids: list[str]) -> None:
+    ours = sorted((message_as_values(m) for m in sql.messages_by_external_id(customer_id, external_ids)), key=str)
+    twin = sorted((message_as_values(m) for m in sql_twins.messages_by_external_id(customer_id, external_ids)), key=str)
+    assert ours == twin
+
+
+@pytest.mark.django_db
+def test_sql_ingest_duplicate_check_equals_its_orm_twin(account):
+    # Given a busy customer's messages and another customer's under the same external id
+    world = busy_customer()
+    customer_id = world["customer"].pk
+    stored = list(Message.objects.filter(customer_id=customer_id).values_list("external_id", flat=True))
+    other = CustomerFactory(conversation_id="wm_sql_other")
+    MessageFactory(customer=other, external_id=stored[0], text="别人的消息，同一个外部 ID")
+    # Then the check finds what the ORM finds: one id, several, repeats, unknown ones, none at all,
+    # and never another customer's message
+    for ids in [stored[:1], stored, [stored[0], stored[0], "wx_unknown"], ["wx_unknown"], []]:
+        assert_duplicate_check_equals_its_twin(customer_id, ids)
+    assert {m.customer_id for m in sql.messages_by_external_id(customer_id, stored)} == {customer_id}
