@@ -342,8 +342,11 @@ def test_customer_message_arrives_captured_with_nickname_and_a_reply_reaches_wec
     arrived = time.monotonic() - started
     [message] = world.messages("wmLi0001")
     assert (message["external_id"], message["direction"], message["text"]) == (said["msgid"], "inbound", FIRM)
-    # and her WeCom nickname is the customer's name
-    assert world.get("/conversations/wmLi0001/").json()["display_name"] == "李女士"
+    # and her WeCom nickname becomes the customer's name (the same pull asks WeCom for it once her
+    # messages are stored, so it may land a moment after them)
+    assert wait_until(
+        lambda: world.get("/conversations/wmLi0001/").json()["display_name"] == "李女士", timeout=SOON, interval=0.05
+    ), world.logs()
     # and capture ran on it in the worker: both values are memory by themselves (no proposal)
     assert wait_until(world.captured, timeout=SOON), world.logs()
     items = world.get("/conversations/wmLi0001/memory/", limit=50).json()["results"]
