@@ -138,9 +138,7 @@ _CODE_WORDS_ZH = r"(?:验证码|校验码|动态码|短信码|安全码|授权�
 # "wrong again"). A one-time code may be grouped as it is displayed ("482 913").
 _VALUE_CHAR = r"[A-Za-z0-9!@#$%^&*()_+\-=.~]"
 _ZH_VALUE = rf"(?:{_VALUE_CHAR}{{3,}}|{_VALUE_CHAR}{{2}}(?= {_VALUE_CHAR}{{2}}))(?: {_VALUE_CHAR}{{2,}})*"
-# A backtick ends a value as a quote does: a value typed as inline code (`DB_PASSWORD=changeme`，…) is
-# what is between the backticks, not the backtick and the words after it.
-_EN_VALUE_CHAR = r"[^\s\"'”,;`]"
+_EN_VALUE_CHAR = r"[^\s\"'”,;]"
 _EN_VALUE = rf"{_EN_VALUE_CHAR}{{3,}}(?: (?={_EN_VALUE_CHAR}*[0-9!@#$%^&*_+=~]){_EN_VALUE_CHAR}{{2,}})*"
 _CODE_VALUE = r"(?<![0-9])(?:\d{2,4}(?: \d{2,4}){1,3}|\d{4,8})(?![0-9])"
 # English cue words are read as words even where Chinese touches them ("我的passwd是…"): \b would
@@ -248,7 +246,7 @@ _SECRET_RULES: tuple[_Rule, ...] = (
         CREDENTIAL,
         r"(?<![\w-])--(?:[a-z]+-)?(?:password|passwd|pass|pwd|secret|client-secret|api-key|apikey|api-token|"
         r"access-token|auth-token|token|private-token|secret-key|access-key|secret-access-key|bearer-token|app-secret)"
-        r"(?:=|\s+)[\"'`]?(?P<v>[^\s\"'`]{4,})",
+        r"(?:=|\s+)[\"'`]?(?P<v>[^\s\"']{4,})",
         _credential_value,
     ),
     _rule(
@@ -575,11 +573,22 @@ def _keyword_hits(text: str) -> Iterator[tuple[str, str, int, int]]:
                     yield "ds_KeywordDetector", CREDENTIAL, *span
 
 
+def _inline_code_end(text: str, start: int, end: int) -> int:
+    """Where a value found at text[start:end] ends: at a backtick inside it, as at a closing quote. A
+    value typed as inline code (`DB_PASSWORD=changeme`，…, `curl -u admin:changeme`，…) is what
+    stands between the backticks, not the backtick and the words after it — for every rule alike."""
+    tick = text.find("`", start, end)
+    return end if tick < 0 else tick
+
+
 def _secret_hits(text: str) -> Iterator[tuple[str, str, int, int]]:
     """(rule, category, start, end) of every secret in one view of the message."""
     for rule in _SECRET_RULES:
         for match in rule.regex.finditer(text):
             start, end = _match_span(match)
+            end = _inline_code_end(text, start, end)
+            if end <= start:
+                continue
             if rule.accept is not None and not rule.accept(text[start:end]):
                 continue
             if rule.category == VERIFICATION_CODE and _INVOICE_CONTEXT_RE.search(text[max(0, start - 40) : start]):
@@ -596,8 +605,10 @@ def _secret_hits(text: str) -> Iterator[tuple[str, str, int, int]]:
     urls = list(_URL_RE.finditer(text))
     for url in urls:
         for param in _URL_SECRET_PARAM_RE.finditer(url.group()):
-            if _url_param_value(param.group(1)):
-                yield "url_secret_param", CREDENTIAL, url.start() + param.start(1), url.start() + param.end(1)
+            start = url.start() + param.start(1)
+            end = _inline_code_end(text, start, url.start() + param.end(1))
+            if end > start and _url_param_value(text[start:end]):
+                yield "url_secret_param", CREDENTIAL, start, end
     # Tokens and hex digests are looked for outside URLs (paths and slugs are not keys) and outside
     # public keys and certificates.
     outside = _URL_RE.sub(lambda m: " " * len(m.group()), text)

@@ -72,3 +72,18 @@ def test_capture_spaced_credential_blocks_and_audits_without_the_secret(ingest):
     event = AuditEvent.objects.get(action="memory_capture_blocked")
     assert event.payload == {"message_id": result.created[0].pk, "categories": ["credential"]}
     assert "a b c" not in str(event.payload) + event.reason
+
+
+def test_capture_of_inline_code_blocks_a_real_value_and_lets_a_placeholder_through(ingest):
+    # given a customer quoting a manual's placeholder as inline code, and another message with a real
+    # value typed the same way, each beside a preference
+    placeholder, secret = "changeme", "Lk82mq0Zt7"
+    ingest(f"说明书写 `DOOR_PASSWORD={placeholder}`，我比较喜欢朝南的")
+    ingest(f"物业给的 `DOOR_PASSWORD={secret}`，我比较喜欢有电梯的", conversation_id="wm_conv_capture_b")
+    # then the placeholder's message is not blocked and its preference is remembered
+    blocked = AuditEvent.objects.filter(action="memory_capture_blocked")
+    assert blocked.count() == 1
+    assert MemoryItem.objects.filter(customer__conversation_id="wm_conv_capture", key="preference:朝南").exists()
+    # and the real value's message writes nothing, and no stored row or memory holds the value
+    assert not MemoryItem.objects.filter(customer__conversation_id="wm_conv_capture_b").exists()
+    assert [m.text for m in Message.objects.all() if secret in m.text] == []
