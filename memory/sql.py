@@ -485,20 +485,17 @@ def memory_state(customer_id: int) -> list[Any]:
 
 # --- ingest (`memory.capture.ingest`) --------------------------------------------------------------
 
-_INGEST_CUSTOMER = Part(Customer, concrete(Customer), "customer")
-_INGEST_CUSTOMER_ROW = row_type("IngestCustomerRow", _INGEST_CUSTOMER.row_names)
-_CUSTOMER_WHERE = f"SELECT {_INGEST_CUSTOMER.select('c')} FROM {_C} c WHERE c."
+_CUSTOMER_ROW = row_type("CustomerRow", _CUSTOMER.row_names)
+_CUSTOMER_WHERE = f"SELECT {_CUSTOMER.select('c')} FROM {_C} c WHERE c."
 _CUSTOMER_BY_CONVERSATION = Statement(
     f"{_CUSTOMER_WHERE}{name(Customer, 'conversation_id')} = %(conversation)s",
-    _INGEST_CUSTOMER.fields,
-    _INGEST_CUSTOMER_ROW,
+    _CUSTOMER.fields,
+    _CUSTOMER_ROW,
 )
 # PostgreSQL locks the row for the rest of the transaction; a SQLite writer holds the whole database
 # already (BEGIN IMMEDIATE), and SQLite has no FOR UPDATE.
 _CUSTOMER_LOCKED = {
-    vendor: Statement(
-        f"{_CUSTOMER_WHERE}{name(Customer, 'pk')} = %(customer)s{lock}", _INGEST_CUSTOMER.fields, _INGEST_CUSTOMER_ROW
-    )
+    vendor: Statement(f"{_CUSTOMER_WHERE}{name(Customer, 'pk')} = %(customer)s{lock}", _CUSTOMER.fields, _CUSTOMER_ROW)
     for vendor, lock in (("sqlite", ""), ("postgresql", " FOR UPDATE"))
 }
 
@@ -506,7 +503,7 @@ _CUSTOMER_LOCKED = {
 def customer_by_conversation(conversation_id: str) -> Customer | None:
     """The customer of a conversation id, or None. Twin: `sql_twins.customer_by_conversation`."""
     rows = _CUSTOMER_BY_CONVERSATION.rows(conversation=conversation_id)
-    return _INGEST_CUSTOMER.instance(rows[0], current_alias()) if rows else None
+    return _CUSTOMER.instance(rows[0], current_alias()) if rows else None
 
 
 def customer_locked(customer_id: int) -> Customer:
@@ -518,7 +515,7 @@ def customer_locked(customer_id: int) -> Customer:
     rows = statement.rows(customer=customer_id)
     if not rows:
         raise Customer.DoesNotExist(f"customer {customer_id} is gone")
-    return _INGEST_CUSTOMER.instance(rows[0], alias)
+    return _CUSTOMER.instance(rows[0], alias)
 
 
 _CUSTOMER_LAST_MESSAGE = Statement(
@@ -534,7 +531,7 @@ def customer_last_message_set(customer_id: int, at: datetime, now: datetime) -> 
     return _CUSTOMER_LAST_MESSAGE.execute(at=at, now=now, customer=customer_id)
 
 
-_MESSAGE_ROW = row_type("IngestMessageRow", _MESSAGE.row_names)
+_MESSAGE_ROW = row_type("MessageRow", _MESSAGE.row_names)
 
 
 @functools.lru_cache(maxsize=64)
