@@ -42,10 +42,15 @@ def message_get(*, customer: Customer, message_id: int | str) -> Message:
     return message
 
 
+def conversation_not_found(conversation_id: str) -> NotFound:
+    """The error for a conversation id no customer has (404, `conversation_not_found`)."""
+    return NotFound(f"会话 {conversation_id} 不存在 (no such conversation).", code="conversation_not_found")
+
+
 def customer_get(conversation_id: str) -> Customer:
     customer = Customer.objects.filter(conversation_id=conversation_id).order_by("pk").first()
     if customer is None:
-        raise NotFound(f"会话 {conversation_id} 不存在 (no such conversation).", code="conversation_not_found")
+        raise conversation_not_found(conversation_id)
     return customer
 
 

@@ -13,8 +13,9 @@ Audit payloads carry ids and types, never the content, so a later `forget` leave
 `memory_items_put` is the batched form of the same path (`memory_item_put` is it with one value):
 `MemoryWrites` reads the customer's active items, whether any decision exists and the current
 snapshot head once, inside the write transaction; each value is decided in memory, in order, so
-each sees the ones before it; then `flush` writes the items, their history rows (simple-history's
-`bulk_history_create`) and the audit rows in bulk, and renders the snapshot once.
+each sees the ones before it; then `flush` writes the items, their history rows (the rows
+simple-history's `bulk_history_create` makes, '+' and '~' together in one statement) and the audit
+rows in bulk, and renders the snapshot once.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import connections
 from django.utils import timezone
-from simple_history.utils import get_history_manager_for_model
 
 from conversations.models import AuditAction, Customer, CustomerProfile, Message
 from memory import sql
@@ -49,7 +49,8 @@ from memory.selectors import (
 from memory.snapshots import SnapshotHead, snapshot_write
 from qiwei_site.platform.audit import AuditEntry, audit_records_bulk
 from qiwei_site.platform.errors import ValidationFailed
-from qiwei_site.platform.history import Actor, stamp_history
+from qiwei_site.platform.history import Actor, history_rows, history_rows_insert, stamp_history
+from qiwei_site.platform.sql import insert, update_rows
 from qiwei_site.platform.tenancy import account_atomic, current_alias
 from qiwei_site.reading.fields import (
     PROFILE_FIELD_SPECS,
@@ -259,9 +260,9 @@ class MemoryWrites:
     puts before it left it, exactly as the same puts one by one would be; `flush` then writes:
 
     items leaving `active` where a new item takes their key (the unique index is checked per
-    statement) → new items and their `+` history rows → links to new items and every other changed
-    item and their `~` history rows → the profile and its history row → the audit rows → the
-    snapshot, rendered once.
+    statement) → new items → links to new items and every other changed item → the items' history
+    rows, `+` (as inserted) and `~` together in one statement → the profile and its history row →
+    the audit rows → the snapshot, rendered once.
     """
 
     def __init__(
@@ -690,7 +691,6 @@ class MemoryWrites:
 
     def flush(self, *, refresh_snapshot: bool = True, reason: str = "") -> None:
         """Write what the batch staged (nothing when nothing changed), then the snapshot once."""
-        history = _history_manager(MemoryItem)
         new_active_keys = {item.key for item in self._new if item.status == MemoryStatus.ACTIVE} | self._promoted
         blocking = [
             change.item
@@ -707,26 +707,28 @@ class MemoryWrites:
             and change.item not in blocking
         ]
         if blocking:
-            _rows_update(blocking, ["status", "updated_at"])
+            update_rows(blocking, ["status", "updated_at"])
+        history: list[Any] = []  # the items' history rows, '+' and '~', written in one statement
         if self._new:
-            MemoryItem.objects.bulk_create(self._new)
-            history.bulk_history_create(self._new)
+            insert(self._new)
+            history += history_rows(self._new, update=False)  # as they were inserted
         for old, replacement in self._links:
             old.superseded_by = replacement
             self._changed.setdefault(id(old), _Changed(old)).fields.add("superseded_by")
         if self._changed:
             changed = [change.item for change in self._changed.values()]
             fields = sorted({name for change in self._changed.values() for name in change.fields} | {"updated_at"})
-            _rows_update(changed, fields)
-            history.bulk_history_create(changed, update=True)
+            update_rows(changed, fields)
+            history += history_rows(changed, update=True)
+        history_rows_insert(history)
         if self._profile_fields:
             profile = self.profile()
             if profile.pk is None:
                 profile.save()  # its history row comes from simple-history's signal
             else:
                 profile.updated_at = timezone.now()
-                _rows_update([profile], [*sorted(self._profile_fields), "updated_at"])
-                _history_manager(CustomerProfile).bulk_history_create([profile], update=True)
+                update_rows([profile], [*sorted(self._profile_fields), "updated_at"])
+                history_rows_insert(history_rows([profile], update=True))
         audit_records_bulk([self._audit_entry(staged) for staged in self._audits])
         if refresh_snapshot and self._memory_changed:
             if connections[current_alias()].features.has_select_for_update:
@@ -765,33 +767,6 @@ def _opposite_keys(key: str) -> tuple[str, ...]:
     kind, _, obj = key.partition(":")
     opposite = {"preference": "constraint", "constraint": "preference"}.get(kind)
     return (f"{opposite}:{obj}",) if opposite and obj else ()
-
-
-# Up to this many changed rows are written one plain UPDATE each: `bulk_update`'s CASE expression
-# costs several times more to compile than the statements it saves (a batch changes one to three).
-SINGLE_UPDATES_UP_TO = 3
-_history_managers: dict[type[Any], Any] = {}
-
-
-def _history_manager(model: type[Any]) -> Any:
-    """The model's simple-history manager (made once: simple-history builds a manager class on each access)."""
-    manager = _history_managers.get(model)
-    if manager is None:
-        manager = _history_managers[model] = get_history_manager_for_model(model)
-    return manager
-
-
-def _rows_update(rows: Sequence[Any], fields: list[str]) -> None:
-    """Write these fields of these rows (of one model); history rows are the caller's."""
-    model = type(rows[0])
-    if len(rows) > SINGLE_UPDATES_UP_TO:
-        model._default_manager.bulk_update(rows, fields)
-        return
-    attnames = [model._meta.get_field(name).attname for name in fields]
-    for row in rows:
-        model._default_manager.filter(pk=row.pk).update(
-            **{name: getattr(row, attname) for name, attname in zip(fields, attnames, strict=True)}
-        )
 
 
 def memory_items_put(

@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from conversations.models import Customer
 from memory.models import MemoryItem, MemorySnapshot, MemoryStatus, MemoryType
+from qiwei_site.platform.sql import insert
 from qiwei_site.platform.tenancy import account_atomic
 
 # Confirmed knowledge first; hypotheses stand apart, only as questions to confirm.
@@ -136,7 +137,7 @@ def snapshot_write(
     rendered = render_snapshot(effective_in(items))
     if head is not None and head[1] == rendered.sha256:
         return None, False
-    snapshot = MemorySnapshot.objects.create(
+    snapshot = MemorySnapshot(
         customer=customer,
         version=head[0] + 1 if head is not None else 1,
         content=rendered.content,
@@ -146,4 +147,4 @@ def snapshot_write(
         left_out_ids=rendered.left_out_ids,
         reason=reason[:200],
     )
-    return snapshot, True
+    return insert([snapshot])[0], True

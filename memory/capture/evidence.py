@@ -33,6 +33,7 @@ from conversations.models import Customer, MessageDirection
 from conversations.received import received_text, wholly_masked
 from memory.models import MessageReading
 from qiwei_site.platform.sealing import SealBroken
+from qiwei_site.platform.sql import insert
 from qiwei_site.reading.extract import Candidate, ExtractContext, Extraction, extract
 from qiwei_site.reading.extract.bound import TOO_LONG, unreadable
 from qiwei_site.reading.extract.stored import context_key, extraction_data, extraction_of, reader_version
@@ -171,9 +172,8 @@ def keep_reading(reading: MessageReading | None) -> None:
     """Keep a reading made now (insert, or replace the stale one), in the caller's transaction."""
     if reading is None:
         return
-    MessageReading.objects.bulk_create(
+    insert(
         [reading],
-        update_conflicts=True,
         unique_fields=["message"],
         update_fields=["reader_version", "refusal", "gate", "context_key", "extraction", "read_at"],
     )

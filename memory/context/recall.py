@@ -59,23 +59,34 @@ def _upsert(model: Any, rows: list[Any], using: str) -> int:
     return len(rows)
 
 
-def _store(pairs: Sequence[tuple[int, str, Sequence[Feature] | None]], using: str | None = None) -> int:
-    """Upsert the features of (message id, text, features or None to compute) triples."""
+def _store(
+    pairs: Sequence[tuple[int, str, Sequence[Feature] | None]], using: str | None = None, *, new: bool = False
+) -> int:
+    """Upsert the features of (message id, text, features or None to compute) triples (`new`: the
+    messages have none yet, a plain insert)."""
     from memory.models import MessageRecallFeatures
+    from qiwei_site.platform import sql
     from qiwei_site.platform.tenancy import current_alias
 
     rows = [_feature_row(MessageRecallFeatures, pk, text, text_features) for pk, text, text_features in pairs]
+    if new:
+        return len(sql.insert(rows, using=using or current_alias()))
     return _upsert(MessageRecallFeatures, rows, using or current_alias())
 
 
 def recall_features_store(
-    *, messages: Iterable[Message], computed: Sequence[Sequence[Feature]] | None = None, using: str | None = None
+    *,
+    messages: Iterable[Message],
+    computed: Sequence[Sequence[Feature]] | None = None,
+    using: str | None = None,
+    new: bool = False,
 ) -> int:
     """Compute and store (or replace) the recall features of saved messages; returns rows written.
 
     Derived data, like the search index: no audit row, no history. Called at ingest in the same
     transaction as the messages, with the features it has already `computed` (one per message,
-    in order); recall stores those it finds missing or stale.
+    in order) and `new` (the messages were inserted in this transaction: none has features yet, so
+    a plain insert, not an upsert); recall stores those it finds missing or stale.
     """
     saved = list(messages)
     precomputed: list[Sequence[Feature] | None] = list(computed) if computed is not None else [None] * len(saved)
@@ -84,7 +95,7 @@ def recall_features_store(
         for message, text_features in zip(saved, precomputed, strict=True)
         if message.pk is not None
     ]
-    return _store(pairs, using)
+    return _store(pairs, using, new=new)
 
 
 def recall_features_refresh(*, message_ids: Iterable[int]) -> int:

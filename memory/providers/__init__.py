@@ -17,7 +17,8 @@ import abc
 from dataclasses import dataclass, field
 
 from conversations.models import Customer, Message
-from conversations.selectors import customer_get
+from conversations.selectors import conversation_not_found, customer_get
+from memory import sql
 from memory.capture.grounding import ProfileGrounding
 from memory.context.builder import AgentContextBuilder, BuiltContext
 from qiwei_site.platform.audit import context_read_record
@@ -45,7 +46,10 @@ class PrefetchRequest:
     @classmethod
     def for_conversation(cls, conversation_id: str, latest_message_id: int | None = None) -> PrefetchRequest:
         """The request for ids: NotFound for an unknown conversation or a message not in it."""
-        customer = customer_get(conversation_id)
+        # Every context request starts here: the customer by one hand-written statement.
+        customer = sql.customer_by_conversation(conversation_id)
+        if customer is None:
+            raise conversation_not_found(conversation_id)
         latest = None
         if latest_message_id is not None:
             latest = Message.objects.filter(customer=customer, pk=latest_message_id).first()

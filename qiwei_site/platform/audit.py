@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db import connections, transaction
 from django.utils import timezone
 
-from qiwei_site.platform import audit_anchor, audit_chain, audit_owner
+from qiwei_site.platform import audit_anchor, audit_chain, audit_owner, sql
 from qiwei_site.platform.errors import ValidationFailed
 from qiwei_site.platform.history import Actor, actor_identity
 from qiwei_site.platform.keyfiles import KeyUnavailable
@@ -78,8 +78,7 @@ def audit_record(
     """Write one audit row in the selected account's database (or the account database `using`
     names, for a writer that runs after the selection's transaction committed)."""
     columns = _hashed("conversation_id", conversation_id, audit_fields(action, actor, reason, payload))
-    manager = AuditEvent.objects.using(using) if using else AuditEvent.objects
-    return manager.create(**columns)
+    return sql.insert([AuditEvent(**columns)], using=using)[0]
 
 
 @dataclass(frozen=True)
@@ -98,15 +97,17 @@ def audit_records_bulk(entries: Sequence[AuditEntry]) -> list[AuditEvent]:
     memory write audits each of its changes, in order; the database chains them row by row)."""
     if not entries:
         return []
-    return AuditEvent.objects.bulk_create(
-        AuditEvent(
-            **_hashed(
-                "conversation_id",
-                entry.conversation_id,
-                audit_fields(entry.action, entry.actor, entry.reason, entry.payload),
+    return sql.insert(
+        [
+            AuditEvent(
+                **_hashed(
+                    "conversation_id",
+                    entry.conversation_id,
+                    audit_fields(entry.action, entry.actor, entry.reason, entry.payload),
+                )
             )
-        )
-        for entry in entries
+            for entry in entries
+        ]
     )
 
 

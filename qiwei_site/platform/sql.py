@@ -21,7 +21,7 @@ from typing import Any, Generic, NamedTuple, TypeVar, overload
 
 from django.conf import settings
 from django.db import connections, router
-from django.db.models import Field, Model
+from django.db.models import AutoField, BinaryField, Field, Model
 from django.utils.dateparse import parse_datetime
 
 from qiwei_site.platform.tenancy import current_alias
@@ -240,6 +240,151 @@ class Statement(Generic[R]):
                 values[index] = convert(values[index])
             rows.append(make(values))
         return rows
+
+
+# --- inserts: `bulk_create`'s statement without its compiler ---------------------------------------
+
+
+@functools.lru_cache(maxsize=512)
+def _insert_sql(
+    model: type[Model], count: int, unique_fields: tuple[str, ...], update_fields: tuple[str, ...]
+) -> tuple[str, tuple[Field[Any, Any], ...]]:
+    """`INSERT INTO t (columns) VALUES (…), … [ON CONFLICT (unique) DO UPDATE SET …] RETURNING pk` for
+    `count` new rows of `model`: every concrete field but an automatic key (the database gives it),
+    as `bulk_create` writes them (with `update_conflicts=True` when `update_fields` are named)."""
+    written = tuple(field for field in model._meta.concrete_fields if not _automatic_key(field))
+    row = f"({', '.join(['%s'] * len(written))})"
+    quoted = ", ".join(f'"{field.column}"' for field in written)
+    conflict = ""
+    if update_fields:
+        keys = ", ".join(name(model, field) for field in unique_fields)
+        sets = ", ".join(f"{name(model, field)} = EXCLUDED.{name(model, field)}" for field in update_fields)
+        conflict = f" ON CONFLICT ({keys}) DO UPDATE SET {sets}"
+    values = ", ".join([row] * count)
+    sql = f"INSERT INTO {table(model)} ({quoted}) VALUES {values}{conflict} RETURNING {name(model, 'pk')}"
+    return sql, written  # type: ignore[return-value]
+
+
+def _automatic_key(field: Field[Any, Any]) -> bool:
+    return bool(field.primary_key and isinstance(field, AutoField))
+
+
+def _plain(model: type[Model], written: Sequence[Field[Any, Any]], connection: Any) -> bool:
+    """Whether every value is written as a plain `%s` (no field asks for a placeholder of its own but
+    a BinaryField, whose placeholder is `%s` on both backends), and the model is no child of another."""
+    return (
+        not model._meta.parents
+        and connection.vendor in ("sqlite", "postgresql")
+        and not any(hasattr(field, "get_placeholder") and not isinstance(field, BinaryField) for field in written)
+    )
+
+
+def _insert_params(objs: Sequence[Model], written: Sequence[Field[Any, Any]], connection: Any) -> list[Any] | None:
+    """Every object's values in the statement's order, each as `bulk_create` prepares it, or None when
+    one is an expression (a database default, an F()) that only the ORM's compiler writes."""
+    params: list[Any] = []
+    for obj in objs:
+        obj._prepare_related_fields_for_save(operation_name="bulk_create")  # type: ignore[attr-defined]  # a related row saved since
+        for field in written:
+            value = field.pre_save(obj, True)  # type: ignore[no-untyped-call]  # auto_now_add, as the ORM
+            if hasattr(value, "resolve_expression"):
+                return None
+            params.append(field.get_db_prep_save(value, connection=connection))
+    return params
+
+
+def insert(
+    objs: Sequence[M],
+    *,
+    using: str | None = None,
+    unique_fields: Sequence[str] = (),
+    update_fields: Sequence[str] = (),
+) -> list[M]:
+    """Insert new rows of one model in one statement, as `Model.objects.bulk_create(objs)` does (no
+    signals; each value prepared by its field, `pre_save` then `get_db_prep_save`), and give each its
+    key; without the ORM's query compiler, which costs more than the statement on a hot path (one
+    message's ingest writes four rows). An automatic key already set (or a key of another kind left
+    unset), a value that is an expression, or more rows than one statement takes: `bulk_create`
+    itself. `update_fields` on a conflict over `unique_fields`: `bulk_create(update_conflicts=True)`.
+    Twin: `bulk_create`."""
+    if not objs:
+        return []
+    model = type(objs[0])
+    alias = using or router.db_for_write(model)
+    connection = connections[alias]
+    sql, written = _insert_sql(model, len(objs), tuple(unique_fields), tuple(update_fields))
+    params = (
+        _insert_params(objs, written, connection)
+        if connection.ops.bulk_batch_size(written, objs) >= len(objs)
+        and _plain(model, written, connection)
+        and all((obj.pk is None) is _automatic_key(model._meta.pk) for obj in objs)  # type: ignore[arg-type]
+        else None
+    )
+    if params is None:
+        conflicts: dict[str, Any] = (
+            {"update_conflicts": True, "unique_fields": unique_fields, "update_fields": update_fields}
+            if update_fields
+            else {}
+        )
+        return list(model._default_manager.using(alias).bulk_create(objs, **conflicts))  # type: ignore[arg-type]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        keys = cursor.fetchall()
+    pk = model._meta.pk
+    assert pk is not None
+    for obj, (key,) in zip(objs, keys, strict=True):
+        setattr(obj, pk.attname, key)  # the database's key, or the one it was given back
+        obj._state.adding, obj._state.db = False, alias
+    return list(objs)
+
+
+@functools.lru_cache(maxsize=512)
+def _update_sql(model: type[Model], count: int, names: tuple[str, ...], casts: tuple[str, ...] | None) -> str:
+    """`UPDATE t SET …` of these fields for `count` rows by key: `field = %s` for one row, else each
+    field a `CASE key WHEN %s THEN %s … END` (as `bulk_update` writes it; `casts`: the type each
+    CASE is cast to, on PostgreSQL)."""
+    key = name(model, "pk")
+    sets = []
+    for index, field_name in enumerate(names):
+        column = name(model, field_name)
+        if count == 1:
+            sets.append(f"{column} = %s")
+            continue
+        case = f"CASE {key} {' '.join(['WHEN %s THEN %s'] * count)} END"
+        sets.append(f"{column} = {f'CAST({case} AS {casts[index]})' if casts else case}")
+    where = f"{key} = %s" if count == 1 else f"{key} IN ({', '.join(['%s'] * count)})"
+    return f"UPDATE {table(model)} SET {', '.join(sets)} WHERE {where}"
+
+
+def update_rows(rows: Sequence[Model], names: Sequence[str], *, using: str | None = None) -> int:
+    """Write these fields of these rows (of one model, each by its key) in one statement, as
+    `bulk_update(rows, names)` does (each value prepared by its field; no `pre_save`, no signals),
+    without its compiler's cost: `queryset.update()` for one row, CASE expressions for several.
+    Returns how many rows changed. Twin: `bulk_update`."""
+    if not rows:
+        return 0
+    model = type(rows[0])
+    alias = using or router.db_for_write(model)
+    connection = connections[alias]
+    fields_ = [model._meta.get_field(field_name) for field_name in names]
+    most = connection.features.max_query_params  # None: no bound (PostgreSQL)
+    fits = most is None or len(rows) * (2 * len(fields_) + 1) <= most
+    if not fits or connection.vendor not in ("sqlite", "postgresql"):
+        return int(model._default_manager.using(alias).bulk_update(rows, list(names)))
+    casts = (
+        tuple(field.cast_db_type(connection) for field in fields_)  # type: ignore[union-attr]
+        if connection.vendor == "postgresql" and len(rows) > 1
+        else None
+    )
+    sql = _update_sql(model, len(rows), tuple(names), casts)
+    params: list[Any] = []
+    for field in fields_:
+        values = [field.get_db_prep_save(getattr(row, field.attname), connection=connection) for row in rows]  # type: ignore[union-attr]
+        params += values if len(rows) == 1 else [p for row, v in zip(rows, values, strict=True) for p in (row.pk, v)]
+    params += [row.pk for row in rows]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return int(cursor.rowcount)
 
 
 # --- the platform's own: every API request reads its token and the account it names ------------

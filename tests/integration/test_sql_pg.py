@@ -23,6 +23,7 @@ from tests.memory.test_sql import (
     claimed_and_twin,
     job_as_values,
 )
+from tests.qiwei_site.platform.test_sql import assert_insert_equals_bulk_create, assert_update_rows_equals_bulk_update
 
 pytestmark = pytest.mark.integration
 
@@ -63,3 +64,17 @@ def test_sql_reads_equal_their_orm_twins_on_postgres(postgres_accounts):
         assert sql.current_snapshot(world["customer"].pk) == [(3, "偏好：近地铁（第3版）", [3, 4])]
         assert isinstance(sql.window_newest(world["customer"].pk, 1)[0][4], dt.datetime)
         assert sql.memory_state(world["customer"].pk)[0][2] is True
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sql_insert_and_update_write_what_the_orm_writes_on_postgres(postgres_accounts):
+    # Given an account on PostgreSQL
+    account_id = postgres_accounts("pgins")
+    account_create(account_id=account_id, name="安居客服三部")
+    with use_account(account_id) as alias:
+        assert connections[alias].vendor == "postgresql"
+        # Then `insert` stores every row ingest and the audit write as `bulk_create` stores it (JSON as
+        # jsonb, times as timestamptz), the keys come back in order, and the audit chain holds
+        assert_insert_equals_bulk_create()
+        # And `update_rows` as `bulk_update` (each CASE cast to its column's type here)
+        assert_update_rows_equals_bulk_update()

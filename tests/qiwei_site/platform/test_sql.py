@@ -8,14 +8,19 @@ import datetime as dt
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import models
+from django.db import IntegrityError, models, transaction
+from django.db.models.functions import Now
 from rest_framework.authtoken.models import Token
 
+from conversations.models import AuditAction, AuditEvent, Customer, Message, MessageSecret
+from memory.models import CaptureJob, MemoryItem, MessageRecallFeatures
+from qiwei_site.platform import audit
+from qiwei_site.platform.audit import AuditEntry, account_audit_verify, audit_records_bulk
 from qiwei_site.platform.models import WeComAccount
 from qiwei_site.platform.services import account_update, membership_grant
-from qiwei_site.platform.sql import account_access, token_with_user
+from qiwei_site.platform.sql import account_access, insert, token_with_user, update_rows
 from tests.conftest import make_account
-from tests.factories import StaffUserFactory, UserFactory
+from tests.factories import CustomerFactory, StaffUserFactory, UserFactory
 from tests.qiwei_site.platform import sql_twins
 
 
@@ -116,3 +121,167 @@ def test_sql_statement_binds_parameters_and_reads_rows_by_name(db):
     # And a row class that does not match the statement's columns is refused at once
     with pytest.raises(ValueError, match="2 fields for 3 columns"):
         Statement("SELECT 1, 2, 3", [None, None, None], Pair)
+
+
+# --- `insert`: bulk_create's statement without its compiler -------------------------------------
+
+_DIFFERS = {
+    "id",
+    "external_id",
+    "message",
+    "created_at",
+    "updated_at",
+    "entry_hash",
+    "chain_seq",
+    "prev_hash",
+    "chain_hash",
+}
+
+
+def _row(model: type[models.Model], pk: object) -> dict[str, object]:
+    """The stored row as the ORM reads it back, without what differs between two copies by design."""
+    row = model._default_manager.filter(pk=pk).values().get()
+    return {key: value for key, value in row.items() if not {key, key.removesuffix("_id")} & _DIFFERS}
+
+
+def _batch(customer: Customer, tag: str, at: dt.datetime) -> dict[str, list[models.Model]]:
+    messages = [
+        Message(customer=customer, external_id=f"{tag}-{n}", direction=direction, sender=sender, text=text, sent_at=at)
+        for n, (direction, sender, text) in enumerate(
+            [
+                ("inbound", "王先生", "预算五千，想要两室，最好近地铁"),
+                ("outbound", "顾问小李", "好的，帮您找找张江附近的"),
+            ]
+        )
+    ]
+    return {"messages": messages}
+
+
+def assert_insert_equals_bulk_create() -> None:
+    """Rows of every model ingest and the audit write, inserted by `insert` and by `bulk_create`,
+    read back alike (keys given back, times filled, JSON, text, the non-automatic keys of the
+    message's secret and features), and the audit chain holds over both."""
+    customer = CustomerFactory(display_name="王先生")
+    at = dt.datetime(2026, 11, 30, 9, 30, 15, 250000, tzinfo=dt.UTC)
+    ours, twin = _batch(customer, "ours", at)["messages"], _batch(customer, "twin", at)["messages"]
+    assert insert(ours) is not None and Message.objects.bulk_create(twin)
+    for mine, theirs in zip(ours, twin, strict=True):
+        assert mine.pk is not None and not mine._state.adding and mine._state.db == theirs._state.db
+        assert _row(Message, mine.pk) == _row(Message, theirs.pk)
+        assert Message.objects.get(pk=mine.pk).created_at is not None
+    follow = {
+        "secret": lambda m: MessageSecret(message=m, sealed="密码是 Lm20461qa", categories=["credential"]),
+        "features": lambda m: MessageRecallFeatures(
+            message_id=m.pk, version=3, text_fingerprint="fp", features="b:张江"
+        ),
+        "job": lambda m: CaptureJob(customer=customer, message=m, next_attempt_at=at, enqueued_at=at),
+    }
+    for make in follow.values():
+        made, twin_made = insert([make(ours[0])]), type(make(twin[0]))._default_manager.bulk_create([make(twin[0])])
+        model = type(made[0])
+        assert made[0].pk is not None and _row(model, made[0].pk) == _row(model, twin_made[0].pk)
+    entry = AuditEntry(
+        action=AuditAction.MESSAGES_INGESTED,
+        conversation_id="wm_a",
+        actor="wecom",
+        reason="企微消息入库",
+        payload={"message_ids": [m.pk for m in ours]},
+    )
+    made = audit_records_bulk([entry, entry])
+    twin_columns = audit._hashed(
+        "conversation_id", "wm_a", audit.audit_fields("messages_ingested", "wecom", entry.reason, entry.payload)
+    )
+    twin_made = AuditEvent.objects.bulk_create([AuditEvent(**twin_columns)])
+    assert _row(AuditEvent, made[0].pk) == _row(AuditEvent, made[1].pk) == _row(AuditEvent, twin_made[0].pk)
+    stored = AuditEvent.objects.filter(pk__in=[row.pk for row in [*made, *twin_made]]).order_by("pk")
+    assert [row.chain_seq for row in stored] == sorted(row.chain_seq for row in stored)
+    assert account_audit_verify().intact
+
+
+@pytest.mark.django_db
+def test_sql_insert_writes_what_bulk_create_writes(account):
+    # Given new messages, their secret, features and job, and audit rows
+    # Then `insert` stores each as `bulk_create` stores it, and the audit chain holds
+    assert_insert_equals_bulk_create()
+
+
+@pytest.mark.django_db
+def test_sql_insert_leaves_a_set_key_or_an_expression_to_bulk_create(account):
+    # Given a message whose automatic key is already chosen, and one whose time is a database expression
+    customer = CustomerFactory(display_name="李女士")
+    keyed = Message(
+        pk=424242, customer=customer, external_id="keyed", direction="inbound", text="还有房吗", sent_at=Now()
+    )
+    dated = Message(customer=customer, external_id="dated", direction="inbound", text="押一付三可以吗", sent_at=Now())
+    # When both are inserted
+    insert([keyed])
+    insert([dated])
+    # Then bulk_create wrote them: the chosen key kept, the time the database's
+    assert Message.objects.get(external_id="keyed").pk == 424242
+    assert Message.objects.get(pk=dated.pk).sent_at is not None
+
+
+@pytest.mark.django_db
+def test_sql_insert_raises_the_orm_integrity_error_on_a_duplicate(account):
+    # Given a stored message
+    customer = CustomerFactory(display_name="陈小姐")
+    insert(
+        [
+            Message(
+                customer=customer, external_id="dup", direction="inbound", text="在吗", sent_at=dt.datetime.now(dt.UTC)
+            )
+        ]
+    )
+    # When the same external id is inserted again
+    # Then Django's IntegrityError is raised (ingest's retry catches it), and nothing more is stored
+    with pytest.raises(IntegrityError), transaction.atomic(using=Message.objects.db):
+        insert(
+            [
+                Message(
+                    customer=customer,
+                    external_id="dup",
+                    direction="inbound",
+                    text="在吗",
+                    sent_at=dt.datetime.now(dt.UTC),
+                )
+            ]
+        )
+    assert Message.objects.filter(external_id="dup").count() == 1
+
+
+def assert_update_rows_equals_bulk_update() -> None:
+    """One row and several rows, fields of every kind memory writes (JSON list, text, datetime, float,
+    a foreign key, NULL), written by `update_rows` and by `bulk_update`, read back alike."""
+    customer = CustomerFactory(display_name="刘女士")
+    at = dt.datetime(2026, 11, 30, 9, 30, 15, 250000, tzinfo=dt.UTC)
+
+    def items(tag: str) -> list[MemoryItem]:
+        return insert(
+            [
+                MemoryItem(customer=customer, type="preference", key=f"preference:{tag}{n}", content=f"近地铁{n}号线")
+                for n in range(3)
+            ]
+        )
+
+    ours, twin = items("ours"), items("twin")
+    for rows in (ours, twin):
+        rows[0].source_message_ids, rows[0].confidence, rows[0].expires_at = [3, 4], 0.9, at
+        rows[1].status, rows[1].superseded_by, rows[1].expires_at = "superseded", rows[2], None
+        rows[2].content, rows[2].updated_at = "不要一楼", at + dt.timedelta(minutes=5)
+    names = ["source_message_ids", "confidence", "expires_at", "status", "superseded_by", "content", "updated_at"]
+    assert update_rows(ours[:1], names) == 1 and update_rows(ours[1:], names) == 2
+    MemoryItem.objects.bulk_update(twin[:1], names)
+    MemoryItem.objects.bulk_update(twin[1:], names)
+    for mine, theirs in zip(ours, twin, strict=True):
+        row, twin_row = _row(MemoryItem, mine.pk), _row(MemoryItem, theirs.pk)
+        assert row.pop("key").replace("ours", "") == twin_row.pop("key").replace("twin", "")
+        assert (row.pop("superseded_by_id") is None) == (twin_row.pop("superseded_by_id") is None)
+        assert row == twin_row
+    assert MemoryItem.objects.get(pk=ours[1].pk).superseded_by_id == ours[2].pk
+
+
+@pytest.mark.django_db
+def test_sql_update_rows_writes_what_bulk_update_writes(account):
+    # Given three items changed in every kind of field
+    # Then `update_rows` stores one row and several rows as `bulk_update` stores them
+    assert_update_rows_equals_bulk_update()
