@@ -25,8 +25,9 @@ from qiwei_site.platform.errors import (
     ValidationFailed,
     validate_identifier,
 )
-from qiwei_site.platform.history import Actor, actor_identity, stamp_history
+from qiwei_site.platform.history import Actor, actor_identity, history_rows, history_rows_insert, stamp_history
 from qiwei_site.platform.services import apply_changes, refuse_other_fields
+from qiwei_site.platform.sql import insert, insert_unless
 from qiwei_site.platform.tenancy import (
     account_atomic,
 )
@@ -185,8 +186,6 @@ def alert_raise(
     per cause, however often its cause is seen again (a retried job, a second backfill). The text
     says what happened, never what the customer wrote. (A person's alert: `conversations.business.alert_create`.)"""
     with account_atomic():
-        if cause and Alert.objects.filter(customer=customer, kind=kind, cause=cause).exists():
-            return None
         alert = Alert(customer=customer, kind=kind, level=level, text=text[:300], cause=cause[:64])
         try:
             # The customer is the caller's row, read already: no query to check that it exists.
@@ -194,7 +193,13 @@ def alert_raise(
         except DjangoValidationError as exc:
             raise ValidationFailed("; ".join(exc.messages)) from None
         stamp_history(alert, actor=actor, reason=reason or "自动预警")
-        alert.save()
+        if cause:
+            # Once per cause: inserted only where no alert of this customer, kind and cause is (one statement).
+            if insert_unless(alert, match=["customer", "kind", "cause"]) is None:
+                return None
+        else:
+            insert([alert])
+        history_rows_insert(history_rows([alert], update=False))
         audit_record(
             action=AuditAction.ALERT_RAISED,
             conversation_id=customer.conversation_id,

@@ -217,6 +217,11 @@ class _Changed:
     fields: set[str] = field(default_factory=set)
 
 
+# Of an item's sources (its message ids, in order) that are the customer's messages: the newest time
+# one reached us and the newest sent time (None: none is).
+EvidenceTimes = tuple[datetime | None, datetime | None]
+
+
 @dataclass
 class _State:
     items: list[MemoryItem]
@@ -224,18 +229,30 @@ class _State:
     snapshot_head: SnapshotHead  # on PostgreSQL read at flush instead, under the customer's lock
     profile: CustomerProfile | None = None
     profile_read: bool = False  # whether `profile` was read with the state (None then: there is none)
+    evidence: dict[tuple[int, ...], EvidenceTimes] = field(default_factory=dict)  # read with the items
+
+
+def _sources(item: MemoryItem) -> tuple[int, ...]:
+    return tuple(int(i) for i in item.source_message_ids or [])
 
 
 def _state_joined(customer: Customer, alias: str) -> _State:
     rows = sql.memory_state(customer.pk)
     head = rows[0]
-    items = (sql.STATE_ITEM.optional(row, alias) for row in rows)
+    items: list[MemoryItem] = []
+    evidence: dict[tuple[int, ...], EvidenceTimes] = {}
+    for row in rows:
+        item = sql.STATE_ITEM.optional(row, alias)
+        if item is not None:
+            items.append(item)
+            evidence[_sources(item)] = (row.evidence_received, row.evidence_sent)
     return _State(
-        items=[item for item in items if item is not None],
+        items=items,
         decisions=CustomerDecisions(rows=memory_decision_rows(customer_id=customer.pk)) if head.has_decisions else None,
         snapshot_head=(head.head_version, head.head_sha256) if head.head_version is not None else None,
         profile=sql.STATE_PROFILE.optional(head, alias),
         profile_read=True,
+        evidence=evidence,
     )
 
 
@@ -287,6 +304,7 @@ class MemoryWrites:
         self._links: list[tuple[MemoryItem, MemoryItem]] = []
         self._audits: list[_StagedAudit] = []
         self._times: dict[int, tuple[datetime, datetime]] = {}
+        self._evidence: dict[tuple[int, ...], EvidenceTimes] = {}  # per loaded item's sources, if read with it
         self._unknown_messages: set[int] = set()
         self._profile: CustomerProfile | None = None
         self._profile_fields: set[str] = set()
@@ -311,6 +329,7 @@ class MemoryWrites:
             snapshot_head=state.snapshot_head,
             messages=messages,
         )
+        writes._evidence = state.evidence
         if state.profile_read:
             writes._profile = state.profile or CustomerProfile(customer=customer)
             writes._profile.customer = customer
@@ -330,6 +349,11 @@ class MemoryWrites:
         """Times (id, sent_at, created_at) of this customer's messages the caller read already."""
         for pk, sent_at, created_at in rows:
             self._times[pk] = (sent_at, created_at)
+
+    def evidence_known(self, ids: Sequence[int]) -> bool:
+        """Whether `received` and `sent_after` answer for these ids (an item's sources, in its order)
+        without reading their messages: their times were read with the item."""
+        return tuple(int(i) for i in ids) in self._evidence
 
     def messages_prefetch(self, ids: Iterable[int]) -> None:
         """Read the times of these messages (the ones not known yet) in one query."""
@@ -351,12 +375,18 @@ class MemoryWrites:
 
     def received(self, ids: Sequence[int]) -> datetime | None:
         """When the newest cited message reached us (`memory.decisions.evidence_time`, from memory)."""
+        known = self._evidence.get(tuple(int(i) for i in ids))
+        if known is not None:
+            return known[0]
         self.messages_prefetch(ids)
         times = [min(self._times[int(i)]) for i in ids if int(i) in self._times]
         return max(times, default=None)
 
     def sent_after(self, ids: Sequence[int], moment: datetime) -> bool:
         """Whether any of these messages was sent after `moment`."""
+        known = self._evidence.get(tuple(int(i) for i in ids))
+        if known is not None:
+            return known[1] is not None and known[1] > moment
         self.messages_prefetch(ids)
         return any(self._times[int(i)][0] > moment for i in ids if int(i) in self._times)
 

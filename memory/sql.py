@@ -457,28 +457,66 @@ def _snapshot_head(column: str) -> str:
     )
 
 
-_MEMORY_STATE = Statement(
-    f"SELECT {_snapshot_head('version')}, {_snapshot_head('sha256')},"
-    f" EXISTS(SELECT 1 FROM {_D} d WHERE d.{name(MemoryDecision, 'customer')} = c.{name(Customer, 'pk')}),"
-    f" {STATE_PROFILE.select('p')}, {STATE_ITEM.select('i')}"
-    f" FROM {_C} c LEFT OUTER JOIN {_P} p ON p.{name(CustomerProfile, 'customer')} = c.{name(Customer, 'pk')}"
-    f" LEFT OUTER JOIN {_I} i ON i.{name(MemoryItem, 'customer')} = c.{name(Customer, 'pk')}"
-    f" AND i.{name(MemoryItem, 'status')} IN (%(active)s, %(proposed)s)"
-    f" WHERE c.{name(Customer, 'pk')} = %(customer)s ORDER BY i.{name(MemoryItem, 'pk')}",
-    [None, None, "BooleanField", *STATE_PROFILE.fields, *STATE_ITEM.fields],
-    row_type(
-        "MemoryStateRow",
-        ["head_version", "head_sha256", "has_decisions", *STATE_PROFILE.row_names, *STATE_ITEM.row_names],
+# Each item's sources as message ids, per backend (a JSON list of integers; anything else is no id).
+_SOURCE_IDS = {
+    "sqlite": "SELECT s.value AS id FROM json_each(i.{sources}) s WHERE s.type = 'integer'",
+    "postgresql": (
+        "SELECT s.v::bigint AS id FROM jsonb_array_elements_text(i.{sources}) s(v) WHERE s.v ~ '^[0-9]{{1,18}}$'"
     ),
-)
+}
+_EARLIER = {"sqlite": "min", "postgresql": "LEAST"}
+
+
+def _evidence(vendor: str, value: str) -> str:
+    """A correlated subquery over the item's sources that are this customer's messages: the newest
+    `value` of them (`memory.decisions.evidence_time` and the staleness check read these)."""
+    sources = _SOURCE_IDS[vendor].format(sources=name(MemoryItem, "source_message_ids"))
+    return (
+        f"(SELECT max({value}) FROM ({sources}) e INNER JOIN {_M} m ON m.{name(Message, 'pk')} = e.id"
+        f" AND m.{name(Message, 'customer')} = c.{name(Customer, 'pk')})"
+    )
+
+
+def _memory_state_statement(vendor: str) -> Statement[Any]:
+    sent_at, created_at = f"m.{name(Message, 'sent_at')}", f"m.{name(Message, 'created_at')}"
+    received = f"{_EARLIER[vendor]}({sent_at}, {created_at})"
+    return Statement(
+        f"SELECT {_snapshot_head('version')}, {_snapshot_head('sha256')},"
+        f" EXISTS(SELECT 1 FROM {_D} d WHERE d.{name(MemoryDecision, 'customer')} = c.{name(Customer, 'pk')}),"
+        f" {STATE_PROFILE.select('p')}, {STATE_ITEM.select('i')},"
+        f" {_evidence(vendor, received)}, {_evidence(vendor, sent_at)}"
+        f" FROM {_C} c LEFT OUTER JOIN {_P} p ON p.{name(CustomerProfile, 'customer')} = c.{name(Customer, 'pk')}"
+        f" LEFT OUTER JOIN {_I} i ON i.{name(MemoryItem, 'customer')} = c.{name(Customer, 'pk')}"
+        f" AND i.{name(MemoryItem, 'status')} IN (%(active)s, %(proposed)s)"
+        f" WHERE c.{name(Customer, 'pk')} = %(customer)s ORDER BY i.{name(MemoryItem, 'pk')}",
+        [None, None, "BooleanField", *STATE_PROFILE.fields, *STATE_ITEM.fields, "DateTimeField", "DateTimeField"],
+        row_type(
+            "MemoryStateRow",
+            [
+                "head_version",
+                "head_sha256",
+                "has_decisions",
+                *STATE_PROFILE.row_names,
+                *STATE_ITEM.row_names,
+                "evidence_received",
+                "evidence_sent",
+            ],
+        ),
+    )
+
+
+_MEMORY_STATE = {vendor: _memory_state_statement(vendor) for vendor in ("sqlite", "postgresql")}
 
 
 def memory_state(customer_id: int) -> list[Any]:
     """The customer row with its profile and its active items and pending proposals joined (none:
     one row of NULLs), the snapshot head and whether a decision exists: (`head_version`,
     `head_sha256`, `has_decisions`, the profile's fields (`STATE_PROFILE`), the item's
-    (`STATE_ITEM`)) per row, items by id. Twin: `memory.selectors.memory_state_rows`."""
-    return _MEMORY_STATE.rows(
+    (`STATE_ITEM`), and of the item's sources that are this customer's messages the newest time
+    one reached us (`evidence_received`: sent or stored, whichever is earlier) and the newest sent
+    time (`evidence_sent`)) per row, items by id. Twin: `sql_twins.memory_state_rows`."""
+    vendor = "postgresql" if connections[current_alias()].vendor == "postgresql" else "sqlite"
+    return _MEMORY_STATE[vendor].rows(
         active=MemoryStatus.ACTIVE.value, proposed=MemoryStatus.PROPOSED.value, customer=customer_id
     )
 

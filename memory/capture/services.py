@@ -178,8 +178,11 @@ def _evidence_to_read(candidates: list[Candidate], writes: MemoryWrites) -> set[
     for candidate in candidates:
         for key in (candidate.key, *candidate.supersedes_keys):
             item = writes.active(key)
-            if item is not None and not (item.key == candidate.key and item.content == candidate.content):
-                ids.update(int(i) for i in item.source_message_ids or [])
+            if item is None or (item.key == candidate.key and item.content == candidate.content):
+                continue
+            sources = [int(i) for i in item.source_message_ids or []]
+            if not writes.evidence_known(sources):  # read with the item already
+                ids.update(sources)
     return ids
 
 

@@ -330,12 +330,60 @@ def insert(
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         keys = cursor.fetchall()
-    pk = model._meta.pk
+    _keys_given(objs, keys, alias)
+    return list(objs)
+
+
+def _keys_given(objs: Sequence[Model], keys: Sequence[tuple[Any, ...]], alias: str) -> None:
+    """Each inserted object's key as the database returned it (its own, for a key of another kind),
+    and its state saved, as `bulk_create` leaves it."""
+    pk = objs[0]._meta.pk
     assert pk is not None
     for obj, (key,) in zip(objs, keys, strict=True):
-        setattr(obj, pk.attname, key)  # the database's key, or the one it was given back
+        setattr(obj, pk.attname, key)
         obj._state.adding, obj._state.db = False, alias
-    return list(objs)
+
+
+@functools.lru_cache(maxsize=128)
+def _insert_unless_sql(model: type[Model], match: tuple[str, ...], casts: tuple[str, ...] | None) -> str:
+    """`INSERT INTO t (columns) SELECT %s, … WHERE NOT EXISTS (a row with the same `match` values)
+    RETURNING pk` for one new row (`casts`: each value's type, on PostgreSQL, where a SELECT's bare
+    parameters have none)."""
+    written = _insert_sql(model, 1, (), ())[1]
+    quoted = ", ".join(f'"{field.column}"' for field in written)
+    values = ", ".join(f"CAST(%s AS {cast})" for cast in casts) if casts else ", ".join(["%s"] * len(written))
+    same = " AND ".join(f"x.{name(model, field)} = %s" for field in match)
+    return (
+        f"INSERT INTO {table(model)} ({quoted}) SELECT {values}"
+        f" WHERE NOT EXISTS (SELECT 1 FROM {table(model)} x WHERE {same}) RETURNING {name(model, 'pk')}"
+    )
+
+
+def insert_unless(obj: M, *, match: Sequence[str], using: str | None = None) -> M | None:
+    """Insert one new row unless a row with the same values of the `match` fields exists, in one
+    statement (what `exists()` then `bulk_create([obj])` do in two); the object with its key, or
+    None when such a row was there. Twin: `filter(**match).exists()`, then `bulk_create`."""
+    model = type(obj)
+    alias = using or router.db_for_write(model)
+    connection = connections[alias]
+    written = _insert_sql(model, 1, (), ())[1]
+    plain = _plain(model, written, connection) and (obj.pk is None) is _automatic_key(model._meta.pk)  # type: ignore[arg-type]
+    params = _insert_params([obj], written, connection) if plain else None
+    match_fields: list[Field[Any, Any]] = fields(model, match)
+    if params is None:
+        same = {field.attname: getattr(obj, field.attname) for field in match_fields}
+        if model._default_manager.using(alias).filter(**same).exists():
+            return None
+        return insert([obj], using=alias)[0]
+    casts = tuple(field.cast_db_type(connection) for field in written) if connection.vendor == "postgresql" else None
+    params += [field.get_db_prep_save(getattr(obj, field.attname), connection=connection) for field in match_fields]
+    with connection.cursor() as cursor:
+        cursor.execute(_insert_unless_sql(model, tuple(match), casts), params)
+        keys = cursor.fetchall()
+    if not keys:
+        return None
+    _keys_given([obj], keys, alias)
+    return obj
 
 
 @functools.lru_cache(maxsize=512)

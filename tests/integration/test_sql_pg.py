@@ -22,8 +22,13 @@ from tests.memory.test_sql import (
     busy_customer,
     claimed_and_twin,
     job_as_values,
+    state_row_item_id,
 )
-from tests.qiwei_site.platform.test_sql import assert_insert_equals_bulk_create, assert_update_rows_equals_bulk_update
+from tests.qiwei_site.platform.test_sql import (
+    assert_insert_equals_bulk_create,
+    assert_insert_unless_equals_its_twin,
+    assert_update_rows_equals_bulk_update,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -47,7 +52,7 @@ def test_sql_reads_equal_their_orm_twins_on_postgres(postgres_accounts):
         for customer_id in [world["customer"].pk, bare.pk]:
             ours = sql.memory_state(customer_id)
             twin = sql_twins.memory_state_rows(customer_id=customer_id)
-            assert ours == sorted(twin, key=lambda row: row[-len(sql._ITEM_NAMES)] or 0)
+            assert ours == sorted(twin, key=state_row_item_id)
         # And ingest's reads of the customer (the locked one with FOR UPDATE here)
         assert_ingest_customer_reads_equal([world["customer"].conversation_id, bare.conversation_id, "wm_nobody"])
         # And ingest's duplicate check
@@ -78,3 +83,5 @@ def test_sql_insert_and_update_write_what_the_orm_writes_on_postgres(postgres_ac
         assert_insert_equals_bulk_create()
         # And `update_rows` as `bulk_update` (each CASE cast to its column's type here)
         assert_update_rows_equals_bulk_update()
+        # And `insert_unless` once per match (each value cast to its column's type here)
+        assert_insert_unless_equals_its_twin()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Exists, F, FilteredRelation, OuterRef, Q, Subquery
+from django.db.models import Exists, F, FilteredRelation, Max, OuterRef, Q, Subquery
 
 from conversations.models import (
     Alert,
@@ -28,6 +28,7 @@ from conversations.models import (
 from conversations.selectors import messages_up_to
 from memory.capture.selectors import previous_message_fields
 from memory.context import recall as recall_module
+from memory.decisions import evidence_time
 from memory.models import (
     CaptureJob,
     CaptureJobStatus,
@@ -176,9 +177,20 @@ def memory_state_rows(*, customer_id: int) -> list[tuple[Any, ...]]:
     """Twin of `memory.sql.memory_state` (which capture runs). SQLite: the customer row with its
     profile, its active items and pending proposals joined (none: one row of NULLs), the snapshot
     head and whether a decision exists, in one statement: (head version, head sha256, has
-    decisions, *profile fields, *item fields) per row."""
+    decisions, *profile fields, *item fields, the newest time one of the item's sources reached us,
+    the newest sent time of them) per row."""
     head = MemorySnapshot.objects.filter(customer=OuterRef("pk")).order_by("-version")
-    return list(
+    customer = Customer.objects.get(pk=customer_id)
+    sources = len(STATE_HEAD_COLUMNS) + len(PROFILE_MODEL_FIELDS) + ITEM_FIELDS.index(
+        MemoryItem._meta.get_field("source_message_ids")
+    )
+
+    def evidence(row: tuple[Any, ...]) -> tuple[Any, ...]:
+        ids = [int(i) for i in row[sources] or []]
+        sent = Message.objects.filter(customer=customer, pk__in=ids).aggregate(newest=Max("sent_at"))["newest"]
+        return (*row, evidence_time(customer, ids), sent)
+
+    rows = (
         Customer.objects.filter(pk=customer_id)
         .annotate(
             active_item=FilteredRelation(
@@ -195,6 +207,7 @@ def memory_state_rows(*, customer_id: int) -> list[tuple[Any, ...]]:
             *[f"active_item__{f.name}" for f in ITEM_FIELDS],
         )
     )
+    return [evidence(row) for row in rows]
 
 
 # --- ingest (`memory.sql.customer_by_conversation`, `memory.sql.customer_locked`) ----------------

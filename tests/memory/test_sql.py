@@ -107,8 +107,16 @@ def busy_customer(conversation_id: str = "wm_sql_wang") -> dict[str, Any]:
     MemoryItemFactory(
         customer=customer, content="预算五千以内", created_by=MemoryCreatedBy.HUMAN, source_message_ids=[]
     )
-    MemoryItemFactory(customer=customer, content="近地铁", importance=5, confidence=0.9, source_message_ids=[3])
-    MemoryItemFactory(customer=customer, content="不要一楼", expires_at=at(60 * 24 * 30), source_message_ids=[1, 3])
+    MemoryItemFactory(
+        customer=customer, content="近地铁", importance=5, confidence=0.9, source_message_ids=[messages[2].pk]
+    )
+    # Its sources: two of the customer's messages and an id no message has.
+    MemoryItemFactory(
+        customer=customer,
+        content="不要一楼",
+        expires_at=at(60 * 24 * 30),
+        source_message_ids=[messages[0].pk, messages[4].pk, 987654],
+    )
     MemoryItemFactory(customer=customer, content="想要三居", status=MemoryStatus.REJECTED)
     MemoryItemFactory(
         customer=customer, content="张江", status=MemoryStatus.SUPERSEDED, created_by=MemoryCreatedBy.HUMAN
@@ -243,9 +251,21 @@ def test_sql_memory_state_equals_its_orm_twin(account):
         # Then the state read gives the ORM twin's rows (items in id order; the twin's are unordered)
         ours = sql.memory_state(customer_id)
         twin = sql_twins.memory_state_rows(customer_id=customer_id)
-        assert ours == sorted(twin, key=lambda row: row[-len(sql._ITEM_NAMES)] or 0)
+        assert ours == sorted(twin, key=state_row_item_id)
     busy = sql.memory_state(world["customer"].pk)
     assert len(busy) == 3 and busy[0][:3] == (3, "3".zfill(64), True)
+    # And each item's evidence times are its own messages' (the newest of them; none for no sources)
+    first, newest = world["messages"][0], world["messages"][4]
+    assert [(row.evidence_received, row.evidence_sent) for row in busy] == [
+        (None, None),
+        (world["messages"][2].sent_at, world["messages"][2].sent_at),
+        (min(newest.sent_at, newest.created_at), max(first.sent_at, newest.sent_at)),
+    ]
+
+
+def state_row_item_id(row: tuple[Any, ...]) -> int:
+    """The item id of a memory-state row (0 for a customer with none), as the SQL orders them."""
+    return row[-len(sql._ITEM_NAMES) - 2] or 0
 
 
 # --- ties and withdrawn messages, at random ------------------------------------------------------

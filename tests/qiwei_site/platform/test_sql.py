@@ -12,13 +12,13 @@ from django.db import IntegrityError, models, transaction
 from django.db.models.functions import Now
 from rest_framework.authtoken.models import Token
 
-from conversations.models import AuditAction, AuditEvent, Customer, Message, MessageSecret
+from conversations.models import Alert, AuditAction, AuditEvent, Customer, Message, MessageSecret
 from memory.models import CaptureJob, MemoryItem, MessageRecallFeatures
 from qiwei_site.platform import audit
 from qiwei_site.platform.audit import AuditEntry, account_audit_verify, audit_records_bulk
 from qiwei_site.platform.models import WeComAccount
 from qiwei_site.platform.services import account_update, membership_grant
-from qiwei_site.platform.sql import account_access, insert, token_with_user, update_rows
+from qiwei_site.platform.sql import account_access, insert, insert_unless, token_with_user, update_rows
 from tests.conftest import make_account
 from tests.factories import CustomerFactory, StaffUserFactory, UserFactory
 from tests.qiwei_site.platform import sql_twins
@@ -285,3 +285,28 @@ def test_sql_update_rows_writes_what_bulk_update_writes(account):
     # Given three items changed in every kind of field
     # Then `update_rows` stores one row and several rows as `bulk_update` stores them
     assert_update_rows_equals_bulk_update()
+
+
+def assert_insert_unless_equals_its_twin() -> None:
+    """An alert inserted once per (customer, kind, cause): the first stored as `bulk_create` stores
+    it, the same cause again nothing, another cause or another customer a row of their own."""
+    wang, li = CustomerFactory(display_name="王先生"), CustomerFactory(display_name="李女士")
+
+    def alert(customer: Customer, cause: str) -> Alert:
+        return Alert(customer=customer, kind="personal_number", level="info", text="客户消息含个人号码", cause=cause)
+
+    first = insert_unless(alert(wang, "message:41"), match=["customer", "kind", "cause"])
+    twin = Alert.objects.bulk_create([alert(wang, "message:twin")])[0]
+    assert first is not None and first.pk is not None and not first._state.adding
+    assert {**_row(Alert, first.pk), "cause": ""} == {**_row(Alert, twin.pk), "cause": ""}
+    assert insert_unless(alert(wang, "message:41"), match=["customer", "kind", "cause"]) is None
+    assert insert_unless(alert(wang, "message:42"), match=["customer", "kind", "cause"]) is not None
+    assert insert_unless(alert(li, "message:41"), match=["customer", "kind", "cause"]) is not None
+    assert Alert.objects.filter(cause="message:41").count() == 2
+
+
+@pytest.mark.django_db
+def test_sql_insert_unless_inserts_once_per_match(account):
+    # Given alerts raised with causes
+    # Then a cause already stored for the customer inserts nothing, and the rows are the ORM's
+    assert_insert_unless_equals_its_twin()
