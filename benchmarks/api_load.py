@@ -22,6 +22,9 @@ connections disturbs nobody; PgBouncer is Debian's, in front of it.
     .venv/bin/python benchmarks/api_load.py --accounts 1 200 [500] [--backends sqlite postgres pgbouncer]
         [--modes legacy capped] [--seconds 15] [--clients 32] [--workers 4] [--cap 8] [--json out.json]
 
+Each phase also reads the load generator's own CPU per request ("load ms"): it runs on the same
+cores, so on a 2-core machine what it spends caps how far req/s ratios can follow CPU ratios.
+
 Beside other revisions (issue 13: context req/s ≥ 2.5× b40be73's at 8 clients; issue 38: a real turn
 ≥ 2.5× b40be73's in req/s and in the server's CPU per turn): `--compare REV [REV ...]` exports each
 REV with `git archive` into a temporary directory, prepares one data dir with this checkout's code
@@ -202,12 +205,19 @@ def client_process(args: tuple[str, str, int, float, str, int]) -> list[tuple[fl
     return results
 
 
+def client_process_timed(args: tuple[str, str, int, float, str, int]) -> tuple[list[tuple[float, int]], float]:
+    """`client_process`, and the CPU seconds the load generator's process spent on it (all its threads)."""
+    started = time.process_time()
+    samples = client_process(args)
+    return samples, time.process_time() - started
+
+
 def run_load(base: str, token: str, clients: int, seconds: float, kind: str) -> dict:
     processes = 2 if clients >= 2 else 1
     per = [clients // processes + (1 if i < clients % processes else 0) for i in range(processes)]
     with multiprocessing.get_context("spawn").Pool(processes) as pool:
-        chunks = pool.map(client_process, [(base, token, per[i], seconds, kind, i) for i in range(processes)])
-    samples = [s for chunk in chunks for s in chunk]
+        chunks = pool.map(client_process_timed, [(base, token, per[i], seconds, kind, i) for i in range(processes)])
+    samples = [s for chunk, _cpu in chunks for s in chunk]
     ok = [latency for latency, status in samples if status < 400]
     errors = sum(1 for _, status in samples if status >= 400)
     return {
@@ -218,6 +228,9 @@ def run_load(base: str, token: str, clients: int, seconds: float, kind: str) -> 
         "rps": len(ok) / seconds,
         "p50_ms": percentile(ok, 50) * 1000,
         "p95_ms": percentile(ok, 95) * 1000,
+        # The load generator shares the machine's cores with the server: what it spends per request
+        # is CPU the server could not use (on 2 cores it caps req/s ratios below CPU ratios).
+        "client_cpu_ms": sum(cpu for _chunk, cpu in chunks) * 1000 / len(samples) if samples else float("nan"),
     }
 
 
@@ -347,7 +360,8 @@ def compare_backend(backend: str, args: argparse.Namespace, revisions: dict[str,
                     print(
                         f"  round {round_ + 1}/{args.rounds} {backend:8s} {kind:7s} {n:3d} clients {name:8s}: "
                         f"{row['rps']:7.1f} req/s  p50 {row['p50_ms']:6.1f} ms  p95 {row['p95_ms']:7.1f} ms  "
-                        f"CPU {row['cpu_ms']:6.1f} ms/req  errors {row['errors']}",
+                        f"CPU {row['cpu_ms']:6.1f} ms/req (load generator {row['client_cpu_ms']:4.1f})  "
+                        f"errors {row['errors']}",
                         flush=True,
                     )
         return rows + [s for revision in revisions for s in compare_summary(rows, backend, args, revision)]
@@ -367,7 +381,7 @@ def compare_summary(rows: list[dict], backend: str, args: argparse.Namespace, re
         f"\n  {backend}: ours (working tree) beside {revision}, gunicorn {args.workers} workers × 4 threads each, "
         f"{args.seconds:g} s per phase, {args.rounds} rounds alternating (median of the rounds; errors summed)"
     )
-    header = f"{'req/s':>9s}{'p50 ms':>9s}{'p95 ms':>9s}{'CPU ms':>9s}{'errors':>8s}"
+    header = f"{'req/s':>9s}{'p50 ms':>9s}{'p95 ms':>9s}{'CPU ms':>9s}{'load ms':>9s}{'errors':>8s}"
     print(f"  {'kind':8s}{'clients':>8s}  {'variant':9s}{header}  rounds req/s")
     for kind in args.kinds:
         for n in args.clients:
@@ -386,6 +400,7 @@ def compare_summary(rows: list[dict], backend: str, args: argparse.Namespace, re
                     "p50_ms": statistics.median(r["p50_ms"] for r in mine),
                     "p95_ms": statistics.median(r["p95_ms"] for r in mine),
                     "cpu_ms": statistics.median(r["cpu_ms"] for r in mine),
+                    "client_cpu_ms": statistics.median(r.get("client_cpu_ms", float("nan")) for r in mine),
                     "errors": sum(r["errors"] for r in mine),
                     "requests": sum(r["requests"] for r in mine),
                     "rounds_rps": [r["rps"] for r in mine],
@@ -393,7 +408,8 @@ def compare_summary(rows: list[dict], backend: str, args: argparse.Namespace, re
                 m = medians[name]
                 print(
                     f"  {kind:8s}{n:8d}  {name:9s}{m['rps']:9.1f}{m['p50_ms']:9.1f}{m['p95_ms']:9.1f}"
-                    f"{m['cpu_ms']:9.1f}{m['errors']:8d}  " + ", ".join(f"{v:.1f}" for v in m["rounds_rps"])
+                    f"{m['cpu_ms']:9.1f}{m['client_cpu_ms']:9.1f}{m['errors']:8d}  "
+                    + ", ".join(f"{v:.1f}" for v in m["rounds_rps"])
                 )
             ratio = medians["ours"]["rps"] / medians[revision]["rps"] if medians[revision]["rps"] else float("nan")
             cpu_ratio = (

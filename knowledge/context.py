@@ -191,7 +191,7 @@ KnowledgeVersion = tuple[tuple[str, str], ...]
 
 # A handful of versions at most (a reindex makes a new one; tests switch knowledge roots).
 _CACHED_VERSIONS = 4
-_cache: OrderedDict[tuple[KnowledgeVersion, tuple[str, ...], int], KnowledgeContext] = OrderedDict()
+_cache: OrderedDict[tuple[str, tuple[str, ...], int], KnowledgeContext] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
@@ -205,12 +205,19 @@ def knowledge_version() -> KnowledgeVersion:
 KNOWLEDGE_VERSION_CACHE_SECONDS = 5
 
 
+def _version_token(version: KnowledgeVersion) -> str:
+    return hashlib.sha256(repr(version).encode()).hexdigest()[:32]
+
+
+_EMPTY_VERSION_TOKEN = _version_token(())
+
+
 def knowledge_version_token() -> str:
     """A short digest of `knowledge_version()`, kept in Django's cache by key and flushed when the
     index is written (`knowledge_version_flush`)."""
     token = cache.get(KNOWLEDGE_VERSION_CACHE_KEY)
     if token is None:
-        token = hashlib.sha256(repr(knowledge_version()).encode()).hexdigest()[:32]
+        token = _version_token(knowledge_version())
         cache.set(KNOWLEDGE_VERSION_CACHE_KEY, token, KNOWLEDGE_VERSION_CACHE_SECONDS)
     return str(token)
 
@@ -233,13 +240,17 @@ def _copied(context: KnowledgeContext) -> KnowledgeContext:
 
 def project_context_cached(*, files: list[str] | None = None, limit: int | None = None) -> KnowledgeContext:
     """`project_context`, computed once per knowledge-index version (and files, limit) in this
-    process: a build reads the version (one query) instead of the documents and sections. The
-    result is equal to `project_context`'s for the same index, since that depends on nothing else.
-    An empty index is not cached (project_context indexes it lazily; the next call caches)."""
+    process: a build reads the version's token (`knowledge_version_token`: Django's cache, a query
+    at most every few seconds) instead of the documents and sections. The result is equal to
+    `project_context`'s for the index that token names, since that depends on nothing else; another
+    process's reindex is seen when the token is, as by the context answer cache. An empty index is
+    not cached (project_context indexes it lazily; the next call caches)."""
     names = tuple(files if files is not None else settings.QIWEI_AGENT_CONTEXT_FILES)
     limit = limit if limit is not None else settings.QIWEI_AGENT_CONTEXT_CHAR_LIMIT
-    version = knowledge_version()
-    if not version:
+    # The version's token, as the context answer cache keys on it (no query while it is cached):
+    # the instructions a build renders and the key its answer is kept under name the same version.
+    version = knowledge_version_token()
+    if version == _EMPTY_VERSION_TOKEN:
         return project_context(files=list(names), limit=limit)
     key = (version, names, limit)
     with _cache_lock:

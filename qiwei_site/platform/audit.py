@@ -499,7 +499,7 @@ def context_read_record(
         value = trace.get(key)
         return [int(v) for v in value if isinstance(v, int)] if isinstance(value, list) else []
 
-    return ContextRead.objects.create(
+    read = ContextRead(
         conversation_id=conversation_id,
         purpose=ContextReadPurpose(purpose),
         actor_id=actor_id,
@@ -513,6 +513,7 @@ def context_read_record(
         draft_id=draft_id,
         degraded=bool(trace.get("fallback")),
     )
+    return sql.insert([read])[0]  # every context request writes one: the statement without the compiler
 
 
 def context_reads_purge(*, now: dt.datetime | None = None) -> int:

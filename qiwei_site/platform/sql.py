@@ -1,9 +1,12 @@
-"""Hand-written SQL for the hottest reads, without the ORM's per-call cost and without Django's
-private query internals: a `Statement` is one SQL text, written once with table and column names
+"""Hand-written SQL for the hottest reads and writes, without the ORM's per-call cost and without
+Django's private query internals: a `Statement` is one SQL text, written once with table and column names
 from the models' `_meta` (`table`, `name`, `columns`), run on the cursor with its parameters bound
 by name (`%(name)s`, datetimes adapted as the ORM adapts them), each result value converted as the
 ORM converts it (`_converter`), and each row a named tuple (its `row` class; `Part`: one model's
-columns inside a wider row, read back by name into an instance).
+columns inside a wider row, read back by name into an instance). Writes: `insert`, `insert_unless`
+and `update_rows`, the statements `bulk_create` and `bulk_update` run, each value prepared by its
+field as they prepare it, without their compiler (`insert` calls the model's own
+`_prepare_related_fields_for_save` and sets `_state`, as `bulk_create` does).
 
 The statements live beside the app whose tables they read (`memory.sql`, and here the platform's
 own: `token_with_user`, `account_access`); each has an ORM twin, beside the test that runs both

@@ -47,8 +47,9 @@ IN, OUT = MessageDirection.INBOUND, MessageDirection.OUTBOUND
 # Account database: the window (recent + recall candidates), the snapshot, its human-written
 # items, the profile, open tasks, open alerts, open recommendations with their latest feedback.
 ACCOUNT_QUERIES = 7
-# Default database: the knowledge-index version.
-DEFAULT_QUERIES = 1
+# Default database: none (the knowledge-index version's token is in Django's cache; it was one query,
+# the version itself, before the fixed instructions were keyed on the token).
+DEFAULT_QUERIES = 0
 # A warm build: the context version (with the profile row) only.
 WARM_ACCOUNT_QUERIES = 1
 WARM_DEFAULT_QUERIES = 0
