@@ -247,18 +247,23 @@ def project_context_cached(*, files: list[str] | None = None, limit: int | None 
     not cached (project_context indexes it lazily; the next call caches)."""
     names = tuple(files if files is not None else settings.QIWEI_AGENT_CONTEXT_FILES)
     limit = limit if limit is not None else settings.QIWEI_AGENT_CONTEXT_CHAR_LIMIT
-    # The version's token, as the context answer cache keys on it (no query while it is cached):
-    # the instructions a build renders and the key its answer is kept under name the same version.
-    version = knowledge_version_token()
-    if version == _EMPTY_VERSION_TOKEN:
+    # The version's token, as the context answer cache keys on it (no query while it is cached).
+    token = knowledge_version_token()
+    if token == _EMPTY_VERSION_TOKEN:
         return project_context(files=list(names), limit=limit)
-    key = (version, names, limit)
+    key = (token, names, limit)
     with _cache_lock:
         cached = _cache.get(key)
         if cached is not None:
             _cache.move_to_end(key)
     if cached is None:
+        # Kept under the version it is rendered from, read now: a token still naming the version
+        # before another process's reindex never labels the new text (it misses until it expires).
+        version = knowledge_version()
         cached = project_context(files=list(names), limit=limit)
+        if not version:
+            return cached
+        key = (_version_token(version), names, limit)
         with _cache_lock:
             _cache[key] = cached
             while len(_cache) > _CACHED_VERSIONS:

@@ -232,8 +232,13 @@ class _State:
     evidence: dict[tuple[int, ...], EvidenceTimes] = field(default_factory=dict)  # read with the items
 
 
-def _sources(item: MemoryItem) -> tuple[int, ...]:
-    return tuple(int(i) for i in item.source_message_ids or [])
+def _sources(item: MemoryItem) -> tuple[int, ...] | None:
+    """The item's sources as the evidence times were read for them (a JSON list of integers), or None
+    for anything else (a string id, a value that is no list): its times are then read when asked."""
+    ids = item.source_message_ids
+    if not isinstance(ids, list) or not all(type(i) is int for i in ids):
+        return None
+    return tuple(ids)
 
 
 def _state_joined(customer: Customer, alias: str) -> _State:
@@ -245,7 +250,9 @@ def _state_joined(customer: Customer, alias: str) -> _State:
         item = sql.STATE_ITEM.optional(row, alias)
         if item is not None:
             items.append(item)
-            evidence[_sources(item)] = (row.evidence_received, row.evidence_sent)
+            sources = _sources(item)
+            if sources is not None:
+                evidence[sources] = (row.evidence_received, row.evidence_sent)
     return _State(
         items=items,
         decisions=CustomerDecisions(rows=memory_decision_rows(customer_id=customer.pk)) if head.has_decisions else None,

@@ -457,11 +457,17 @@ def _snapshot_head(column: str) -> str:
     )
 
 
-# Each item's sources as message ids, per backend (a JSON list of integers; anything else is no id).
+# Each item's sources as message ids, per backend: the integers of a JSON list (a string, a float or
+# a value that is no list is no id here; `memory.items` then reads that item's times when asked).
 _SOURCE_IDS = {
-    "sqlite": "SELECT s.value AS id FROM json_each(i.{sources}) s WHERE s.type = 'integer'",
+    "sqlite": (
+        "SELECT s.value AS id FROM json_each(CASE WHEN json_type(i.{sources}) = 'array' THEN i.{sources}"
+        " ELSE '[]' END) s WHERE s.type = 'integer'"
+    ),
     "postgresql": (
-        "SELECT s.v::bigint AS id FROM jsonb_array_elements_text(i.{sources}) s(v) WHERE s.v ~ '^[0-9]{{1,18}}$'"
+        "SELECT (s.v)::text::bigint AS id FROM jsonb_array_elements(CASE WHEN jsonb_typeof(i.{sources}) = 'array'"
+        " THEN i.{sources} ELSE '[]'::jsonb END) s(v)"
+        " WHERE jsonb_typeof(s.v) = 'number' AND (s.v)::text ~ '^-?[0-9]{{1,18}}$'"
     ),
 }
 _EARLIER = {"sqlite": "min", "postgresql": "LEAST"}

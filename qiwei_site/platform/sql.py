@@ -18,12 +18,13 @@ from __future__ import annotations
 import collections
 import functools
 import operator
+import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Generic, NamedTuple, TypeVar, overload
 
 from django.conf import settings
-from django.db import connections, router
+from django.db import connections, router, transaction
 from django.db.models import AutoField, BinaryField, Field, Model
 from django.utils.dateparse import parse_datetime
 
@@ -255,7 +256,11 @@ def _insert_sql(
     """`INSERT INTO t (columns) VALUES (…), … [ON CONFLICT (unique) DO UPDATE SET …] RETURNING pk` for
     `count` new rows of `model`: every concrete field but an automatic key (the database gives it),
     as `bulk_create` writes them (with `update_conflicts=True` when `update_fields` are named)."""
-    written = tuple(field for field in model._meta.concrete_fields if not _automatic_key(field))
+    written = tuple(
+        field
+        for field in model._meta.concrete_fields
+        if not _automatic_key(field) and not getattr(field, "generated", False)  # as bulk_create leaves them
+    )
     row = f"({', '.join(['%s'] * len(written))})"
     quoted = ", ".join(f'"{field.column}"' for field in written)
     conflict = ""
@@ -330,7 +335,7 @@ def insert(
             else {}
         )
         return list(model._default_manager.using(alias).bulk_create(objs, **conflicts))  # type: ignore[arg-type]
-    with connection.cursor() as cursor:
+    with transaction.mark_for_rollback_on_error(using=alias), connection.cursor() as cursor:
         cursor.execute(sql, params)
         keys = cursor.fetchall()
     _keys_given(objs, keys, alias)
@@ -345,6 +350,11 @@ def _keys_given(objs: Sequence[Model], keys: Sequence[tuple[Any, ...]], alias: s
     for obj, (key,) in zip(objs, keys, strict=True):
         setattr(obj, pk.attname, key)
         obj._state.adding, obj._state.db = False, alias
+
+
+# A cast's length ("varchar(64)" → "varchar"): an explicit cast would cut a longer value where the
+# insert itself refuses it, as `bulk_create`'s does.
+_LENGTH = re.compile(r"\(\d+\)$")
 
 
 @functools.lru_cache(maxsize=128)
@@ -378,9 +388,13 @@ def insert_unless(obj: M, *, match: Sequence[str], using: str | None = None) -> 
         if model._default_manager.using(alias).filter(**same).exists():
             return None
         return insert([obj], using=alias)[0]
-    casts = tuple(field.cast_db_type(connection) for field in written) if connection.vendor == "postgresql" else None
+    casts = (
+        tuple(_LENGTH.sub("", str(field.cast_db_type(connection))) for field in written)
+        if connection.vendor == "postgresql"
+        else None
+    )
     params += [field.get_db_prep_save(getattr(obj, field.attname), connection=connection) for field in match_fields]
-    with connection.cursor() as cursor:
+    with transaction.mark_for_rollback_on_error(using=alias), connection.cursor() as cursor:
         cursor.execute(_insert_unless_sql(model, tuple(match), casts), params)
         keys = cursor.fetchall()
     if not keys:
@@ -418,9 +432,18 @@ def update_rows(rows: Sequence[Model], names: Sequence[str], *, using: str | Non
     alias = using or router.db_for_write(model)
     connection = connections[alias]
     fields_ = [model._meta.get_field(field_name) for field_name in names]
+    if any(row.pk is None for row in rows):
+        raise ValueError("update_rows() needs every row's primary key (as bulk_update() does)")
+    for row in rows:  # a related row saved since it was assigned: its key, as bulk_update takes it
+        row._prepare_related_fields_for_save(operation_name="bulk_update", fields=fields_)  # type: ignore[attr-defined]
     most = connection.features.max_query_params  # None: no bound (PostgreSQL)
     fits = most is None or len(rows) * (2 * len(fields_) + 1) <= most
-    if not fits or connection.vendor not in ("sqlite", "postgresql"):
+    expression = any(
+        hasattr(getattr(row, field.attname), "resolve_expression")  # type: ignore[union-attr]
+        for row in rows
+        for field in fields_
+    )
+    if not fits or expression or connection.vendor not in ("sqlite", "postgresql"):
         return int(model._default_manager.using(alias).bulk_update(rows, list(names)))
     casts = (
         tuple(field.cast_db_type(connection) for field in fields_)  # type: ignore[union-attr]
@@ -433,7 +456,7 @@ def update_rows(rows: Sequence[Model], names: Sequence[str], *, using: str | Non
         values = [field.get_db_prep_save(getattr(row, field.attname), connection=connection) for row in rows]  # type: ignore[union-attr]
         params += values if len(rows) == 1 else [p for row, v in zip(rows, values, strict=True) for p in (row.pk, v)]
     params += [row.pk for row in rows]
-    with connection.cursor() as cursor:
+    with transaction.mark_for_rollback_on_error(using=alias), connection.cursor() as cursor:
         cursor.execute(sql, params)
         return int(cursor.rowcount)
 

@@ -7,11 +7,14 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from django.db import connections
+from django.db import DataError, connections, transaction
 
+from conversations.models import Alert
 from memory import sql
 from qiwei_site.platform.services import account_create
+from qiwei_site.platform.sql import insert_unless
 from qiwei_site.platform.tenancy import use_account
+from tests.factories import CustomerFactory
 from tests.memory import sql_twins
 from tests.memory.test_sql import (
     assert_claim_and_finish_equal_their_twins,
@@ -85,3 +88,9 @@ def test_sql_insert_and_update_write_what_the_orm_writes_on_postgres(postgres_ac
         assert_update_rows_equals_bulk_update()
         # And `insert_unless` once per match (each value cast to its column's type here)
         assert_insert_unless_equals_its_twin()
+        # And a value longer than its column is refused, not cut by the cast (as bulk_create refuses it)
+        customer = CustomerFactory(display_name="郑女士")
+        long = Alert(customer=customer, kind="personal_number", level="info", text="号" * 400, cause="message:1")
+        with pytest.raises(DataError), transaction.atomic(using=alias):
+            insert_unless(long, match=["customer", "kind", "cause"])
+        assert not Alert.objects.filter(customer=customer).exists()

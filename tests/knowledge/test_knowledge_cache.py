@@ -4,8 +4,10 @@ read per build instead of the documents and sections, and never an outdated text
 from __future__ import annotations
 
 import pytest
+from django.core.cache import cache
 
 from knowledge.context import (
+    KNOWLEDGE_VERSION_CACHE_KEY,
     knowledge_version,
     project_context,
     project_context_cache_clear,
@@ -110,3 +112,24 @@ def test_project_context_cached_indexes_an_empty_index_lazily(db, knowledge_root
     assert "耐心回答租房问题" in context.text
     assert [path for path, _sha in knowledge_version()] == ["personality.md"]
     assert same(project_context_cached(files=["personality.md"]), context)
+
+
+def test_project_context_cached_never_keeps_new_text_under_a_stale_version(indexed):
+    # Given instructions cached for version 1, whose token this process still holds in Django's cache
+    # (a per-process cache: another process's reindex does not flush it)
+    project_context_cached(files=FILES)
+    stale = cache.get(KNOWLEDGE_VERSION_CACHE_KEY)
+    # When another process reindexes a changed rules file (version 2), and this process asks for a
+    # set of files it has not cached yet while its token still names version 1
+    write(indexed, "rules.md", "# 规则\n## 安全边界\n不索要验证码，也不索要身份证照片\n## 报价\n只报已确认的价格")
+    knowledge_index()
+    cache.set(KNOWLEDGE_VERSION_CACHE_KEY, stale)
+    fresh = project_context_cached(files=["personality.md"])
+    # Then the text is version 2's, kept under version 2: once the index returns to version 1's
+    # files, version 1's text is served, not version 2's under version 1's name
+    assert "也不索要身份证照片" in fresh.text
+    write(indexed, "rules.md", "# 规则\n## 安全边界\n不索要验证码和银行卡密码\n## 报价\n只报已确认的价格")
+    knowledge_index()
+    assert cache.get(KNOWLEDGE_VERSION_CACHE_KEY) in (None, stale)
+    back = project_context_cached(files=["personality.md"])
+    assert "不索要验证码和银行卡密码" in back.text and "身份证照片" not in back.text

@@ -310,3 +310,20 @@ def test_sql_insert_unless_inserts_once_per_match(account):
     # Given alerts raised with causes
     # Then a cause already stored for the customer inserts nothing, and the rows are the ORM's
     assert_insert_unless_equals_its_twin()
+
+
+@pytest.mark.django_db
+def test_sql_update_rows_refuses_a_row_without_a_key_and_takes_a_related_rows_key(account):
+    # Given an item whose successor was assigned before it was saved
+    customer = CustomerFactory(display_name="赵先生")
+    old = insert([MemoryItem(customer=customer, type="preference", key="preference:楼层", content="高楼层")])[0]
+    successor = MemoryItem(customer=customer, type="preference", key="preference:楼层二", content="中间楼层")
+    old.superseded_by = successor
+    insert([successor])
+    # When the link is written
+    update_rows([old], ["superseded_by"])
+    # Then the successor's key is stored, as bulk_update stores it
+    assert MemoryItem.objects.get(pk=old.pk).superseded_by_id == successor.pk
+    # And a row with no key is refused, as bulk_update refuses it
+    with pytest.raises(ValueError):
+        update_rows([MemoryItem(customer=customer, key="preference:无", content="无")], ["content"])
