@@ -383,8 +383,9 @@ def memory_proposal_accept(
     constraint or event vouched for by a person (created_by=human, confidence 1), the customer's
     message still its evidence — with the value as read or as the supervisor corrects it. The value
     it replaces under its key is superseded, the profile follows a `profile:<field>` key, and the
-    snapshot is refreshed; a corrected value records the one read as replaced, so the same words
-    from the customer do not bring it back over the supervisor's."""
+    snapshot is refreshed; a corrected value records the one read as replaced, and the value the key
+    held before (when it means something else) is recorded as replaced too, as an edit records it, so
+    the same words from the customer do not bring either back over the supervisor's."""
     reason = reason_required(reason)
     with account_atomic():
         item = _locked(item)
@@ -415,6 +416,7 @@ def memory_proposal_accept(
         if proposal is None or proposal.pk != item.pk:
             proposal = item
         held_back = proposal.held_back
+        displaced = writes.active(item.key)  # the value the supervisor's choice takes the key from
         writes.promote(proposal, type=new_type, content=new_content, actor=actor, reason=reason)
         edited = not same_meaning(read_content, proposal.content)
         writes.audit(
@@ -426,11 +428,17 @@ def memory_proposal_accept(
         )
         writes.flush(reason=reason)
         decision_record(item=proposal, kind=DecisionKind.CONFIRMED)
-        if edited:
-            # The value read, corrected by the supervisor: the same words again do not undo the correction.
-            decision_record(
-                customer=proposal.customer, key=proposal.key, kind=DecisionKind.REPLACED, contents=[read_content]
-            )
+        replaced = [read_content] if edited else []
+        if (
+            displaced is not None
+            and displaced.pk != proposal.pk
+            and not same_meaning(displaced.content, proposal.content)
+        ):
+            # The value the key held before, replaced by the supervisor's choice as an edit replaces it.
+            replaced.append(displaced.content)
+        if replaced:
+            # The same words again do not undo the supervisor's choice.
+            decision_record(customer=proposal.customer, key=proposal.key, kind=DecisionKind.REPLACED, contents=replaced)
     return proposal
 
 

@@ -7,7 +7,9 @@ process enforces one limit (issue 36)."""
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
+from collections import OrderedDict
 from typing import Any
 
 from django.conf import settings
@@ -68,16 +70,42 @@ def _known_key(token: str) -> str:
     return "qiwei:token-known:" + hashlib.sha256(token.encode("utf-8", "replace")).hexdigest()
 
 
+# What this process already learned is known (key → when that expires, monotonic): being known only
+# exempts a token from the wrong-token limit and is never taken back before it expires, so the
+# shared cache (a file read) is asked once per token and process, not on every request.
+_KNOWN_HERE_MAX = 4096
+_known_here: OrderedDict[str, float] = OrderedDict()
+_known_here_lock = threading.Lock()
+
+
 def token_known_valid(token: bytes | str) -> bool:
     """Whether this token authenticated before (or was just made): it is always evaluated, never
     throttled. Being known lets it be checked, not accepted: a revoked token still fails."""
     text = token.decode("utf-8", "replace") if isinstance(token, bytes) else token
-    return bool(caches[KNOWN_TOKENS_CACHE].get(_known_key(text)))
+    key = _known_key(text)
+    with _known_here_lock:
+        expires = _known_here.get(key)
+    if expires is not None and expires > time.monotonic():
+        return True
+    known = bool(caches[KNOWN_TOKENS_CACHE].get(key))
+    if known:
+        _learn(key)
+    return known
 
 
 def token_remember_valid(token: bytes | str) -> None:
     text = token.decode("utf-8", "replace") if isinstance(token, bytes) else token
     caches[KNOWN_TOKENS_CACHE].set(_known_key(text), True, KNOWN_TOKEN_SECONDS)
+    _learn(_known_key(text))
+
+
+def _learn(key: str) -> None:
+    """Remember here, for a day at most (the shared entry lives for KNOWN_TOKEN_SECONDS), that the key is known."""
+    with _known_here_lock:
+        _known_here[key] = time.monotonic() + min(KNOWN_TOKEN_SECONDS, 24 * 3600)
+        _known_here.move_to_end(key)
+        while len(_known_here) > _KNOWN_HERE_MAX:
+            _known_here.popitem(last=False)
 
 
 # --- a token is a password: named by its first characters only, wherever Django names it ----------

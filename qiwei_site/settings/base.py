@@ -164,7 +164,8 @@ TEMPLATES = [
 DATABASES = {
     "default": env.db_url("DATABASE_URL", default=f"sqlite:///{QIWEI_DATA_DIR / 'default.sqlite3'}"),
 }
-# Keep server connections open between requests (PostgreSQL: 2.4× the context throughput measured).
+# Keep connections open between requests (PostgreSQL: 2.4× the context throughput measured; SQLite's
+# `default` file too).
 # For account databases: how long a connection lives in the process's pool (idle or not).
 QIWEI_DB_CONN_MAX_AGE = env_int("QIWEI_DB_CONN_MAX_AGE", 60, 0, 3600)
 # Account connections per process, in use and idle, whatever the number of accounts
@@ -183,6 +184,9 @@ if DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
         DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
         DATABASES["default"].setdefault("OPTIONS", {}).pop("prepare_threshold", None)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Kept between requests too (issue 38): opening the file costs every request a connect, the
+    # PRAGMAs and Django's functions registered on it (~6% of a real turn's server CPU, py-spy).
+    DATABASES["default"].setdefault("CONN_MAX_AGE", QIWEI_DB_CONN_MAX_AGE)
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {
             "transaction_mode": "IMMEDIATE",

@@ -18,6 +18,7 @@ from memory.context.builder import AgentContextBuilder
 from memory.governance.erasure import customer_erase
 from memory.governance.messages import message_forget
 from memory.governance.services import (
+    memory_item_add,
     memory_item_forget,
     memory_item_reject,
     memory_items_expire_due,
@@ -634,3 +635,19 @@ def test_an_importance_edit_leaves_the_proposals_waiting(customer, staff_user):
     # Then the proposal still waits
     proposal.refresh_from_db()
     assert proposal.status == MemoryStatus.PROPOSED
+
+
+def test_accepting_a_proposal_keeps_the_value_it_displaced_from_coming_back(customer):
+    # Given a supervisor's note that the customer wants 徐汇区, and then a question about 浦东
+    memory_item_add(customer=customer, content="徐汇区", key="profile:district", actor="主管", reason="人工补充")
+    say_now(customer, "浦东新区那边有房子吗？")
+    proposal = MemoryItem.objects.get(customer=customer, key="profile:district", status=MemoryStatus.PROPOSED)
+    # When the supervisor accepts the proposal as read (the key now holds 浦东, 徐汇区 leaves)
+    memory_proposal_accept(item=proposal, actor="主管", reason="电话确认")
+    # And the customer later names 徐汇区 again
+    say_now(customer, "想在徐汇附近找房")
+    # Then the supervisor's choice stands, as after an edit: 徐汇区 does not come back by itself
+    active = MemoryItem.objects.get(customer=customer, key="profile:district", status=MemoryStatus.ACTIVE)
+    assert "浦东" in active.content and active.created_by == MemoryCreatedBy.HUMAN
+    assert CustomerProfile.objects.get(customer=customer).district.startswith("浦东")
+    assert MemoryDecision.objects.filter(customer=customer, kind=DecisionKind.REPLACED).exists()

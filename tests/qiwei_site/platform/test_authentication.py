@@ -5,11 +5,12 @@ token's cached answer is flushed at once when the token or its user is written."
 from __future__ import annotations
 
 import pytest
+from django.core.cache import caches
 from rest_framework import exceptions
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.authtoken.models import Token
 
-from qiwei_site.platform.authentication import ThrottledTokenAuthentication
+from qiwei_site.platform.authentication import KNOWN_TOKENS_CACHE, ThrottledTokenAuthentication, token_known_valid
 from tests.factories import StaffUserFactory
 
 
@@ -95,3 +96,24 @@ def test_token_authentication_user_deactivated_stops_working_at_once():
     # Then the token is refused as DRF refuses it
     ours, drf = _both(token.key)
     assert ours == drf and isinstance(ours, str)
+
+
+@pytest.mark.django_db
+def test_token_known_valid_asks_the_shared_cache_once_per_process(monkeypatch):
+    # Given a token made just now (so known to every process through the shared cache)
+    token = Token.objects.create(user=StaffUserFactory(username="li_agent", first_name="李"))
+    reads: list[str] = []
+    shared = caches[KNOWN_TOKENS_CACHE]
+    real_get = shared.get
+    monkeypatch.setattr(shared, "get", lambda key, *a, **k: reads.append(key) or real_get(key, *a, **k))
+    # When this process asks whether it is known, three times, and asks about a token never seen
+    answers = [token_known_valid(token.key) for _ in range(3)]
+    stranger = token_known_valid("0" * 40)
+    # Then it is known without reading the shared cache (learned when it was made), and the
+    # stranger is asked about there each time and stays unknown
+    assert answers == [True, True, True] and stranger is False
+    assert len(reads) == 1 and token_known_valid("0" * 40) is False and len(reads) == 2
+    # And a valid token still fails once it is deleted: known only exempts it from the limit
+    Token.objects.filter(pk=token.pk).delete()
+    ours, drfs = _both(token.key)
+    assert isinstance(ours, str) and ours == drfs
