@@ -297,6 +297,7 @@ class MemoryWrites:
         decisions: CustomerDecisions,
         snapshot_head: SnapshotHead,
         messages: Iterable[Message] = (),
+        evidence: dict[tuple[int, ...], EvidenceTimes] | None = None,
     ) -> None:
         self.customer = customer
         self.decisions = decisions
@@ -311,7 +312,7 @@ class MemoryWrites:
         self._links: list[tuple[MemoryItem, MemoryItem]] = []
         self._audits: list[_StagedAudit] = []
         self._times: dict[int, tuple[datetime, datetime]] = {}
-        self._evidence: dict[tuple[int, ...], EvidenceTimes] = {}  # per loaded item's sources, if read with it
+        self._evidence = evidence or {}  # per loaded item's sources, when their times were read with it
         self._unknown_messages: set[int] = set()
         self._profile: CustomerProfile | None = None
         self._profile_fields: set[str] = set()
@@ -335,8 +336,8 @@ class MemoryWrites:
             decisions=state.decisions or CustomerDecisions(),
             snapshot_head=state.snapshot_head,
             messages=messages,
+            evidence=state.evidence,
         )
-        writes._evidence = state.evidence
         if state.profile_read:
             writes._profile = state.profile or CustomerProfile(customer=customer)
             writes._profile.customer = customer
@@ -357,10 +358,14 @@ class MemoryWrites:
         for pk, sent_at, created_at in rows:
             self._times[pk] = (sent_at, created_at)
 
+    def _evidence_of(self, ids: Sequence[int]) -> EvidenceTimes | None:
+        """The times read with the item whose sources these ids are (in its order), or None."""
+        return self._evidence.get(tuple(int(i) for i in ids))
+
     def evidence_known(self, ids: Sequence[int]) -> bool:
         """Whether `received` and `sent_after` answer for these ids (an item's sources, in its order)
         without reading their messages: their times were read with the item."""
-        return tuple(int(i) for i in ids) in self._evidence
+        return self._evidence_of(ids) is not None
 
     def messages_prefetch(self, ids: Iterable[int]) -> None:
         """Read the times of these messages (the ones not known yet) in one query."""
@@ -382,7 +387,7 @@ class MemoryWrites:
 
     def received(self, ids: Sequence[int]) -> datetime | None:
         """When the newest cited message reached us (`memory.decisions.evidence_time`, from memory)."""
-        known = self._evidence.get(tuple(int(i) for i in ids))
+        known = self._evidence_of(ids)
         if known is not None:
             return known[0]
         self.messages_prefetch(ids)
@@ -391,7 +396,7 @@ class MemoryWrites:
 
     def sent_after(self, ids: Sequence[int], moment: datetime) -> bool:
         """Whether any of these messages was sent after `moment`."""
-        known = self._evidence.get(tuple(int(i) for i in ids))
+        known = self._evidence_of(ids)
         if known is not None:
             return known[1] is not None and known[1] > moment
         self.messages_prefetch(ids)

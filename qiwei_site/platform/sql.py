@@ -249,28 +249,32 @@ class Statement(Generic[R]):
 # --- inserts: `bulk_create`'s statement without its compiler ---------------------------------------
 
 
-@functools.lru_cache(maxsize=512)
-def _insert_sql(
-    model: type[Model], count: int, unique_fields: tuple[str, ...], update_fields: tuple[str, ...]
-) -> tuple[str, tuple[Field[Any, Any], ...]]:
-    """`INSERT INTO t (columns) VALUES (…), … [ON CONFLICT (unique) DO UPDATE SET …] RETURNING pk` for
-    `count` new rows of `model`: every concrete field but an automatic key (the database gives it),
-    as `bulk_create` writes them (with `update_conflicts=True` when `update_fields` are named)."""
+@functools.cache
+def _written(model: type[Model]) -> tuple[tuple[Field[Any, Any], ...], str]:
+    """The fields an insert writes (every concrete one but an automatic key, which the database
+    gives, and a generated one, as `bulk_create` leaves them) and their quoted columns."""
     written = tuple(
         field
         for field in model._meta.concrete_fields
-        if not _automatic_key(field) and not getattr(field, "generated", False)  # as bulk_create leaves them
+        if not _automatic_key(field) and not getattr(field, "generated", False)
     )
+    return written, ", ".join(f'"{field.column}"' for field in written)  # type: ignore[return-value]
+
+
+@functools.lru_cache(maxsize=512)
+def _insert_sql(model: type[Model], count: int, unique_fields: tuple[str, ...], update_fields: tuple[str, ...]) -> str:
+    """`INSERT INTO t (columns) VALUES (…), … [ON CONFLICT (unique) DO UPDATE SET …] RETURNING pk` for
+    `count` new rows of `model`, as `bulk_create` writes them (with `update_conflicts=True` when
+    `update_fields` are named)."""
+    written, quoted = _written(model)
     row = f"({', '.join(['%s'] * len(written))})"
-    quoted = ", ".join(f'"{field.column}"' for field in written)
     conflict = ""
     if update_fields:
         keys = ", ".join(name(model, field) for field in unique_fields)
         sets = ", ".join(f"{name(model, field)} = EXCLUDED.{name(model, field)}" for field in update_fields)
         conflict = f" ON CONFLICT ({keys}) DO UPDATE SET {sets}"
     values = ", ".join([row] * count)
-    sql = f"INSERT INTO {table(model)} ({quoted}) VALUES {values}{conflict} RETURNING {name(model, 'pk')}"
-    return sql, written  # type: ignore[return-value]
+    return f"INSERT INTO {table(model)} ({quoted}) VALUES {values}{conflict} RETURNING {name(model, 'pk')}"
 
 
 def _automatic_key(field: Field[Any, Any]) -> bool:
@@ -320,7 +324,7 @@ def insert(
     model = type(objs[0])
     alias = using or router.db_for_write(model)
     connection = connections[alias]
-    sql, written = _insert_sql(model, len(objs), tuple(unique_fields), tuple(update_fields))
+    written = _written(model)[0]
     params = (
         _insert_params(objs, written, connection)
         if connection.ops.bulk_batch_size(written, objs) >= len(objs)
@@ -335,6 +339,7 @@ def insert(
             else {}
         )
         return list(model._default_manager.using(alias).bulk_create(objs, **conflicts))  # type: ignore[arg-type]
+    sql = _insert_sql(model, len(objs), tuple(unique_fields), tuple(update_fields))
     with transaction.mark_for_rollback_on_error(using=alias), connection.cursor() as cursor:
         cursor.execute(sql, params)
         keys = cursor.fetchall()
@@ -362,8 +367,7 @@ def _insert_unless_sql(model: type[Model], match: tuple[str, ...], casts: tuple[
     """`INSERT INTO t (columns) SELECT %s, … WHERE NOT EXISTS (a row with the same `match` values)
     RETURNING pk` for one new row (`casts`: each value's type, on PostgreSQL, where a SELECT's bare
     parameters have none)."""
-    written = _insert_sql(model, 1, (), ())[1]
-    quoted = ", ".join(f'"{field.column}"' for field in written)
+    written, quoted = _written(model)
     values = ", ".join(f"CAST(%s AS {cast})" for cast in casts) if casts else ", ".join(["%s"] * len(written))
     same = " AND ".join(f"x.{name(model, field)} = %s" for field in match)
     return (
@@ -379,7 +383,7 @@ def insert_unless(obj: M, *, match: Sequence[str], using: str | None = None) -> 
     model = type(obj)
     alias = using or router.db_for_write(model)
     connection = connections[alias]
-    written = _insert_sql(model, 1, (), ())[1]
+    written = _written(model)[0]
     plain = _plain(model, written, connection) and (obj.pk is None) is _automatic_key(model._meta.pk)  # type: ignore[arg-type]
     params = _insert_params([obj], written, connection) if plain else None
     match_fields: list[Field[Any, Any]] = fields(model, match)
