@@ -232,3 +232,17 @@ def test_accepted_proposal_keeps_no_rule_and_no_clause(staff_client, layout):
     assert (response.json()["held_back"], response.json()["clause"]) == ("", "")
     layout.refresh_from_db()
     assert (layout.held_back, layout.clause) == ("", "")
+
+
+def test_accept_through_the_api_keeps_the_displaced_value_from_coming_back(staff_client, customer):
+    # Given the customer stated 一居室, then asked after 两居室 (a proposal waits)
+    capture_message(message=MessageFactory(customer=customer, sender="王先生", text="我想要一居室"))
+    capture_message(message=MessageFactory(customer=customer, sender="王先生", text="有没有两居室？"))
+    waiting = MemoryItem.objects.get(customer=customer, key="profile:layout", status=MemoryStatus.PROPOSED)
+    # When a supervisor accepts it through the API as read
+    assert accept(staff_client, waiting.pk, reason="电话确认").status_code == 200
+    # And the customer's words naming the value it displaced are captured again (a re-capture, a backfill)
+    capture_message(message=MessageFactory(customer=customer, sender="王先生", text="我想要一居室"))
+    # Then the supervisor's choice stands in memory and in the profile
+    active = MemoryItem.objects.get(customer=customer, key="profile:layout", status=MemoryStatus.ACTIVE)
+    assert "两居" in active.content and "两居" in CustomerProfile.objects.get(customer=customer).layout
