@@ -4,7 +4,10 @@ rejected with …/reject/; writes need a staff member and a reason."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
+from django.utils import timezone
 
 from conversations.models import AuditEvent, CustomerProfile
 from memory.capture.services import capture_message
@@ -241,8 +244,9 @@ def test_accept_through_the_api_keeps_the_displaced_value_from_coming_back(staff
     waiting = MemoryItem.objects.get(customer=customer, key="profile:layout", status=MemoryStatus.PROPOSED)
     # When a supervisor accepts it through the API as read
     assert accept(staff_client, waiting.pk, reason="电话确认").status_code == 200
-    # And the customer's words naming the value it displaced are captured again (a re-capture, a backfill)
-    capture_message(message=MessageFactory(customer=customer, sender="王先生", text="我想要一居室"))
+    # And the customer names the value it displaced again, after the decision (through capture)
+    later = timezone.now() + dt.timedelta(minutes=1)
+    capture_message(message=MessageFactory(customer=customer, sender="王先生", text="我想要一居室", sent_at=later))
     # Then the supervisor's choice stands in memory and in the profile
     active = MemoryItem.objects.get(customer=customer, key="profile:layout", status=MemoryStatus.ACTIVE)
     assert "两居" in active.content and "两居" in CustomerProfile.objects.get(customer=customer).layout
