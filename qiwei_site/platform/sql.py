@@ -378,8 +378,9 @@ def _insert_unless_sql(model: type[Model], match: tuple[str, ...], casts: tuple[
 
 def insert_unless(obj: M, *, match: Sequence[str], using: str | None = None) -> M | None:
     """Insert one new row unless a row with the same values of the `match` fields exists, in one
-    statement (what `exists()` then `bulk_create([obj])` do in two); the object with its key, or
-    None when such a row was there. Twin: `filter(**match).exists()`, then `bulk_create`."""
+    statement (what `exists()` then `bulk_create([obj])` do in two; on PostgreSQL after a
+    transaction lock on the match, so that two concurrent calls insert once); the object with its
+    key, or None when such a row was there. Twin: `filter(**match).exists()`, then `bulk_create`."""
     model = type(obj)
     alias = using or router.db_for_write(model)
     connection = connections[alias]
@@ -397,14 +398,24 @@ def insert_unless(obj: M, *, match: Sequence[str], using: str | None = None) -> 
         if connection.vendor == "postgresql"
         else None
     )
-    params += [field.get_db_prep_save(getattr(obj, field.attname), connection=connection) for field in match_fields]
-    with transaction.mark_for_rollback_on_error(using=alias), connection.cursor() as cursor:
+    matched = [field.get_db_prep_save(getattr(obj, field.attname), connection=connection) for field in match_fields]
+    params += matched
+    with transaction.atomic(using=alias, savepoint=False), connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            # READ COMMITTED: NOT EXISTS cannot see a concurrent transaction's uncommitted row, so two
+            # could both insert. A transaction lock on (schema, table, match values) makes the second
+            # wait for the first to end; its INSERT then takes a new snapshot and sees the row.
+            # (SQLite: one writer at a time; the statement sees every committed row.)
+            cursor.execute(_MATCH_LOCK, [f"{model._meta.db_table}|{matched!r}"])
         cursor.execute(_insert_unless_sql(model, tuple(match), casts), params)
         keys = cursor.fetchall()
     if not keys:
         return None
     _keys_given([obj], keys, alias)
     return obj
+
+
+_MATCH_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || '|' || %s, 0))"
 
 
 @functools.lru_cache(maxsize=512)

@@ -5,6 +5,8 @@ time zones are the driver's here, not SQLite's."""
 from __future__ import annotations
 
 import datetime as dt
+import threading
+import time
 
 import pytest
 from django.db import DataError, connections, transaction
@@ -94,3 +96,39 @@ def test_sql_insert_and_update_write_what_the_orm_writes_on_postgres(postgres_ac
         with pytest.raises(DataError), transaction.atomic(using=alias):
             insert_unless(long, match=["customer", "kind", "cause"])
         assert not Alert.objects.filter(customer=customer).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_insert_unless_inserts_once_when_two_transactions_race_on_postgres(postgres_accounts):
+    # Given an account on PostgreSQL and a transaction that has inserted an alert for a cause and not
+    # yet committed
+    account_id = postgres_accounts("pgrace")
+    account_create(account_id=account_id, name="安居客服四部")
+    with use_account(account_id) as alias:
+        customer = CustomerFactory(display_name="冯先生")
+        customer_id = customer.pk
+        second: dict[str, object] = {}
+        started = threading.Event()
+
+        def racing() -> None:
+            # When a second transaction, on another connection, inserts for the same cause meanwhile
+            with use_account(account_id):
+                try:
+                    started.set()
+                    with transaction.atomic(using=alias):
+                        alert = Alert(customer_id=customer_id, kind="transfer", level="warn", text="b", cause="msg:7")
+                        second["result"] = insert_unless(alert, match=["customer", "kind", "cause"])
+                finally:
+                    connections.close_all()
+
+        with transaction.atomic(using=alias):
+            first = Alert(customer=customer, kind="transfer", level="warn", text="a", cause="msg:7")
+            assert insert_unless(first, match=["customer", "kind", "cause"]) is not None
+            thread = threading.Thread(target=racing)
+            thread.start()
+            started.wait(5)
+            time.sleep(0.5)  # the second is waiting on the first's lock (or, unlocked, has inserted)
+        thread.join(10)
+        # Then the second waited for the first to commit, saw its row and inserted nothing
+        assert second == {"result": None}
+        assert Alert.objects.filter(customer=customer, cause="msg:7").count() == 1
