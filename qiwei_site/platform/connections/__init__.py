@@ -237,7 +237,7 @@ class AccountConnectionPool:
         while True:
             self._reap_lost()
             self._prune(stale)
-            entry = self._take_idle(key, affinity)
+            entry = self._take_idle(key, affinity, spread=self._open < _cap())
             if entry is not None:
                 return entry, deadline
             if self._open < _cap():
@@ -263,19 +263,28 @@ class AccountConnectionPool:
                 )
             self._cond.wait(deadline - now)
 
-    def _take_idle(self, key: PoolKey, affinity: str | None = None) -> _Idle | None:
+    def _take_idle(self, key: PoolKey, affinity: str | None = None, *, spread: bool = False) -> _Idle | None:
         idents = self._idle_by_key.get(key)
         if not idents:
             return None
         if affinity is None:
             return self._remove_idle(idents[-1])  # the most recently returned: the warmest
         # One pool for every account's schema: the most recent idle connection that served this
-        # account; else the one that has served the fewest schemas. Accounts so settle on
-        # connections of their own, each backend keeps a few schemas' catalogue warm and stays
-        # under QIWEI_PG_SCHEMAS_PER_CONNECTION instead of meeting every account once.
+        # account (or has served none yet); else, below the cap (`spread`), none, so that the
+        # caller opens one; else the one that has served the fewest schemas. Accounts so settle on
+        # connections of their own, spread over every slot of the cap: each backend keeps
+        # accounts / cap schemas' catalogue warm and stays under QIWEI_PG_SCHEMAS_PER_CONNECTION,
+        # instead of the few connections a process's concurrency needs each meeting every account
+        # and being recycled at the limit (a first use of a schema costs its backend ~2-3 ms of CPU
+        # per request; benchmarks/RESULTS.md §22).
         for ident in reversed(idents):
             if affinity in _served.get(ident, ()):
                 return self._remove_idle(ident)
+        for ident in reversed(idents):
+            if not _served.get(ident):
+                return self._remove_idle(ident)
+        if spread:
+            return None
         return self._remove_idle(min(reversed(idents), key=lambda ident: len(_served.get(ident, ()))))
 
     def _remove_idle(self, ident: int) -> _Idle:

@@ -562,9 +562,10 @@ def test_account_database_exists_asks_the_server_once_for_every_known_account(mo
     assert server.connections == 3
 
 
-def test_account_pool_shared_by_schemas_prefers_a_connection_that_served_the_account(pool):
-    # Given one pool key for every account (the schema layout) and two idle connections, one that
-    # served 浦东 and one that served 徐汇 and 静安
+def test_account_pool_shared_by_schemas_prefers_a_connection_that_served_the_account(pool, settings):
+    # Given one pool key for every account (the schema layout), a cap of two, and two idle
+    # connections, one that served 浦东 and one that served 徐汇 and 静安
+    settings.QIWEI_ACCOUNT_CONN_CAP = 2
     key = ("schema:qiwei_accounts",)
     first = pool.checkout(key, lambda: StandIn("any"), lambda raw: True, affinity="acct_pudong")
     second = pool.checkout(key, lambda: StandIn("any"), lambda raw: True, affinity="acct_xuhui")
@@ -575,5 +576,23 @@ def test_account_pool_shared_by_schemas_prefers_a_connection_that_served_the_acc
     # When 徐汇 asks, it gets the connection whose backend has its schema cached, not the latest
     assert pool.checkout(key, lambda: StandIn("any"), lambda raw: True, affinity="acct_xuhui") is second
     pool.checkin(key, second, keep=True, reusable=True)
-    # And an account neither served takes the one that has served the fewest schemas
+    # And, at the cap, an account neither served takes the one that has served the fewest schemas
     assert pool.checkout(key, lambda: StandIn("any"), lambda raw: True, affinity="acct_minhang") is first
+
+
+def test_account_pool_shared_by_schemas_opens_a_connection_below_the_cap_rather_than_share_one(pool):
+    # Given one pool key for every account (the schema layout), below the cap, and an idle
+    # connection whose backend has read 浦东's schema
+    key = ("schema:qiwei_accounts",)
+    pudong = pool.checkout(key, lambda: StandIn("pudong"), lambda raw: True, affinity="acct_pudong")
+    pool_module.schemas_served(pudong).add("acct_pudong")
+    pool.checkin(key, pudong, keep=True, reusable=True)
+    # When 徐汇, which no connection has served, asks
+    xuhui = pool.checkout(key, lambda: StandIn("xuhui"), lambda raw: True, affinity="acct_xuhui")
+    pool_module.schemas_served(xuhui).add("acct_xuhui")
+    pool.checkin(key, xuhui, keep=True, reusable=True)
+    # Then it gets a connection of its own (the accounts spread over the cap's slots, each backend
+    # reading fewer schemas), and 浦东's stays idle for 浦东
+    assert xuhui is not pudong and xuhui.account == "xuhui"
+    assert pool.stats().open == 2
+    assert pool.checkout(key, lambda: StandIn("new"), lambda raw: True, affinity="acct_pudong") is pudong

@@ -399,9 +399,10 @@ def schema_pool(settings) -> pool_module.AccountConnectionPool:
     return pool_module.AccountConnectionPool()
 
 
-def test_account_pool_gives_an_unknown_account_the_connection_that_served_the_fewest_schemas(schema_pool):
-    # Given one pool key for every account's schema and two idle connections, the later one (by
-    # its place in memory) having served fewer schemas
+def test_account_pool_gives_an_unknown_account_the_connection_that_served_the_fewest_schemas(schema_pool, settings):
+    # Given one pool key for every account's schema and, at a cap of two, two idle connections, the
+    # later one (by its place in memory) having served fewer schemas
+    settings.QIWEI_ACCOUNT_CONN_CAP = 2
     key = ("schema:qiwei_accounts",)
     taken = [schema_pool.checkout(key, _StandIn, lambda raw: True, affinity="acct_pudong") for _ in range(2)]
     busier, quieter = sorted(taken, key=id)
