@@ -532,6 +532,19 @@ class PrivatePostgres:
         return psycopg.connect(host="127.0.0.1", port=self.port, user="postgres", dbname=dbname, autocommit=True)
 
 
+def shipped_reset_query() -> str:
+    """deploy/pgbouncer.ini's `server_reset_query` (what every transaction's server connection is
+    reset with; QIWEI_BENCH_PGBOUNCER_RESET overrides it to compare another)."""
+    override = os.environ.get("QIWEI_BENCH_PGBOUNCER_RESET")
+    if override:
+        return override
+    for line in (ROOT / "deploy" / "pgbouncer.ini").read_text().splitlines():
+        name, equals, value = line.partition("=")
+        if equals and name.strip() == "server_reset_query":
+            return value.strip()
+    raise RuntimeError("deploy/pgbouncer.ini sets no server_reset_query")
+
+
 class PgBouncer:
     """Debian's pgbouncer in transaction pooling in front of `server`."""
 
@@ -541,9 +554,13 @@ class PgBouncer:
         server_connections: int,
         users: tuple[str, ...] = ("postgres",),
         pools: dict[str, int] | None = None,
+        idle_timeout: int | None = 10,
     ) -> None:
         """`pools`: a server-connection pool size per database (`pool_size`), for a database every
-        account shares (the schema layout: deploy/pgbouncer.ini's formula); others keep 2 each."""
+        account shares (the schema layout: deploy/pgbouncer.ini's formula); others keep 2 each.
+        The reset after every transaction is deploy/pgbouncer.ini's (issue 36). `idle_timeout`:
+        `server_idle_timeout` (10 s frees a database per account's idle server connections for the
+        next; None: PgBouncer's default, 600 s, as deploy/pgbouncer.ini leaves it)."""
         import tempfile
 
         self.folder = Path(tempfile.mkdtemp(prefix="qiwei-bench-pgbouncer-"))
@@ -564,7 +581,9 @@ class PgBouncer:
             "max_client_conn = 5000",
             "default_pool_size = 2",
             f"max_user_connections = {server_connections}",
-            "server_idle_timeout = 10",
+            *([f"server_idle_timeout = {idle_timeout}"] if idle_timeout is not None else []),
+            f"server_reset_query = {shipped_reset_query()}",
+            "server_reset_query_always = 1",
             "ignore_startup_parameters = extra_float_digits",
         ] + (["user = postgres"] if os.geteuid() == 0 else [])
         (self.folder / "pgbouncer.ini").write_text("\n".join(lines) + "\n")

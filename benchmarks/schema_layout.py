@@ -565,6 +565,11 @@ def main() -> None:
                     server_connections=80,
                     users=("postgres", LOGIN),
                     pools={SCHEMA_DB: args.workers * args.cap},
+                    # The schema layout alone: idle server connections kept as deploy/pgbouncer.ini
+                    # keeps them (PgBouncer's 600 s); 10 s closed a backend that had read every
+                    # account's catalogue whenever a phase needed fewer, and a busier phase then
+                    # opened cold ones (all accounts: 200 schemas each to read, one account: one).
+                    idle_timeout=None if layouts == ["schema"] else 10,
                 )
                 port = bouncer.port
             servers: dict[str, tuple[Any, str]] = {}

@@ -197,12 +197,15 @@ class _DecodedCache:
                     entries.move_to_end(key)
             return found
 
-    def put(self, key: _DecodedKey, decoded: _Decoded) -> None:
+    def put_many(self, pairs: Sequence[tuple[_DecodedKey, _Decoded]]) -> None:
+        """Keep a build's newly decoded candidates, under the lock once."""
         with self._lock:
-            self._entries[key] = decoded
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
+            entries = self._entries
+            for key, decoded in pairs:
+                entries[key] = decoded
+                entries.move_to_end(key)
+            while len(entries) > self.size:
+                entries.popitem(last=False)
 
     def clear(self) -> None:
         with self._lock:
@@ -239,13 +242,11 @@ def decoded_cache_forget(*, message_ids: Iterable[int]) -> int:
 def _candidate_decode(key: _DecodedKey) -> _Decoded:
     """A candidate's current stored document (None: tokenise it) and whether it names a date, for
     a candidate the cache did not hold (keyed by this account's row as read: a changed row is a new
-    key), kept in the cache."""
+    key); the caller keeps it in the cache."""
     _account, _pk, text, version, fingerprint, encoded = key
     stored = _stored_document(text, version, fingerprint, encoded)
     # On the stored text: cheaper than the decoded keys.
-    decoded = (stored, stored is not None and encoded is not None and has_dates(encoded))
-    _DECODED.put(key, decoded)
-    return decoded
+    return (stored, stored is not None and encoded is not None and has_dates(encoded))
 
 
 def _store_missing(pairs: list[tuple[int, str, Sequence[Feature] | None]]) -> None:
@@ -310,10 +311,14 @@ def recall_from_rows(
     account = current_account()
     keys = [(account, row[0], row[3], row[5], row[6], row[7]) for row in rows]
     cached = _DECODED.get_many(keys)
+    decoded: list[tuple[_DecodedKey, _Decoded]] = []
     for key, hit, (pk, _direction, _sender, text, sent_at, _version, _fingerprint, _encoded) in zip(
         keys, cached, rows, strict=True
     ):
-        stored, names_dates = hit if hit is not None else _candidate_decode(key)
+        if hit is None:
+            hit = _candidate_decode(key)
+            decoded.append((key, hit))
+        stored, names_dates = hit
         if stored is None:
             text_features = features(text)
             missing.append((pk, text, text_features))
@@ -322,6 +327,8 @@ def recall_from_rows(
         documents.append(stored)
         # Only a message naming a date needs its day: the others are ranked as they are.
         sent_on.append(_local_day(sent_at) if names_dates else None)
+    if decoded:
+        _DECODED.put_many(decoded)
     if missing:
         _store_missing(missing)
     best = rank_documents(features(query_text), documents, limit, sent_on=sent_on, query_on=_local_day(query_sent_at))

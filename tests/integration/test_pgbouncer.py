@@ -307,3 +307,24 @@ def test_pgbouncer_without_the_reset_the_poison_reaches_the_next_client(bounced_
 
         assert Customer.objects.count() == 0
         assert _unswitched(alias, "SELECT current_user") == [(SCHEMA_LOGIN,)]
+
+
+@pytest.mark.parametrize("pg_layout", ["schema"], indirect=True)
+def test_pgbouncer_temporary_table_left_by_another_client_never_shadows_an_accounts_table(bounced_accounts, pgbouncer):
+    # Given two accounts behind PgBouncer with the shipped settings, and a client that left a
+    # temporary table named like an account table (searched before the account's schema) on a
+    # pooled server connection
+    _account_a, account_b = _two_accounts(bounced_accounts)
+    config = tenancy.account_database_config(account_b)
+    with psycopg.connect(
+        host="127.0.0.1", port=pgbouncer, user=SCHEMA_LOGIN, dbname=config["NAME"], autocommit=True
+    ) as other, other.transaction():  # one transaction: one server connection
+        other.execute("CREATE TEMP TABLE conversations_customer (id bigint, display_name text)")
+        other.execute("INSERT INTO conversations_customer VALUES (1, '伪造的客户')")
+    # When account B reads its customers
+    from conversations.models import Customer
+
+    with use_account(account_b):
+        names = list(Customer.objects.values_list("display_name", flat=True))
+    # Then it reads its own table: the reset dropped the temporary one
+    assert names == []

@@ -158,12 +158,11 @@ def test_decoded_cache_keeps_the_most_recently_used_entries_within_its_size():
         ("acme", pk, text, 3, f"fp{pk}", f"enc{pk}")
         for pk, text in enumerate(["预算八千左右", "不考虑顶楼", "想要朝南的两居室"], start=1)
     )
-    cache.put(first, (document(features(first[2])), False))
-    cache.put(second, (document(features(second[2])), False))
+    cache.put_many([(first, (document(features(first[2])), False)), (second, (document(features(second[2])), False))])
     assert cache.get_many([first])[0] is not None
 
     # When a third candidate is added
-    cache.put(third, (document(features(third[2])), False))
+    cache.put_many([(third, (document(features(third[2])), False))])
 
     # Then the least recently used one is gone, the newest two are kept
     assert len(cache) == 2

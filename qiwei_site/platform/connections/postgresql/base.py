@@ -14,8 +14,8 @@ would otherwise hand its role to whoever's statement runs there unswitched next)
 connection is back to the login role. A statement sent without the switch runs as the login role,
 which may read no account schema: the database refuses it (permission denied), never answers with
 another account's rows — provided no other client left a session-level role on that server
-connection since, which the shipped PgBouncer settings (`deploy/pgbouncer.ini`: `DISCARD ALL`
-after every transaction) make sure of.
+connection since, which the shipped PgBouncer settings (`deploy/pgbouncer.ini`: DISCARD ALL's
+parts but DISCARD PLANS, after every transaction) make sure of.
 """
 
 from __future__ import annotations
