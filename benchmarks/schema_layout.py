@@ -13,10 +13,10 @@ template and verified against it (the count made from the template is printed); 
 hand. Each account's 5 customers then get `--history` messages each (default 260), written through
 the ORM on the account's own connection (the same rows in every account), their recall features
 stored as ingest stores them. Both layouts are vacuumed and analysed before timing (the schema
-layout's one database, each account database), as a long-running server's would be: no autovacuum
-catching up inside a timed phase. `--shared-buffers` sizes the cluster's buffer cache (initdb's
-128MB unless given; 200 accounts' schemas with these histories take ~850 MB, so at 128MB the
-all-accounts phases read much of their data from the OS page cache).
+layout's one database, each account database), and again after each warm-up, as a long-running
+server's would be: no autovacuum catching up inside a timed phase. `--shared-buffers` sizes the
+cluster's buffer cache (initdb's 128MB unless given; 200 accounts' schemas with these histories
+take ~850 MB, so at 128MB the all-accounts phases read much of their data from the OS page cache).
 
 A fair baseline (issue 38, item 5): both phases must build contexts of the same size. Every turn
 stores a message, so a phase's customers grow: one account's phase puts all of its turns on 5
@@ -188,7 +188,7 @@ def prepare(layout: str, env: dict[str, str], count: int, history: int, server: 
     from rest_framework.authtoken.models import Token
 
     from qiwei_site.platform.account_migrations import CREATED, NewAccount, onboard_accounts
-    from qiwei_site.platform.tenancy import TEMPLATE, account_database_config
+    from qiwei_site.platform.tenancy import TEMPLATE
 
     call_command("migrate", verbosity=0, interactive=False)
     ids = [f"bench{n:03d}" for n in range(count)]
@@ -205,10 +205,7 @@ def prepare(layout: str, env: dict[str, str], count: int, history: int, server: 
     connections.close_all()
     with multiprocessing.get_context("spawn").Pool(2) as pool:
         pool.map(_seed_accounts, [(env, ids[i::2], MULTI_CUSTOMERS, history) for i in range(2)])
-    # Settled, with statistics, as a long-running server's would be: no autovacuum catching up mid-run.
-    for name in {SCHEMA_DB} if layout == "schema" else {account_database_config(a)["NAME"] for a in ids}:
-        with server.connect(name) as conn:
-            conn.execute("VACUUM ANALYZE")
+    settle(server, layout, ids)
     user = get_user_model().objects.create_user("bench", password="bench-pass", is_staff=True, is_superuser=True)
     token = Token.objects.create(user=user).key
     connections.close_all()
@@ -216,6 +213,15 @@ def prepare(layout: str, env: dict[str, str], count: int, history: int, server: 
     if settings.QIWEI_AGENT_MEMORY_RECALL_LIMIT > 0:
         window += settings.QIWEI_AGENT_MEMORY_HISTORY_SCAN_LIMIT
     return token, window
+
+
+def settle(server: PrivatePostgres, layout: str, accounts: list[str]) -> None:
+    """Vacuumed and analysed, as a long-running server's would be: no autovacuum catching up inside
+    a timed phase (after the seeding, and again after each warm-up's writes)."""
+    names = {SCHEMA_DB} if layout == "schema" else {f"qiwei_bench_{account}" for account in accounts}
+    for name in sorted(names):
+        with server.connect(name) as conn:
+            conn.execute("VACUUM ANALYZE")
 
 
 def _histories_in_database(server: PrivatePostgres, layout: str, accounts: list[str]) -> dict[tuple[str, int], int]:
@@ -582,6 +588,11 @@ def main() -> None:
                     # as a long-running server has (each process's first use of an account checks
                     # its migrations and registers it).
                     load(servers[layout][1], tokens[layout], 16, warm_seconds, accounts, histories[layout])
+                    # The warm-up's writes (16 clients for warm_seconds over every account) cross
+                    # autovacuum's thresholds in many tables at once: settled again, or a worker
+                    # catches up inside the first timed phases (run D of RESULTS §22: 40 % of one
+                    # all-accounts phase, the server's CPU per turn 45 ms against 10).
+                    settle(server, layout, accounts)
                 for clients in args.clients:
                     for round_ in range(args.rounds):
                         counts = (len(accounts),) if args.only_all else (1, len(accounts))
