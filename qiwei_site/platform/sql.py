@@ -388,26 +388,27 @@ def insert_unless(obj: M, *, match: Sequence[str], using: str | None = None) -> 
     plain = _plain(model, written, connection) and (obj.pk is None) is _automatic_key(model._meta.pk)  # type: ignore[arg-type]
     params = _insert_params([obj], written, connection) if plain else None
     match_fields: list[Field[Any, Any]] = fields(model, match)
-    if params is None:
-        same = {field.attname: getattr(obj, field.attname) for field in match_fields}
-        if model._default_manager.using(alias).filter(**same).exists():
-            return None
-        return insert([obj], using=alias)[0]
-    casts = (
-        tuple(_LENGTH.sub("", str(field.cast_db_type(connection))) for field in written)
-        if connection.vendor == "postgresql"
-        else None
-    )
     matched = [field.get_db_prep_save(getattr(obj, field.attname), connection=connection) for field in match_fields]
-    params += matched
     with transaction.atomic(using=alias, savepoint=False), connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             # READ COMMITTED: NOT EXISTS cannot see a concurrent transaction's uncommitted row, so two
             # could both insert. A transaction lock on (schema, table, match values) makes the second
             # wait for the first to end; its INSERT then takes a new snapshot and sees the row.
-            # (SQLite: one writer at a time; the statement sees every committed row.)
+            # (SQLite: one writer at a time; the statement sees every committed row.) The key is the
+            # prepared values' repr: equal for the ids and texts matched on (not for values equal in
+            # SQL but written differently, such as 1.0 and 1.00).
             cursor.execute(_MATCH_LOCK, [f"{model._meta.db_table}|{matched!r}"])
-        cursor.execute(_insert_unless_sql(model, tuple(match), casts), params)
+        if params is None:
+            same = {field.attname: getattr(obj, field.attname) for field in match_fields}
+            if model._default_manager.using(alias).filter(**same).exists():
+                return None
+            return insert([obj], using=alias)[0]
+        casts = (
+            tuple(_LENGTH.sub("", str(field.cast_db_type(connection))) for field in written)
+            if connection.vendor == "postgresql"
+            else None
+        )
+        cursor.execute(_insert_unless_sql(model, tuple(match), casts), [*params, *matched])
         keys = cursor.fetchall()
     if not keys:
         return None
@@ -415,7 +416,7 @@ def insert_unless(obj: M, *, match: Sequence[str], using: str | None = None) -> 
     return obj
 
 
-_MATCH_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || '|' || %s, 0))"
+_MATCH_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(coalesce(current_schema(), '') || '|' || %s, 0))"
 
 
 @functools.lru_cache(maxsize=512)

@@ -127,7 +127,14 @@ def test_insert_unless_inserts_once_when_two_transactions_race_on_postgres(postg
             thread = threading.Thread(target=racing)
             thread.start()
             started.wait(5)
-            time.sleep(0.5)  # the second is waiting on the first's lock (or, unlocked, has inserted)
+            # Until the second waits on the first's lock (unlocked, it never does: it inserts at once)
+            with connections[alias].cursor() as cursor:
+                for _ in range(100):
+                    cursor.execute("SELECT pg_stat_clear_snapshot()")
+                    cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'advisory'")
+                    if cursor.fetchone()[0]:
+                        break
+                    time.sleep(0.05)
         thread.join(10)
         # Then the second waited for the first to commit, saw its row and inserted nothing
         assert second == {"result": None}
