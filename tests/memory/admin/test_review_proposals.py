@@ -4,12 +4,14 @@ reason; the start page counts them and links to exactly those rows."""
 
 from __future__ import annotations
 
+import datetime as dt
 import html
 import re
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from conversations.models import AuditEvent, CustomerProfile
 from memory.admin.review import REVIEW_PER_PAGE
@@ -214,3 +216,18 @@ def test_review_queue_next_page_of_proposals_stays_on_proposals(admin_client, cu
     # Then the next page still shows proposals only: the one left over
     assert second.context["kind"] == "proposals"
     assert len(second.context["rows"]) == 1 and all(row.is_proposal for row in second.context["rows"])
+
+
+def test_review_accept_in_admin_keeps_the_displaced_value_from_coming_back(admin_client, customer):
+    # Given the customer stated 一居室, then asked after 两居室 (a proposal waits in the queue)
+    capture_message(message=MessageFactory(customer=customer, sender="王先生", text="我想要一居室"))
+    capture_message(message=MessageFactory(customer=customer, sender="王先生", text="有没有两居室？"))
+    waiting = MemoryItem.objects.get(customer=customer, key="profile:layout", status=MemoryStatus.PROPOSED)
+    # When the supervisor accepts it as read in the admin review queue
+    assert decide(admin_client, waiting, "accept", "客户电话确认要两居室").status_code == 200
+    # And the customer names the value it displaced again, after the decision (through capture)
+    later = timezone.now() + dt.timedelta(minutes=1)
+    capture_message(message=MessageFactory(customer=customer, sender="王先生", text="我想要一居室", sent_at=later))
+    # Then the supervisor's choice stands in memory and in the profile
+    active = MemoryItem.objects.get(customer=customer, key="profile:layout", status=MemoryStatus.ACTIVE)
+    assert "两居" in active.content and "两居" in CustomerProfile.objects.get(customer=customer).layout
